@@ -1,0 +1,71 @@
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "cli/commands.hpp"
+
+namespace gpuctk::cli {
+
+namespace {
+
+struct GroupRow {
+  const char* name;
+  const char* summary;
+};
+
+// Command groups: a group alone is a usage error that lists its commands.
+constexpr GroupRow k_groups[] = {
+    {"cdi", "Container Device Interface specs: generate, validate, list"},
+};
+
+// Every command, in the order --help lists them.
+const CommandRow k_commands[] = {
+    {"cdi", "validate", "Check CDI spec files against the CDI rules; print every problem", define_cdi_validate},
+    {"cdi", "list", "List the qualified device names resolvable from the CDI spec directories", define_cdi_list},
+};
+
+}  // namespace
+
+int report(const Error& error) {
+  std::fprintf(stderr, "gpuctk: error: %s\n", error.message.c_str());
+  return k_exit_failure;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"gpuctk: gives containers their GPUs (CDI spec generator and OCI hook)", "gpuctk"};
+  app.set_version_flag("--version", "gpuctk " GPUCTK_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  std::map<std::string, CLI::App*> groups;
+  for (const auto& group : k_groups) {
+    CLI::App* sub = app.add_subcommand(group.name, group.summary);
+    sub->require_subcommand(1);
+    groups.emplace(group.name, sub);
+  }
+  std::map<const CLI::App*, Action> actions;
+  for (const auto& row : k_commands) {
+    CLI::App* parent = row.group[0] == '\0' ? &app : groups.at(row.group);
+    CLI::App* command = parent->add_subcommand(row.name, row.summary);
+    actions.emplace(command, row.define(*command));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? k_exit_ok : k_exit_usage;
+  }
+  // The one command that was chosen is the deepest parsed subcommand.
+  const CLI::App* chosen = &app;
+  while (!chosen->get_subcommands().empty()) {
+    chosen = chosen->get_subcommands().front();
+  }
+  const auto action = actions.find(chosen);
+  if (action == actions.end()) {
+    return report(Error{"no command chosen; see gpuctk --help"});
+  }
+  return action->second();
+}
+
+}  // namespace gpuctk::cli

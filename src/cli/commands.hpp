@@ -1,0 +1,37 @@
+#pragma once
+// The subcommand table's row type and the one error printer. Each command lives in its own file and
+// exposes a `define_*` function: it adds its options to the given CLI11 subcommand and returns the
+// action that runs the command after a successful parse.
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+#include "util/error.hpp"
+
+namespace gpuctk::cli {
+
+// Process exit codes: 0 success, 1 runtime failure, 2 usage error.
+enum ExitCode : int { k_exit_ok = 0, k_exit_failure = 1, k_exit_usage = 2 };
+
+using Action = std::function<int()>;
+using Define = Action (*)(CLI::App& command);
+
+struct CommandRow {
+  const char* group;    // parent command ("" for top level), e.g. "cdi"
+  const char* name;     // e.g. "validate"
+  const char* summary;  // one line for --help
+  Define define;
+};
+
+// Prints "gpuctk: error: <message>" on stderr and returns k_exit_failure.
+int report(const Error& error);
+
+// Runs gpuctk with the given arguments; returns the process exit code.
+int run(int argc, char** argv);
+
+// Command definitions (one file each).
+Action define_cdi_validate(CLI::App& command);
+Action define_cdi_list(CLI::App& command);
+
+}  // namespace gpuctk::cli

@@ -1,0 +1,104 @@
+#include "util/file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "util/fd.hpp"
+
+namespace gpuctk {
+
+namespace {
+
+// Removes the temporary file unless committed.
+class TempFile {
+ public:
+  TempFile(std::string path, UniqueFd fd) : m_path(std::move(path)), m_fd(std::move(fd)) {}
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (!m_committed) {
+      ::unlink(m_path.c_str());
+    }
+  }
+  [[nodiscard]] int fd() const { return m_fd.get(); }
+  [[nodiscard]] const std::string& path() const { return m_path; }
+  void commit() { m_committed = true; }
+
+ private:
+  std::string m_path;
+  UniqueFd m_fd;
+  bool m_committed = false;
+};
+
+std::string parent_dir(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) {
+    return ".";
+  }
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+Result<std::string> read_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    return fail_errno("read " + path, errno);
+  }
+  std::string content;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return fail_errno("read " + path, errno);
+    }
+    if (n == 0) {
+      return content;
+    }
+    content.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+Result<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode) {
+  std::string temp_path = path + ".XXXXXX.tmp";
+  UniqueFd raw(::mkostemps(temp_path.data(), 4, O_CLOEXEC));
+  if (!raw) {
+    return fail_errno("write " + path + ": create temporary file in " + parent_dir(path), errno);
+  }
+  TempFile temp(std::move(temp_path), std::move(raw));
+  const auto write_error = [&](std::string_view step) { return fail_errno("write " + path + ": " + std::string(step), errno); };
+  for (size_t done = 0; done < content.size();) {
+    const ssize_t n = ::write(temp.fd(), content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return write_error("write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fchmod(temp.fd(), mode) != 0) {
+    return write_error("chmod");
+  }
+  if (::fsync(temp.fd()) != 0) {
+    return write_error("fsync");
+  }
+  if (::rename(temp.path().c_str(), path.c_str()) != 0) {
+    return write_error("rename");
+  }
+  temp.commit();
+  // Make the rename itself durable; a failure here does not undo the (already visible) new file.
+  UniqueFd dir(::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir) {
+    ::fsync(dir.get());
+  }
+  return {};
+}
+
+}  // namespace gpuctk

@@ -1,0 +1,21 @@
+#pragma once
+// Whole-file reads and atomic whole-file writes.
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+#include "util/error.hpp"
+
+namespace gpuctk {
+
+// The bytes of `path`. Errors name the path: "read /x: No such file or directory".
+Result<std::string> read_file(const std::string& path);
+
+// Replaces `path` with `content` so that no reader ever sees a partial file: writes a temporary file
+// in the same directory, fsyncs it, sets `mode`, renames it over `path` and fsyncs the directory.
+// On any failure the temporary file is removed and `path` is left as it was.
+Result<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode);
+
+}  // namespace gpuctk
