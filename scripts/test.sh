@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Command 2 of the README: installs what is missing, builds, and runs the whole test suite twice —
+# a warnings-as-errors build, then an AddressSanitizer + UndefinedBehaviorSanitizer build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh test
+jobs=$(nproc)
+
+run_suite() {
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DGPUCTK_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+}
+
+echo "== release build (warnings are errors)"
+run_suite build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== ASan + UBSan build"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_suite build/asan -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF
