@@ -1,0 +1,358 @@
+#include "cdi/spec_builder.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "cdi/version.hpp"
+
+namespace gpuctk::cdi {
+
+namespace {
+
+using discover::DriverFile;
+using discover::FileKind;
+using discover::Gpu;
+using discover::Inventory;
+using discover::MigDevice;
+
+// Mount options. Driver files are read-only and must not carry setuid bits or devices; rprivate keeps
+// the container's mounts from propagating back to the host. IPC sockets must be writable to connect.
+const std::vector<std::string> k_file_options{"ro", "nosuid", "nodev", "rbind", "rprivate"};
+const std::vector<std::string> k_ipc_options{"nosuid", "nodev", "rbind", "rprivate", "noexec"};
+
+// Every hook we write carries this explicit environment: a hook must never inherit the container's
+// (an image's LD_PRELOAD would run inside the privileged hook, CVE-2025-23266).
+const std::vector<std::string> k_hook_env{"GPUCTK_DEBUG=false"};
+
+constexpr std::string_view k_all_hooks[] = {k_hook_create_symlinks, k_hook_enable_cuda_compat, k_hook_update_ldcache,
+                                            k_hook_disable_device_node_modification};
+
+DeviceNode to_cdi(const discover::DeviceNode& node) {
+  DeviceNode out;
+  out.path = node.path;
+  if (node.host_path != node.path) {
+    out.host_path = node.host_path;  // only for a separate dev root: it raises cdiVersion to 0.5.0
+  }
+  out.type = std::string(1, node.type);
+  out.major = node.major;
+  out.minor = node.minor;
+  out.file_mode = node.mode;
+  out.permissions = "rwm";
+  if (node.gid != 0) {
+    out.gid = node.gid;
+  }
+  return out;
+}
+
+Mount to_mount(const DriverFile& file) {
+  return {file.host_path, file.container_path, file.kind == FileKind::ipc ? k_ipc_options : k_file_options, ""};
+}
+
+class Builder {
+ public:
+  Builder(const Inventory& inventory, const BuildOptions& options) : m_inv(inventory), m_opt(options) {}
+
+  Result<Spec> build() {
+    Spec spec;
+    spec.kind = m_opt.vendor + "/" + m_opt.klass;
+    if (m_opt.management) {
+      spec.devices.push_back(management_device());
+    } else {
+      auto devices = gpu_devices();
+      if (!devices) {
+        return std::unexpected(devices.error());
+      }
+      spec.devices = std::move(*devices);
+    }
+    if (spec.devices.empty()) {
+      return fail("no devices to generate: the host has no GPUs");
+    }
+    if (m_opt.all_device && !m_opt.management) {
+      Device all{"all", {}, {}};
+      for (const auto& device : spec.devices) {
+        append(all.container_edits, device.container_edits);
+      }
+      spec.devices.push_back(std::move(all));
+    }
+    spec.container_edits = common_edits();
+    for (auto& device : spec.devices) {
+      normalise(device.container_edits);
+    }
+    hoist_common(spec);
+    std::ranges::sort(spec.devices, {}, &Device::name);
+    spec.cdi_version = minimum_version(spec).version.str();
+    return spec;
+  }
+
+ private:
+  [[nodiscard]] bool hook_enabled(std::string_view name) const {
+    return !m_opt.disabled_hooks.contains("all") && !m_opt.disabled_hooks.contains(std::string(name));
+  }
+
+  [[nodiscard]] Hook hook(std::string_view name, std::vector<std::string> args) const {
+    std::vector<std::string> argv{"gpuctk", "hook", std::string(name)};
+    argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+    return {"createContainer", m_opt.hook_path, std::move(argv), k_hook_env, std::nullopt};
+  }
+
+  void add_links_hook(ContainerEdits& edits, std::vector<discover::Symlink> links) const {
+    if (links.empty() || !hook_enabled(k_hook_create_symlinks)) {
+      return;
+    }
+    std::ranges::sort(links);
+    const auto [first, last] = std::ranges::unique(links);
+    links.erase(first, last);
+    std::vector<std::string> args;
+    for (const auto& link : links) {
+      args.push_back("--link");
+      args.push_back(link.target + "::" + link.link);
+    }
+    edits.hooks.push_back(hook(k_hook_create_symlinks, std::move(args)));
+  }
+
+  [[nodiscard]] ContainerEdits gpu_edits(const Gpu& gpu) const {
+    ContainerEdits edits;
+    edits.device_nodes.push_back(to_cdi(gpu.node));
+    for (const auto& node : gpu.drm_nodes) {
+      edits.device_nodes.push_back(to_cdi(node));
+    }
+    add_links_hook(edits, gpu.by_path_links);
+    return edits;
+  }
+
+  [[nodiscard]] static ContainerEdits mig_edits(const Gpu& parent, const MigDevice& mig) {
+    ContainerEdits edits;
+    edits.device_nodes = {to_cdi(parent.node), to_cdi(mig.gi_access), to_cdi(mig.ci_access)};
+    return edits;
+  }
+
+  // Names of a full GPU / MIG device under every strategy; a strategy that has no name for it (a UUID
+  // unknown in proc mode) gives none.
+  [[nodiscard]] std::vector<std::string> gpu_names(const Gpu& gpu) const {
+    std::vector<std::string> names;
+    for (const auto strategy : m_opt.name_strategies) {
+      switch (strategy) {
+        case NameStrategy::index: names.push_back(std::to_string(gpu.index)); break;
+        case NameStrategy::uuid:
+          if (!gpu.uuid.empty()) names.push_back(gpu.uuid);
+          break;
+        case NameStrategy::type_index: names.push_back("gpu" + std::to_string(gpu.index)); break;
+      }
+    }
+    return names;
+  }
+
+  [[nodiscard]] std::vector<std::string> mig_names(const Gpu& gpu, const MigDevice& mig) const {
+    const std::string pair = std::to_string(gpu.index) + ":" + std::to_string(mig.index);
+    std::vector<std::string> names;
+    for (const auto strategy : m_opt.name_strategies) {
+      switch (strategy) {
+        case NameStrategy::index: names.push_back(pair); break;
+        case NameStrategy::uuid:
+          if (!mig.uuid.empty()) names.push_back(mig.uuid);
+          break;
+        case NameStrategy::type_index: names.push_back("mig" + pair); break;
+      }
+    }
+    return names;
+  }
+
+  // True when the device with these ids was asked for (no --device-ids means every device).
+  bool selected(const std::vector<std::string>& ids) {
+    if (m_opt.device_ids.empty()) {
+      return true;
+    }
+    bool hit = false;
+    for (const auto& id : ids) {
+      if (std::ranges::find(m_opt.device_ids, id) != m_opt.device_ids.end()) {
+        m_matched.insert(id);
+        hit = true;
+      }
+    }
+    return hit || std::ranges::find(m_opt.device_ids, "all") != m_opt.device_ids.end();
+  }
+
+  Result<std::vector<Device>> gpu_devices() {
+    std::vector<Device> devices;
+    std::vector<std::string> existing;
+    const auto add = [&](const std::vector<std::string>& names, const ContainerEdits& edits) {
+      for (const auto& name : names) {
+        devices.push_back({name, {}, edits});
+      }
+    };
+    for (const auto& gpu : m_inv.gpus) {
+      // Every id a user may pass for this GPU: index, UUID, and the strategies' names.
+      std::vector<std::string> ids{std::to_string(gpu.index), gpu.uuid};
+      existing.push_back(std::to_string(gpu.index));
+      if (!gpu.mig_enabled && selected(ids)) {
+        add(gpu_names(gpu), gpu_edits(gpu));
+      }
+      for (const auto& mig : gpu.mig_devices) {
+        const std::string pair = std::to_string(gpu.index) + ":" + std::to_string(mig.index);
+        existing.push_back(pair);
+        if (selected({pair, mig.uuid})) {
+          add(mig_names(gpu, mig), mig_edits(gpu, mig));
+        }
+      }
+    }
+    for (const auto& id : m_opt.device_ids) {
+      if (id != "all" && !m_matched.contains(id)) {
+        std::string list;
+        for (const auto& e : existing) {
+          list += (list.empty() ? "" : ", ") + e;
+        }
+        return fail("unknown device id \"" + id + "\" (devices: " + list + ", their UUIDs, or all)");
+      }
+    }
+    return devices;
+  }
+
+  [[nodiscard]] Device management_device() const {
+    Device all{"all", {}, {}};
+    for (const auto& gpu : m_inv.gpus) {
+      all.container_edits.device_nodes.push_back(to_cdi(gpu.node));
+    }
+    for (const auto& node : m_inv.management_nodes) {
+      all.container_edits.device_nodes.push_back(to_cdi(node));
+    }
+    return all;
+  }
+
+  [[nodiscard]] ContainerEdits common_edits() const {
+    ContainerEdits edits;
+    edits.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
+    for (const auto& node : m_inv.control_nodes) {
+      edits.device_nodes.push_back(to_cdi(node));
+    }
+    for (const auto& file : m_inv.files) {
+      edits.mounts.push_back(to_mount(file));
+    }
+    add_links_hook(edits, m_inv.library_links);
+    if (hook_enabled(k_hook_enable_cuda_compat)) {
+      edits.hooks.push_back(hook(k_hook_enable_cuda_compat, {"--host-driver-version", m_inv.driver_version}));
+    }
+    if (!m_inv.library_dirs.empty() && hook_enabled(k_hook_update_ldcache)) {
+      std::vector<std::string> args;
+      for (const auto& dir : m_inv.library_dirs) {
+        args.push_back("--folder");
+        args.push_back(dir);
+      }
+      edits.hooks.push_back(hook(k_hook_update_ldcache, std::move(args)));
+    }
+    // Management containers (nvidia-smi -mig, driver tools) must be able to create nodes.
+    if (!m_opt.management && hook_enabled(k_hook_disable_device_node_modification)) {
+      edits.hooks.push_back(hook(k_hook_disable_device_node_modification, {}));
+    }
+    normalise(edits);
+    return edits;
+  }
+
+  static void append(ContainerEdits& into, const ContainerEdits& from) {
+    into.env.insert(into.env.end(), from.env.begin(), from.env.end());
+    into.device_nodes.insert(into.device_nodes.end(), from.device_nodes.begin(), from.device_nodes.end());
+    into.mounts.insert(into.mounts.end(), from.mounts.begin(), from.mounts.end());
+    into.hooks.insert(into.hooks.end(), from.hooks.begin(), from.hooks.end());
+  }
+
+  // Sorted, without duplicates. Hooks keep their order (it is the order they must run in); the
+  // create-symlinks hooks of several devices merge into one.
+  static void normalise(ContainerEdits& edits) {
+    std::ranges::sort(edits.env);
+    edits.env.erase(std::ranges::unique(edits.env).begin(), edits.env.end());
+    std::ranges::stable_sort(edits.device_nodes, {}, &DeviceNode::path);
+    edits.device_nodes.erase(std::ranges::unique(edits.device_nodes, {}, &DeviceNode::path).begin(),
+                             edits.device_nodes.end());
+    std::ranges::stable_sort(edits.mounts, {}, &Mount::container_path);
+    edits.mounts.erase(std::ranges::unique(edits.mounts, {}, &Mount::container_path).begin(), edits.mounts.end());
+    merge_link_hooks(edits.hooks);
+    std::vector<Hook> unique;
+    for (auto& h : edits.hooks) {
+      if (std::ranges::find(unique, h) == unique.end()) {
+        unique.push_back(std::move(h));
+      }
+    }
+    edits.hooks = std::move(unique);
+  }
+
+  static void merge_link_hooks(std::vector<Hook>& hooks) {
+    const auto is_links = [](const Hook& h) { return h.args.size() > 2 && h.args[2] == k_hook_create_symlinks; };
+    const auto first = std::ranges::find_if(hooks, is_links);
+    if (first == hooks.end()) {
+      return;
+    }
+    std::vector<std::string> pairs;
+    for (const auto& h : hooks) {
+      if (is_links(h)) {
+        for (size_t i = 4; i < h.args.size(); i += 2) {
+          pairs.push_back(h.args[i]);
+        }
+      }
+    }
+    std::ranges::sort(pairs);
+    pairs.erase(std::ranges::unique(pairs).begin(), pairs.end());
+    Hook merged = *first;
+    merged.args.resize(3);
+    for (auto& pair : pairs) {
+      merged.args.push_back("--link");
+      merged.args.push_back(std::move(pair));
+    }
+    const auto index = first - hooks.begin();
+    std::erase_if(hooks, is_links);
+    hooks.insert(hooks.begin() + index, std::move(merged));
+  }
+
+  // Moves device nodes that every device has into the common edits (the parent GPU when every device is a
+  // MIG device of one GPU), unless a device would keep no node of its own.
+  static void hoist_common(Spec& spec) {
+    if (spec.devices.size() < 2) {
+      return;
+    }
+    std::vector<DeviceNode> shared = spec.devices.front().container_edits.device_nodes;
+    for (const auto& device : spec.devices) {
+      std::erase_if(shared, [&](const DeviceNode& n) {
+        return std::ranges::find(device.container_edits.device_nodes, n) == device.container_edits.device_nodes.end();
+      });
+    }
+    if (shared.empty()) {
+      return;
+    }
+    for (const auto& device : spec.devices) {
+      if (device.container_edits.device_nodes.size() == shared.size()) {
+        return;  // it would keep no node of its own
+      }
+    }
+    for (auto& device : spec.devices) {
+      std::erase_if(device.container_edits.device_nodes,
+                    [&](const DeviceNode& n) { return std::ranges::find(shared, n) != shared.end(); });
+    }
+    spec.container_edits.device_nodes.insert(spec.container_edits.device_nodes.end(), shared.begin(), shared.end());
+    normalise(spec.container_edits);
+  }
+
+  const Inventory& m_inv;
+  const BuildOptions& m_opt;
+  std::set<std::string> m_matched;
+};
+
+}  // namespace
+
+Result<NameStrategy> parse_name_strategy(std::string_view text) {
+  if (text == "index") return NameStrategy::index;
+  if (text == "uuid") return NameStrategy::uuid;
+  if (text == "type-index") return NameStrategy::type_index;
+  return fail("unknown device name strategy \"" + std::string(text) + "\" (want index, uuid or type-index)");
+}
+
+Result<void> check_hook_name(std::string_view name) {
+  if (name == "all" || std::ranges::find(k_all_hooks, name) != std::end(k_all_hooks)) {
+    return {};
+  }
+  return fail("unknown hook \"" + std::string(name) +
+              "\" (want create-symlinks, enable-cuda-compat, update-ldcache, disable-device-node-modification or all)");
+}
+
+Result<Spec> build_spec(const Inventory& inventory, const BuildOptions& options) {
+  return Builder(inventory, options).build();
+}
+
+}  // namespace gpuctk::cdi

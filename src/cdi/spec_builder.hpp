@@ -1,0 +1,51 @@
+#pragma once
+// Builds the CDI spec for an inventory: one device per full GPU and per MIG device (under every naming
+// strategy), an "all" device, and the common edits (control nodes, driver files, hooks, env).
+// Pure and deterministic: the same inventory and options give the same spec, byte for byte once written.
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cdi/spec.hpp"
+#include "discover/inventory.hpp"
+#include "util/error.hpp"
+
+namespace gpuctk::cdi {
+
+// How devices are named (--device-name-strategy); several may be used at once.
+enum class NameStrategy {
+  index,       // "0", MIG "4:1"
+  uuid,        // "GPU-...", "MIG-..."
+  type_index,  // "gpu0", MIG "mig4:1"
+};
+
+// Parses "index", "uuid", "type-index".
+Result<NameStrategy> parse_name_strategy(std::string_view text);
+
+// The createContainer hooks a generated spec can carry (each a `gpuctk hook <name>` subcommand).
+inline constexpr std::string_view k_hook_create_symlinks = "create-symlinks";
+inline constexpr std::string_view k_hook_enable_cuda_compat = "enable-cuda-compat";
+inline constexpr std::string_view k_hook_update_ldcache = "update-ldcache";
+inline constexpr std::string_view k_hook_disable_device_node_modification = "disable-device-node-modification";
+
+// Checks a --disable-hook value: one of the hook names above, or "all".
+Result<void> check_hook_name(std::string_view name);
+
+struct BuildOptions {
+  std::string vendor = "nvidia.com";
+  std::string klass = "gpu";
+  std::vector<NameStrategy> name_strategies{NameStrategy::index, NameStrategy::uuid};
+  bool all_device = true;   // add the device "all" (the union of every device)
+  bool management = false;  // one "all" device with every NVIDIA node; no per-GPU devices
+  // Restrict the devices to these ids (index, GPU UUID, "gpu:mig", MIG UUID, "all"); empty = every GPU.
+  // An id that matches nothing is an error listing the ids that exist.
+  std::vector<std::string> device_ids;
+  std::string hook_path;               // absolute path of the gpuctk binary the hooks run
+  std::set<std::string> disabled_hooks;  // hook names, or "all"
+};
+
+// The spec for `inventory`, with cdiVersion set to the minimum its content needs.
+Result<Spec> build_spec(const discover::Inventory& inventory, const BuildOptions& options);
+
+}  // namespace gpuctk::cdi

@@ -1,0 +1,177 @@
+// gpuctk cdi generate: discover the host and write its CDI spec.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cdi/codec.hpp"
+#include "cdi/spec_builder.hpp"
+#include "cdi/validate.hpp"
+#include "cli/commands.hpp"
+#include "discover/discover.hpp"
+#include "util/file.hpp"
+
+namespace gpuctk::cli {
+
+namespace {
+
+struct GenerateArgs {
+  std::string output = "-";
+  std::string format;
+  std::string driver_root = "/";
+  std::string dev_root = "/";
+  std::string mode = "auto";
+  std::vector<std::string> strategies;
+  std::string vendor = "nvidia.com";
+  std::string klass = "gpu";
+  std::vector<std::string> device_ids;
+  bool no_all_device = false;
+  std::string hook_path;
+  std::vector<std::string> library_search_paths;
+  std::vector<std::string> disabled_hooks;
+};
+
+// The absolute path of this gpuctk binary: what generated hooks run by default.
+Result<std::string> own_path() {
+  std::string path(4096, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size());
+  if (n <= 0 || static_cast<size_t>(n) >= path.size()) {
+    return fail_errno("read /proc/self/exe", errno);
+  }
+  path.resize(static_cast<size_t>(n));
+  return path;
+}
+
+Result<cdi::Format> output_format(const GenerateArgs& args) {
+  if (!args.format.empty()) {
+    if (args.format == "yaml") return cdi::Format::yaml;
+    if (args.format == "json") return cdi::Format::json;
+    return fail("--format: unknown format \"" + args.format + "\" (want yaml or json)");
+  }
+  if (args.output == "-") {
+    return cdi::Format::yaml;
+  }
+  auto format = cdi::format_for_path(args.output);
+  if (!format) {
+    return fail_with("--output " + args.output, format.error());
+  }
+  return *format;
+}
+
+Result<void> generate(const GenerateArgs& args) {
+  auto format = output_format(args);
+  if (!format) {
+    return std::unexpected(format.error());
+  }
+  auto mode = discover::parse_mode(args.mode);
+  if (!mode) {
+    return fail_with("--mode", mode.error());
+  }
+  cdi::BuildOptions build;
+  build.vendor = args.vendor;
+  build.klass = args.klass;
+  if (auto r = cdi::check_vendor(args.vendor); !r) {
+    return fail_with("--vendor", r.error());
+  }
+  if (auto r = cdi::check_class(args.klass); !r) {
+    return fail_with("--class", r.error());
+  }
+  if (!args.strategies.empty()) {
+    build.name_strategies.clear();
+    for (const auto& s : args.strategies) {
+      auto strategy = cdi::parse_name_strategy(s);
+      if (!strategy) {
+        return fail_with("--device-name-strategy", strategy.error());
+      }
+      if (std::ranges::find(build.name_strategies, *strategy) == build.name_strategies.end()) {
+        build.name_strategies.push_back(*strategy);
+      }
+    }
+  }
+  for (const auto& hook : args.disabled_hooks) {
+    if (auto r = cdi::check_hook_name(hook); !r) {
+      return fail_with("--disable-hook", r.error());
+    }
+    build.disabled_hooks.insert(hook);
+  }
+  build.all_device = !args.no_all_device;
+  build.management = *mode == discover::Mode::management;
+  build.device_ids = args.device_ids;
+  if (!args.hook_path.empty()) {
+    if (args.hook_path.front() != '/') {
+      return fail("--hook-path: \"" + args.hook_path + "\" is not an absolute path");
+    }
+    build.hook_path = args.hook_path;
+  } else {
+    auto self = own_path();
+    if (!self) {
+      return std::unexpected(self.error());
+    }
+    build.hook_path = *self;
+  }
+
+  discover::DiscoverOptions options;
+  options.driver_root = args.driver_root;
+  options.dev_root = args.dev_root;
+  options.mode = *mode;
+  options.library_search_paths = args.library_search_paths;
+  auto inventory = discover::discover(options);
+  if (!inventory) {
+    return std::unexpected(inventory.error());
+  }
+  for (const auto& warning : inventory->warnings) {
+    std::fprintf(stderr, "gpuctk: warning: %s\n", warning.c_str());
+  }
+  auto spec = cdi::build_spec(*inventory, build);
+  if (!spec) {
+    return std::unexpected(spec.error());
+  }
+  // The spec must pass our own validation before anyone else reads it.
+  if (const auto problems = cdi::validate(*spec); !problems.empty()) {
+    return fail("generated spec is invalid: " + problems.front().where + ": " + problems.front().what);
+  }
+  const std::string text = cdi::write_spec(*spec, *format);
+  if (args.output == "-") {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+      return fail_errno("write standard output", errno);
+    }
+    return {};
+  }
+  return write_file_atomic(args.output, text, 0644);
+}
+
+}  // namespace
+
+Action define_cdi_generate(CLI::App& command) {
+  auto args = std::make_shared<GenerateArgs>();
+  command.add_option("--output,-o", args->output, "Spec file to write (atomically, mode 0644), or - for stdout")
+      ->capture_default_str();
+  command.add_option("--format", args->format, "yaml or json (default: from the --output extension, else yaml)");
+  command.add_option("--driver-root", args->driver_root, "Root of the driver files (libraries, binaries, ld.so.cache)")
+      ->capture_default_str();
+  command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
+  command.add_option("--mode", args->mode, "auto, nvml, proc or management")->capture_default_str();
+  command.add_option("--device-name-strategy", args->strategies,
+                     "index, uuid or type-index; repeat for several (default: index and uuid)");
+  command.add_option("--vendor", args->vendor, "CDI vendor of the spec's kind")->capture_default_str();
+  command.add_option("--class", args->klass, "CDI class of the spec's kind")->capture_default_str();
+  command.add_option("--device-ids", args->device_ids,
+                     "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all)")
+      ->delimiter(',');
+  command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
+  command.add_option("--hook-path", args->hook_path,
+                     "Absolute path of the gpuctk binary the spec's hooks run (default: this binary)");
+  command.add_option("--library-search-path", args->library_search_paths,
+                     "Extra directory (inside the driver root) to search for driver libraries; repeatable");
+  command.add_option("--disable-hook", args->disabled_hooks,
+                     "Leave out a hook: create-symlinks, enable-cuda-compat, update-ldcache, "
+                     "disable-device-node-modification, or all; repeatable");
+  return [args] {
+    if (auto r = generate(*args); !r) {
+      return report(r.error());
+    }
+    return static_cast<int>(k_exit_ok);
+  };
+}
+
+}  // namespace gpuctk::cli

@@ -1,0 +1,394 @@
+#include "discover/discover.hpp"
+
+#include <dirent.h>
+
+#include <algorithm>
+
+#include "discover/device_nodes.hpp"
+#include "discover/driver_files.hpp"
+#include "discover/driver_version.hpp"
+#include "discover/gpu_information.hpp"
+#include "discover/host_fs.hpp"
+#include "discover/ld_cache.hpp"
+#include "discover/nvidia_caps.hpp"
+#include "discover/nvml.hpp"
+#include "util/file.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::discover {
+
+namespace {
+
+constexpr std::string_view k_nvml_soname = "libnvidia-ml.so.1";
+
+// Directories tried for libnvidia-ml.so.1 when the cache does not list it.
+constexpr std::string_view k_nvml_dirs[] = {
+    "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64",
+    "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+};
+
+struct CacheView {
+  std::vector<CachedLibrary> libraries;
+};
+
+// The driver root's ld.so.cache as (SONAME, path) pairs; a missing cache is a warning, a corrupt one an
+// error (it would hide libraries silently).
+Result<CacheView> load_cache(const std::string& driver_root, std::vector<std::string>& warnings) {
+  CacheView view;
+  const std::string path = under_root(driver_root, "/etc/ld.so.cache");
+  if (!lstat_path(path)) {
+    warnings.push_back(path + ": missing; searching the standard library directories only");
+    return view;
+  }
+  auto cache = read_ld_cache(path);
+  if (!cache) {
+    return std::unexpected(cache.error());
+  }
+  const auto native = native_arch();
+  for (const auto& entry : cache->entries) {
+    if (entry.type() != LibType::elf_libc6 || entry.hwcap != 0) {
+      continue;
+    }
+    const bool is_native = native && entry.arch() == *native;
+    const bool is_32bit = native && compat32_arch(*native) == entry.arch();
+    if (is_native || is_32bit) {
+      view.libraries.push_back({entry.key, entry.value, is_32bit});
+    }
+  }
+  return view;
+}
+
+std::optional<std::string> find_nvml(const std::string& driver_root, const CacheView& cache) {
+  for (const auto& lib : cache.libraries) {
+    if (!lib.is_32bit && lib.soname == k_nvml_soname) {
+      if (auto host = resolve_in_root(driver_root, lib.path)) {
+        return under_root(driver_root, lib.path);  // load through the SONAME link, as the loader would
+      }
+    }
+  }
+  for (const auto dir : k_nvml_dirs) {
+    const std::string path = std::string(dir) + "/" + std::string(k_nvml_soname);
+    if (resolve_in_root(driver_root, path)) {
+      return under_root(driver_root, path);
+    }
+  }
+  return std::nullopt;
+}
+
+// The driver version from /proc, else from the suffix of libcuda.so.<version> in the cache.
+Result<DriverVersion> version_without_nvml(const std::string& dev_root, const std::string& driver_root,
+                                           const CacheView& cache) {
+  const std::string proc = under_root(dev_root, "/proc/driver/nvidia/version");
+  if (lstat_path(proc)) {
+    auto text = read_file(proc);
+    if (!text) {
+      return std::unexpected(text.error());
+    }
+    auto parsed = parse_driver_version(*text);
+    if (!parsed) {
+      return fail_with(proc, parsed.error());
+    }
+    return parsed;
+  }
+  for (const auto& lib : cache.libraries) {
+    if (lib.is_32bit || lib.soname != "libcuda.so.1") {
+      continue;
+    }
+    if (const auto real = resolve_in_root(driver_root, lib.path)) {
+      const auto base = real->substr(real->rfind('/') + 1);
+      if (base.starts_with("libcuda.so.") && base.size() > 11) {
+        return DriverVersion{base.substr(11), KernelModule::unknown};
+      }
+    }
+  }
+  return fail("no NVIDIA driver version: tried NVML, " + proc + " and libcuda.so.<version> in " +
+              under_root(driver_root, "/etc/ld.so.cache"));
+}
+
+// The GPU's /dev/nvidia<minor> node (required) and its DRM nodes.
+Result<void> add_gpu_nodes(const std::string& dev_root, Gpu& gpu, std::vector<std::string>& warnings) {
+  const std::string path = "/dev/nvidia" + std::to_string(gpu.minor);
+  auto node = stat_device_node(dev_root, path);
+  if (!node) {
+    return std::unexpected(node.error());
+  }
+  if (!*node) {
+    return fail("GPU " + std::to_string(gpu.index) + " (" + gpu.bus_id + "): " + under_root(dev_root, path) +
+                " missing");
+  }
+  gpu.node = std::move(**node);
+  auto drm = discover_drm_nodes(dev_root, gpu.bus_id, warnings);
+  if (!drm) {
+    return std::unexpected(drm.error());
+  }
+  gpu.drm_nodes = std::move(drm->nodes);
+  gpu.by_path_links = std::move(drm->by_path_links);
+  return {};
+}
+
+Result<DeviceNode> cap_node(const std::string& dev_root, std::optional<uint32_t> minor, const std::string& what) {
+  if (!minor) {
+    return fail(what + ": not listed in " + under_root(dev_root, "/proc/driver/nvidia-caps/mig-minors"));
+  }
+  const std::string path = capability_device_path(*minor);
+  auto node = stat_device_node(dev_root, path);
+  if (!node) {
+    return std::unexpected(node.error());
+  }
+  if (!*node) {
+    return fail(what + ": capability node " + under_root(dev_root, path) + " missing");
+  }
+  return std::move(**node);
+}
+
+Result<MigMinors> load_mig_minors(const std::string& dev_root) {
+  const std::string path = under_root(dev_root, "/proc/driver/nvidia-caps/mig-minors");
+  auto text = read_file(path);
+  if (!text) {
+    return std::unexpected(text.error());
+  }
+  auto minors = parse_mig_minors(*text);
+  if (!minors) {
+    return fail_with(path, minors.error());
+  }
+  return minors;
+}
+
+// Fills the capability nodes of every MIG device; a MIG device without them is an error, never a silent
+// partial device.
+Result<void> add_mig_nodes(const std::string& dev_root, Gpu& gpu, const MigMinors& minors) {
+  for (auto& mig : gpu.mig_devices) {
+    const std::string what = "MIG device " + std::to_string(gpu.index) + ":" + std::to_string(mig.index) +
+                             (mig.uuid.empty() ? "" : " (" + mig.uuid + ")");
+    auto gi = cap_node(dev_root, minors.gi_access(gpu.minor, mig.gi),
+                       what + ": gpu" + std::to_string(gpu.minor) + "/gi" + std::to_string(mig.gi) + "/access");
+    if (!gi) {
+      return std::unexpected(gi.error());
+    }
+    auto ci = cap_node(dev_root, minors.ci_access(gpu.minor, mig.gi, mig.ci),
+                       what + ": gpu" + std::to_string(gpu.minor) + "/gi" + std::to_string(mig.gi) + "/ci" +
+                           std::to_string(mig.ci) + "/access");
+    if (!ci) {
+      return std::unexpected(ci.error());
+    }
+    mig.gi_access = std::move(*gi);
+    mig.ci_access = std::move(*ci);
+  }
+  return {};
+}
+
+// GPUs from /proc/driver/nvidia/gpus/<bus>/information, in PCI bus order (NVML's order too).
+Result<std::vector<Gpu>> gpus_from_proc(const std::string& dev_root, std::vector<std::string>& warnings) {
+  const std::string dir = under_root(dev_root, "/proc/driver/nvidia/gpus");
+  auto entries = list_dir(dir);
+  if (!entries) {
+    return std::unexpected(entries.error());
+  }
+  std::vector<Gpu> gpus;
+  for (const auto& entry : *entries) {
+    const std::string path = dir + "/" + entry.name + "/information";
+    auto text = read_file(path);
+    if (!text) {
+      return std::unexpected(text.error());
+    }
+    auto info = parse_gpu_information(*text);
+    if (!info) {
+      return fail_with(path, info.error());
+    }
+    if (info->excluded) {
+      warnings.push_back("GPU " + info->bus_location + ": excluded by the driver; skipped");
+      continue;
+    }
+    Gpu gpu;
+    gpu.minor = info->minor;
+    gpu.uuid = info->uuid.value_or("");
+    gpu.model = info->model;
+    gpu.bus_id = info->bus_location;
+    gpus.push_back(std::move(gpu));
+  }
+  std::ranges::sort(gpus, {}, &Gpu::bus_id);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    gpus[i].index = static_cast<uint32_t>(i);
+  }
+  return gpus;
+}
+
+// Without NVML, MIG devices are the GPU/compute instances that have capability files; their index is
+// their rank in (GI, CI) order, and they have no UUID or profile.
+Result<void> migs_from_proc(const std::string& dev_root, Gpu& gpu) {
+  const std::string mig_dir =
+      under_root(dev_root, "/proc/driver/nvidia/capabilities/gpu" + std::to_string(gpu.minor) + "/mig");
+  auto gis = list_dir(mig_dir);
+  if (!gis) {
+    return std::unexpected(gis.error());
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> instances;
+  for (const auto& gi : *gis) {
+    const auto gi_id = gi.name.starts_with("gi") ? parse_unsigned(std::string_view(gi.name).substr(2)) : std::nullopt;
+    if (!gi_id) {
+      continue;
+    }
+    auto cis = list_dir(mig_dir + "/" + gi.name);
+    if (!cis) {
+      return std::unexpected(cis.error());
+    }
+    for (const auto& ci : *cis) {
+      const auto ci_id = ci.name.starts_with("ci") ? parse_unsigned(std::string_view(ci.name).substr(2)) : std::nullopt;
+      if (ci_id) {
+        instances.emplace_back(static_cast<uint32_t>(*gi_id), static_cast<uint32_t>(*ci_id));
+      }
+    }
+  }
+  std::ranges::sort(instances);
+  gpu.mig_enabled = !instances.empty();
+  for (size_t i = 0; i < instances.size(); ++i) {
+    MigDevice mig;
+    mig.index = static_cast<uint32_t>(i);
+    mig.gi = instances[i].first;
+    mig.ci = instances[i].second;
+    gpu.mig_devices.push_back(std::move(mig));
+  }
+  return {};
+}
+
+Gpu from_nvml(const NvmlGpu& n) {
+  Gpu gpu;
+  gpu.index = n.index;
+  gpu.minor = n.minor;
+  gpu.uuid = n.uuid;
+  gpu.model = n.name;
+  gpu.bus_id = n.bus_id;
+  gpu.memory_bytes = n.memory_bytes;
+  gpu.mig_enabled = n.mig_enabled;
+  for (const auto& m : n.migs) {
+    MigDevice mig;
+    mig.index = m.index;
+    mig.gi = m.gi;
+    mig.ci = m.ci;
+    mig.uuid = m.uuid;
+    mig.profile = m.profile;
+    mig.memory_bytes = m.memory_bytes;
+    gpu.mig_devices.push_back(std::move(mig));
+  }
+  return gpu;
+}
+
+}  // namespace
+
+Result<Mode> parse_mode(std::string_view text) {
+  if (text == "auto") return Mode::automatic;
+  if (text == "nvml") return Mode::nvml;
+  if (text == "proc") return Mode::proc;
+  if (text == "management") return Mode::management;
+  return fail("unknown mode \"" + std::string(text) + "\" (want auto, nvml, proc or management)");
+}
+
+Result<Inventory> discover(const DiscoverOptions& options) {
+  Inventory inv;
+  auto cache = load_cache(options.driver_root, inv.warnings);
+  if (!cache) {
+    return std::unexpected(cache.error());
+  }
+
+  // NVML is used in nvml mode (required) and in auto mode when the driver root has it; when it is
+  // there but fails, that is an error, not a reason to fall back quietly.
+  std::optional<NvmlReport> nvml;
+  if (options.mode == Mode::nvml || options.mode == Mode::automatic) {
+    const auto library = find_nvml(options.driver_root, *cache);
+    if (!library && options.mode == Mode::nvml) {
+      return fail(std::string(k_nvml_soname) + ": not found under " + options.driver_root +
+                  " (ld.so.cache and standard library directories)");
+    }
+    if (library) {
+      auto report = query_nvml(*library);
+      if (!report) {
+        return std::unexpected(report.error());
+      }
+      nvml = std::move(*report);
+    }
+  }
+
+  if (nvml) {
+    inv.gpu_source = GpuSource::nvml;
+    inv.driver_version = nvml->driver_version;
+    inv.cuda_version = nvml->cuda_version;
+    // The module flavour is only in /proc; it is informational.
+    if (auto text = read_file(under_root(options.dev_root, "/proc/driver/nvidia/version"))) {
+      if (auto parsed = parse_driver_version(*text)) {
+        inv.kernel_module = parsed->kernel_module;
+      }
+    }
+    for (const auto& gpu : nvml->gpus) {
+      inv.gpus.push_back(from_nvml(gpu));
+    }
+  } else {
+    auto version = version_without_nvml(options.dev_root, options.driver_root, *cache);
+    if (!version) {
+      return std::unexpected(version.error());
+    }
+    inv.driver_version = version->version;
+    inv.kernel_module = version->kernel_module;
+    auto gpus = gpus_from_proc(options.dev_root, inv.warnings);
+    if (!gpus) {
+      return std::unexpected(gpus.error());
+    }
+    inv.gpus = std::move(*gpus);
+    for (auto& gpu : inv.gpus) {
+      if (auto r = migs_from_proc(options.dev_root, gpu); !r) {
+        return std::unexpected(r.error());
+      }
+    }
+  }
+
+  std::optional<MigMinors> minors;
+  for (auto& gpu : inv.gpus) {
+    if (auto r = add_gpu_nodes(options.dev_root, gpu, inv.warnings); !r) {
+      return std::unexpected(r.error());
+    }
+    if (gpu.mig_devices.empty()) {
+      continue;
+    }
+    if (!minors) {
+      auto loaded = load_mig_minors(options.dev_root);
+      if (!loaded) {
+        return std::unexpected(loaded.error());
+      }
+      minors = std::move(*loaded);
+    }
+    if (auto r = add_mig_nodes(options.dev_root, gpu, *minors); !r) {
+      return std::unexpected(r.error());
+    }
+  }
+
+  auto control = discover_control_nodes(options.dev_root, inv.warnings);
+  if (!control) {
+    return std::unexpected(control.error());
+  }
+  inv.control_nodes = std::move(*control);
+  if (options.mode == Mode::management) {
+    auto nodes = discover_management_nodes(options.dev_root);
+    if (!nodes) {
+      return std::unexpected(nodes.error());
+    }
+    inv.management_nodes = std::move(*nodes);
+  }
+
+  DriverFilesInput input;
+  input.driver_root = options.driver_root;
+  input.driver_version = inv.driver_version;
+  input.cache = std::move(cache->libraries);
+  input.library_search_paths = options.library_search_paths;
+  if (auto custom = read_file(under_root(options.dev_root, "/sys/module/firmware_class/parameters/path"))) {
+    input.firmware_class_path = std::string(trim(*custom));
+  }
+  auto files = discover_driver_files(input, inv.warnings);
+  if (!files) {
+    return std::unexpected(files.error());
+  }
+  inv.files = std::move(files->files);
+  inv.library_dirs = std::move(files->library_dirs);
+  inv.library_links = std::move(files->links);
+  return inv;
+}
+
+}  // namespace gpuctk::discover

@@ -1,0 +1,33 @@
+#pragma once
+// Host -> Inventory: the one entry point of discovery.
+
+#include <string>
+#include <vector>
+
+#include "discover/inventory.hpp"
+#include "util/error.hpp"
+
+namespace gpuctk::discover {
+
+enum class Mode {
+  automatic,   // nvml when the driver root has libnvidia-ml.so.1, else proc
+  nvml,        // GPUs and MIG devices from NVML (required to load)
+  proc,        // GPUs from /proc/driver/nvidia and /sys only; NVML is never loaded
+  management,  // proc discovery plus every NVIDIA node (caps, IMEX channels, NVSwitch)
+};
+
+// Parses "auto", "nvml", "proc", "management".
+Result<Mode> parse_mode(std::string_view text);
+
+struct DiscoverOptions {
+  std::string driver_root = "/";  // libraries, binaries, configs, firmware, ld.so.cache
+  std::string dev_root = "/";     // /dev, /proc, /sys
+  Mode mode = Mode::automatic;
+  std::vector<std::string> library_search_paths;  // extra library directories inside the driver root
+};
+
+// Discovers everything about the host. Errors name the path and the cause: no driver under the root,
+// an unreadable /dev or /proc file, NVML present but failing, a GPU or MIG device whose nodes are missing.
+Result<Inventory> discover(const DiscoverOptions& options);
+
+}  // namespace gpuctk::discover

@@ -1,0 +1,99 @@
+#pragma once
+// What discovery finds on a GPU host: the driver, its GPUs and MIG devices, device nodes and driver files.
+// Host paths carry the driver root / dev root prefix (they are where the files are on this machine);
+// container paths never do (they are where the files go in a container).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "discover/capability.hpp"
+
+namespace gpuctk::discover {
+
+enum class KernelModule { proprietary, open, unknown };
+
+// Where the GPU list came from.
+enum class GpuSource { nvml, proc };
+
+struct DeviceNode {
+  std::string path;       // in the container, e.g. "/dev/nvidia0"
+  std::string host_path;  // on this machine, e.g. "<dev-root>/dev/nvidia0"
+  char type = 'c';        // 'c' or 'b'
+  uint32_t major = 0;
+  uint32_t minor = 0;
+  uint32_t mode = 0;  // permission bits, e.g. 0666
+  uint32_t gid = 0;
+  bool operator==(const DeviceNode&) const = default;
+};
+
+// A symbolic link to create in the container: `link` -> `target` (target is stored verbatim, often
+// relative: "libcuda.so.1", "../card1").
+struct Symlink {
+  std::string target;
+  std::string link;
+  bool operator==(const Symlink&) const = default;
+  auto operator<=>(const Symlink&) const = default;
+};
+
+struct MigDevice {
+  uint32_t index = 0;  // MIG device index under its parent (NVML); names "<gpu>:<index>"
+  uint32_t gi = 0;     // GPU instance id
+  uint32_t ci = 0;     // compute instance id
+  std::string uuid;    // "MIG-..."
+  std::string profile; // "3g.20gb"
+  uint64_t memory_bytes = 0;
+  DeviceNode gi_access;  // /dev/nvidia-caps/nvidia-cap<N> for gpu<minor>/gi<G>/access
+  DeviceNode ci_access;  // ... for gpu<minor>/gi<G>/ci<C>/access
+};
+
+struct Gpu {
+  uint32_t index = 0;   // NVML index (proc mode: order of bus id)
+  uint32_t minor = 0;   // /dev/nvidia<minor>
+  std::string uuid;     // "GPU-..."
+  std::string model;    // "NVIDIA A100-SXM4-40GB"
+  std::string bus_id;   // "0000:07:00.0"
+  uint64_t memory_bytes = 0;  // 0 when unknown (proc mode)
+  bool mig_enabled = false;
+  std::vector<MigDevice> mig_devices;
+  DeviceNode node;                      // /dev/nvidia<minor>
+  std::vector<DeviceNode> drm_nodes;    // /dev/dri/cardN, /dev/dri/renderDN (sorted)
+  std::vector<Symlink> by_path_links;   // /dev/dri/by-path/pci-<bus>-{card,render}
+};
+
+enum class FileKind {
+  library,      // 64-bit driver library
+  library32,    // 32-bit driver library (compat32)
+  binary,       // driver executable
+  firmware,     // GSP firmware
+  config,       // ICD / vendor / profile / X.Org configuration file
+  xorg_module,  // X.Org driver module
+  ipc,          // socket or directory a daemon serves (mounted writable, noexec)
+};
+
+struct DriverFile {
+  FileKind kind = FileKind::library;
+  std::string host_path;       // with the driver root prefix
+  std::string container_path;  // without it (configs: the canonical container location)
+  // The capability that needs the file; files of unknown libraries have none (mounted only for "all").
+  std::optional<Capability> capability;
+  bool operator==(const DriverFile&) const = default;
+};
+
+struct Inventory {
+  std::string driver_version;  // "550.54.15"
+  KernelModule kernel_module = KernelModule::unknown;
+  std::string cuda_version;    // "12.4"; empty when unknown (no NVML)
+  GpuSource gpu_source = GpuSource::proc;
+
+  std::vector<Gpu> gpus;                      // by index
+  std::vector<DeviceNode> control_nodes;      // nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset
+  std::vector<DeviceNode> management_nodes;   // every other NVIDIA node: caps, IMEX channels, nvswitch
+  std::vector<DriverFile> files;              // sorted by container path
+  std::vector<std::string> library_dirs;      // container paths of the 64-bit driver library directories
+  std::vector<Symlink> library_links;         // SONAME and development links of the driver libraries
+  std::vector<std::string> warnings;          // optional pieces that were missing
+};
+
+}  // namespace gpuctk::discover
