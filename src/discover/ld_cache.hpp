@@ -1,0 +1,99 @@
+#pragma once
+// glibc's dynamic linker cache (/etc/ld.so.cache): which SONAME lives at which path, per architecture.
+// The binary layout is described at the top of ld_cache.cpp.
+//
+// Contract: parse_ld_cache() accepts the three layouts ldconfig writes (new, old, and old+new
+// "compat"); every count and offset is checked against the input size, so any byte string gives
+// either a cache or an Error, never undefined behaviour. The cache is read in the host's byte order
+// (ld.so.cache is always written native-endian; all our targets are little-endian); a cache whose
+// header says it was written for the other byte order is rejected.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace gpuctk::discover {
+
+// Architecture of an entry: the bits of `flags & 0xff00`, as glibc's ldconfig sets them.
+// A value outside this list can still occur in a cache (a newer glibc); it is kept as is.
+enum class Arch : uint32_t {
+  i386 = 0x0000,                // no arch bits: 32-bit x86 (and every arch without a 64-bit flag)
+  sparc64 = 0x0100,             // SPARC 64-bit
+  ia64 = 0x0200,                // Itanium
+  x86_64 = 0x0300,              // x86-64
+  s390x = 0x0400,               // s390 64-bit
+  ppc64 = 0x0500,               // POWER 64-bit (ppc64 and ppc64le)
+  mips64_n32 = 0x0600,          // MIPS64 n32 ABI
+  mips64_n64 = 0x0700,          // MIPS64 n64 ABI
+  x32 = 0x0800,                 // x86-64 x32 ABI
+  armhf = 0x0900,               // 32-bit ARM, hard-float
+  aarch64 = 0x0a00,             // 64-bit ARM
+  armel = 0x0b00,               // 32-bit ARM, soft-float
+  mips32_nan2008 = 0x0c00,      // MIPS o32, NaN-2008
+  mips64_n32_nan2008 = 0x0d00,  // MIPS64 n32, NaN-2008
+  mips64_n64_nan2008 = 0x0e00,  // MIPS64 n64, NaN-2008
+  riscv_soft = 0x0f00,          // RISC-V, soft-float ABI
+  riscv_double = 0x1000,        // RISC-V, double-float ABI (lp64d)
+  loongarch_soft = 0x1100,      // LoongArch, soft-float ABI
+  loongarch_double = 0x1200,    // LoongArch, double-float ABI
+};
+
+// Kind of library: the bits of `flags & 0x00ff`.
+enum class LibType : uint32_t {
+  libc4 = 0,      // a.out libc4 (historic)
+  elf = 1,        // ELF, libc unknown
+  elf_libc5 = 2,  // ELF linked against libc5 (historic)
+  elf_libc6 = 3,  // ELF linked against glibc: the only kind we use
+};
+
+// Which layout the file had.
+enum class LdCacheFormat {
+  old_only,  // "ld.so-1.7.0" table alone (legacy)
+  new_only,  // "glibc-ld.so.cache1.1" alone (glibc >= 2.32 default)
+  compat,    // old table followed by the new one; the entries come from the new table
+};
+
+struct LdCacheEntry {
+  std::string key;         // the SONAME, e.g. "libcuda.so.1"
+  std::string value;       // the path, e.g. "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+  uint32_t flags = 0;      // LibType | Arch
+  uint32_t osversion = 0;  // minimum kernel version (new table only; 0 otherwise)
+  uint64_t hwcap = 0;      // hardware-capability bits (new table only); non-zero for glibc-hwcaps
+                           // and legacy hwcap subdirectory entries
+
+  [[nodiscard]] Arch arch() const { return static_cast<Arch>(flags & 0xff00u); }
+  [[nodiscard]] LibType type() const { return static_cast<LibType>(flags & 0x00ffu); }
+  bool operator==(const LdCacheEntry&) const = default;
+};
+
+struct LdCache {
+  LdCacheFormat format = LdCacheFormat::new_only;
+  std::vector<LdCacheEntry> entries;  // in file order (ldconfig sorts them; we keep its order)
+
+  // The entries of `arch` that are ELF libc6 libraries, in file order.
+  [[nodiscard]] std::vector<LdCacheEntry> libc6_entries(Arch arch) const;
+  bool operator==(const LdCache&) const = default;
+};
+
+// The enumerator's name ("x86_64", "aarch64", "armhf", …); "arch 0x1300" for values not listed.
+std::string arch_name(Arch arch);
+
+// The architecture whose libraries this build of gpuctk loads, or nothing on an unlisted target.
+std::optional<Arch> native_arch();
+
+// The 32-bit architecture that runs beside `native` (x86_64 -> i386, aarch64 -> armhf), if any.
+std::optional<Arch> compat32_arch(Arch native);
+
+// Parses the bytes of an ld.so.cache. Errors start with "ld.so.cache: " and say what is wrong and
+// where, e.g. "ld.so.cache: entry 12: key offset 99999 outside the file (size 4096)". Entries are
+// numbered from 0 in table order.
+Result<LdCache> parse_ld_cache(std::string_view bytes);
+
+// Reads and parses the cache at `path`; errors start with the path instead of "ld.so.cache".
+Result<LdCache> read_ld_cache(const std::string& path);
+
+}  // namespace gpuctk::discover

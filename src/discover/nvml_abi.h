@@ -1,0 +1,255 @@
+/*
+ * nvml_abi.h: the subset of the NVML C ABI that gpuctk uses.
+ *
+ * Contract:
+ * - gpuctk never links libnvidia-ml. It dlopen()s libnvidia-ml.so.1 from a host's driver root and
+ *   resolves each function with dlsym() into the matching `<symbol>_fn` pointer type below.
+ * - Every type, value and layout here must equal NVIDIA's nvml.h bit for bit: the real library (and the
+ *   mock in fixtures/mock_nvml/) writes into these structs. The static assertions at the end pin the
+ *   layouts. Names are NVML's own, so the NVML documentation applies unchanged.
+ * - Nothing here is a declaration of an NVML function: only function-pointer typedefs, so including this
+ *   header can never create a link-time dependency on NVML.
+ * - Valid C11 and C++23; no gpuctk code or namespace in here (the C mock includes it too).
+ */
+#ifndef GPUCTK_DISCOVER_NVML_ABI_H
+#define GPUCTK_DISCOVER_NVML_ABI_H
+
+#include <stddef.h> /* offsetof, for the layout pins at the end */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------------
+ * Return codes
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Result of every NVML call. Values are fixed by the ABI; newer drivers append codes (we only name the
+ * ones up to NOT_READY), so callers must treat unknown values as errors, never as success. */
+typedef enum nvmlReturn_enum {
+  NVML_SUCCESS = 0,                          /* The call succeeded. */
+  NVML_ERROR_UNINITIALIZED = 1,              /* nvmlInit*() was not called (or NVML was shut down). */
+  NVML_ERROR_INVALID_ARGUMENT = 2,           /* A NULL pointer, bad handle or out-of-range index. */
+  NVML_ERROR_NOT_SUPPORTED = 3,              /* The device does not support this query. */
+  NVML_ERROR_NO_PERMISSION = 4,              /* The caller lacks permission. */
+  NVML_ERROR_ALREADY_INITIALIZED = 5,        /* Deprecated: init is reference counted now. */
+  NVML_ERROR_NOT_FOUND = 6,                  /* A lookup (UUID, bus id, MIG slot) found nothing. */
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,          /* A caller's buffer is too small. */
+  NVML_ERROR_INSUFFICIENT_POWER = 8,         /* External power cables are not attached properly. */
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,          /* The NVIDIA kernel driver is not loaded. */
+  NVML_ERROR_TIMEOUT = 10,                   /* A caller-supplied timeout passed. */
+  NVML_ERROR_IRQ_ISSUE = 11,                 /* The kernel driver detected an interrupt problem. */
+  NVML_ERROR_LIBRARY_NOT_FOUND = 12,         /* The NVML shared library could not be loaded. */
+  NVML_ERROR_FUNCTION_NOT_FOUND = 13,        /* This NVML build does not implement the function. */
+  NVML_ERROR_CORRUPTED_INFOROM = 14,         /* The GPU's infoROM is corrupted. */
+  NVML_ERROR_GPU_IS_LOST = 15,               /* The GPU fell off the bus or is otherwise gone. */
+  NVML_ERROR_RESET_REQUIRED = 16,            /* The GPU needs a reset before it can be used. */
+  NVML_ERROR_OPERATING_SYSTEM = 17,          /* The OS / cgroups blocked access to the GPU. */
+  NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,   /* libnvidia-ml and the kernel module differ in version. */
+  NVML_ERROR_IN_USE = 19,                    /* The GPU is in use, the operation cannot proceed. */
+  NVML_ERROR_MEMORY = 20,                    /* Out of host memory. */
+  NVML_ERROR_NO_DATA = 21,                   /* No data. */
+  NVML_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,    /* vGPU operation unavailable because ECC is enabled. */
+  NVML_ERROR_INSUFFICIENT_RESOURCES = 23,    /* Out of critical resources other than memory. */
+  NVML_ERROR_FREQ_NOT_SUPPORTED = 24,        /* The requested frequency is not supported. */
+  NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25, /* A versioned struct carries an unsupported version. */
+  NVML_ERROR_DEPRECATED = 26,                /* The functionality has been deprecated. */
+  NVML_ERROR_NOT_READY = 27,                 /* The system is not ready for the request. */
+  NVML_ERROR_UNKNOWN = 999                   /* Any other internal driver error. */
+} nvmlReturn_t;
+
+/* ---------------------------------------------------------------------------------------------------
+ * Handles and constants
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Opaque handle of a GPU or of a MIG device; only the library knows the pointee. */
+typedef struct nvmlDevice_st* nvmlDevice_t;
+
+/* Buffer sizes NVML guarantees to be large enough (each includes the terminating NUL). */
+#define NVML_DEVICE_UUID_BUFFER_SIZE 80           /* Legacy size for GPU UUIDs. */
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96        /* nvmlDeviceGetUUID, also for MIG UUIDs. */
+#define NVML_DEVICE_NAME_BUFFER_SIZE 64           /* Legacy size for device names. */
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96        /* nvmlDeviceGetName, also for MIG names. */
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80 /* nvmlSystemGetDriverVersion. */
+#define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE 80   /* nvmlSystemGetNVMLVersion. */
+#define NVML_DEVICE_SERIAL_BUFFER_SIZE 30         /* nvmlDeviceGetSerial (not used yet). */
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32     /* nvmlPciInfo_t.busId. */
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16  /* nvmlPciInfo_t.busIdLegacy. */
+
+/* printf formats NVML uses for the two bus id fields (domain, bus, device in hex). */
+#define NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT "%04X:%02X:%02X.0" /* busIdLegacy: 4-digit domain. */
+#define NVML_DEVICE_PCI_BUS_ID_FMT "%08X:%02X:%02X.0"        /* busId: 8-digit domain. */
+
+/* Flags of nvmlInitWithFlags (bit set). */
+#define NVML_INIT_FLAG_NO_GPUS 1   /* Don't fail init when no GPUs are found. */
+#define NVML_INIT_FLAG_NO_ATTACH 2 /* Don't attach GPUs while initialising. */
+
+/* Values of nvmlDeviceGetMigMode's currentMode / pendingMode. */
+#define NVML_DEVICE_MIG_DISABLE 0x0 /* MIG mode off. */
+#define NVML_DEVICE_MIG_ENABLE 0x1  /* MIG mode on. */
+
+/* nvmlSystemGetCudaDriverVersion returns 1000 * major + 10 * minor (e.g. 12040 = CUDA 12.4). */
+#define NVML_CUDA_DRIVER_VERSION_MAJOR(v) ((v) / 1000)        /* 12040 -> 12 */
+#define NVML_CUDA_DRIVER_VERSION_MINOR(v) (((v) % 1000) / 10) /* 12040 -> 4 */
+
+/* ---------------------------------------------------------------------------------------------------
+ * Enumerations
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Product brand of a GPU (nvmlDeviceGetBrand). */
+typedef enum nvmlBrandType_enum {
+  NVML_BRAND_UNKNOWN = 0,              /* Brand not known to this driver. */
+  NVML_BRAND_QUADRO = 1,               /* Quadro. */
+  NVML_BRAND_TESLA = 2,                /* Tesla (data-centre parts such as A100, H100). */
+  NVML_BRAND_NVS = 3,                  /* NVS. */
+  NVML_BRAND_GRID = 4,                 /* GRID (deprecated from reporting). */
+  NVML_BRAND_GEFORCE = 5,              /* GeForce. */
+  NVML_BRAND_TITAN = 6,                /* Titan. */
+  NVML_BRAND_NVIDIA_VAPPS = 7,         /* NVIDIA Virtual Applications. */
+  NVML_BRAND_NVIDIA_VPC = 8,           /* NVIDIA Virtual PC. */
+  NVML_BRAND_NVIDIA_VCS = 9,           /* NVIDIA Virtual Compute Server. */
+  NVML_BRAND_NVIDIA_VWS = 10,          /* NVIDIA RTX Virtual Workstation. */
+  NVML_BRAND_NVIDIA_CLOUD_GAMING = 11, /* NVIDIA Cloud Gaming. */
+  NVML_BRAND_NVIDIA_VGAMING = NVML_BRAND_NVIDIA_CLOUD_GAMING, /* Old name of CLOUD_GAMING. */
+  NVML_BRAND_QUADRO_RTX = 12,                                 /* Quadro RTX. */
+  NVML_BRAND_NVIDIA_RTX = 13,                                 /* NVIDIA RTX. */
+  NVML_BRAND_NVIDIA = 14,      /* NVIDIA (newer data-centre parts report this). */
+  NVML_BRAND_GEFORCE_RTX = 15, /* GeForce RTX (unused by current drivers). */
+  NVML_BRAND_TITAN_RTX = 16,   /* Titan RTX (unused by current drivers). */
+  NVML_BRAND_COUNT             /* Number of brands this header knows. */
+} nvmlBrandType_t;
+
+/* Simplified chip architecture (nvmlDeviceGetArchitecture). A plain integer in the ABI, not an enum,
+ * so new architectures can appear without breaking it. */
+typedef unsigned int nvmlDeviceArchitecture_t;
+#define NVML_DEVICE_ARCH_KEPLER 2           /* Kepler (sm_3x). */
+#define NVML_DEVICE_ARCH_MAXWELL 3          /* Maxwell (sm_5x). */
+#define NVML_DEVICE_ARCH_PASCAL 4           /* Pascal (sm_6x). */
+#define NVML_DEVICE_ARCH_VOLTA 5            /* Volta (sm_70). */
+#define NVML_DEVICE_ARCH_TURING 6           /* Turing (sm_75). */
+#define NVML_DEVICE_ARCH_AMPERE 7           /* Ampere (sm_80, sm_86); first with MIG. */
+#define NVML_DEVICE_ARCH_ADA 8              /* Ada Lovelace (sm_89). */
+#define NVML_DEVICE_ARCH_HOPPER 9           /* Hopper (sm_90). */
+#define NVML_DEVICE_ARCH_BLACKWELL 10       /* Blackwell (sm_100 and later). */
+#define NVML_DEVICE_ARCH_UNKNOWN 0xffffffff /* Anything else, presumably newer. */
+
+/* ---------------------------------------------------------------------------------------------------
+ * Structures
+ * ------------------------------------------------------------------------------------------------- */
+
+/* PCI identity of a GPU: the layout filled by nvmlDeviceGetPciInfo_v3 (and _v2). The deprecated
+ * unversioned nvmlDeviceGetPciInfo filled an older 52-byte struct whose first 36 bytes equal the first
+ * five members here; use _v3. */
+typedef struct nvmlPciInfo_st {
+  char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE]; /* "0000:07:00.0" (4-digit domain). */
+  unsigned int domain;                                     /* PCI domain, 0 to 0xffffffff. */
+  unsigned int bus;                                        /* Bus number, 0 to 0xff. */
+  unsigned int device;                                     /* Device number on the bus, 0 to 31. */
+  unsigned int pciDeviceId;                                /* (device id << 16) | vendor id. */
+  unsigned int pciSubSystemId;                             /* (subsystem id << 16) | subsys vendor. */
+  char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];          /* "00000000:07:00.0" (8-digit domain). */
+} nvmlPciInfo_t;
+
+/* Device memory in bytes (nvmlDeviceGetMemoryInfo, v1 layout); on a MIG handle, the MIG device's share. */
+typedef struct nvmlMemory_st {
+  unsigned long long total; /* Total physical memory. */
+  unsigned long long free;  /* Unallocated memory. */
+  unsigned long long used;  /* Reserved plus allocated memory. */
+} nvmlMemory_t;
+
+/* Attributes of a (MIG) device: nvmlDeviceGetAttributes_v2 fills all of it. The deprecated unversioned
+ * nvmlDeviceGetAttributes fills only the first six members (its struct ended there). */
+typedef struct nvmlDeviceAttributes_st {
+  unsigned int multiprocessorCount;       /* Streaming multiprocessors. */
+  unsigned int sharedCopyEngineCount;     /* Shared copy engines. */
+  unsigned int sharedDecoderCount;        /* Shared decoder engines. */
+  unsigned int sharedEncoderCount;        /* Shared encoder engines. */
+  unsigned int sharedJpegCount;           /* Shared JPEG engines. */
+  unsigned int sharedOfaCount;            /* Shared optical-flow engines. */
+  unsigned int gpuInstanceSliceCount;     /* GPU instance slices ("3" of profile 3g.20gb). */
+  unsigned int computeInstanceSliceCount; /* Compute instance slices ("1" of 1c.3g.20gb). */
+  unsigned long long memorySizeMB;        /* Device memory in MiB. */
+} nvmlDeviceAttributes_t;
+
+/* ---------------------------------------------------------------------------------------------------
+ * Function-pointer types: one per NVML symbol we resolve; the typedef is the symbol name plus "_fn".
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Initialisation and errors. */
+typedef nvmlReturn_t (*nvmlInit_fn)(void);                        /* Deprecated v1 init (ref counted). */
+typedef nvmlReturn_t (*nvmlInit_v2_fn)(void);                     /* Init NVML and attach all GPUs. */
+typedef nvmlReturn_t (*nvmlInitWithFlags_fn)(unsigned int flags); /* Init with NVML_INIT_FLAG_*. */
+typedef nvmlReturn_t (*nvmlShutdown_fn)(void);                    /* Drop one init reference. */
+typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t result);   /* Static text of a code. */
+
+/* System queries. */
+typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char* version, unsigned int length); /* "550.54.15" */
+typedef nvmlReturn_t (*nvmlSystemGetNVMLVersion_fn)(char* version, unsigned int length); /* "12.550.54.15" */
+typedef nvmlReturn_t (*nvmlSystemGetCudaDriverVersion_fn)(int* cudaDriverVersion);       /* 12040 */
+typedef nvmlReturn_t (*nvmlSystemGetCudaDriverVersion_v2_fn)(int* cudaDriverVersion);    /* 12040 */
+
+/* Enumeration and handles. */
+typedef nvmlReturn_t (*nvmlDeviceGetCount_fn)(unsigned int* deviceCount);    /* Deprecated v1 count. */
+typedef nvmlReturn_t (*nvmlDeviceGetCount_v2_fn)(unsigned int* deviceCount); /* Number of GPUs. */
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_fn)(unsigned int index, nvmlDevice_t* device); /* v1 */
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_v2_fn)(unsigned int index, nvmlDevice_t* device);
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByUUID_fn)(const char* uuid, nvmlDevice_t* device); /* GPU/MIG */
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByPciBusId_v2_fn)(const char* pciBusId, nvmlDevice_t* device);
+
+/* Identity of a device. */
+typedef nvmlReturn_t (*nvmlDeviceGetIndex_fn)(nvmlDevice_t device, unsigned int* index); /* NVML index */
+typedef nvmlReturn_t (*nvmlDeviceGetUUID_fn)(nvmlDevice_t device, char* uuid, unsigned int length);
+typedef nvmlReturn_t (*nvmlDeviceGetName_fn)(nvmlDevice_t device, char* name, unsigned int length);
+typedef nvmlReturn_t (*nvmlDeviceGetMinorNumber_fn)(nvmlDevice_t device,
+                                                    unsigned int* minorNumber);           /* /dev/nvidiaN */
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t device, nvmlPciInfo_t* pci); /* Old layout. */
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_v2_fn)(nvmlDevice_t device, nvmlPciInfo_t* pci); /* Deprecated. */
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_v3_fn)(nvmlDevice_t device, nvmlPciInfo_t* pci); /* Use this. */
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t device, nvmlMemory_t* memory);
+typedef nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability_fn)(nvmlDevice_t device, int* major, int* minor);
+typedef nvmlReturn_t (*nvmlDeviceGetBrand_fn)(nvmlDevice_t device, nvmlBrandType_t* type);
+typedef nvmlReturn_t (*nvmlDeviceGetArchitecture_fn)(nvmlDevice_t device, nvmlDeviceArchitecture_t* arch);
+typedef nvmlReturn_t (*nvmlDeviceGetAttributes_fn)(nvmlDevice_t device,
+                                                   nvmlDeviceAttributes_t* attributes); /* 6 members */
+typedef nvmlReturn_t (*nvmlDeviceGetAttributes_v2_fn)(nvmlDevice_t device,
+                                                      nvmlDeviceAttributes_t* attributes);
+
+/* Multi-Instance GPU. */
+typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t device, unsigned int* currentMode,
+                                                unsigned int* pendingMode); /* NVML_DEVICE_MIG_* */
+typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t device, unsigned int* count);
+typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t device, unsigned int index,
+                                                               nvmlDevice_t* migDevice);
+typedef nvmlReturn_t (*nvmlDeviceIsMigDeviceHandle_fn)(nvmlDevice_t device, unsigned int* isMigDevice);
+typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevice_t migDevice,
+                                                                        nvmlDevice_t* device); /* Parent. */
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceId_fn)(nvmlDevice_t device, unsigned int* id);  /* GI id */
+typedef nvmlReturn_t (*nvmlDeviceGetComputeInstanceId_fn)(nvmlDevice_t device, unsigned int* id); /* CI id */
+
+/* ---------------------------------------------------------------------------------------------------
+ * Layout pins: a mismatch here would silently corrupt memory at run time, so fail the build instead.
+ * ------------------------------------------------------------------------------------------------- */
+#ifdef __cplusplus
+#define GPUCTK_NVML_ABI_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define GPUCTK_NVML_ABI_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+#define GPUCTK_NVML_ABI_OFFSETOF(type, member) offsetof(type, member)
+
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlReturn_t) == 4, "nvmlReturn_t is a 4-byte enum");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlBrandType_t) == 4, "nvmlBrandType_t is a 4-byte enum");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t (v3) is 68 bytes");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlPciInfo_t, domain) == 16, "domain after busIdLegacy");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlPciInfo_t, pciSubSystemId) == 32, "pciSubSystemId");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlPciInfo_t, busId) == 36, "busId after the ids");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t is three 64-bit counters");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlDeviceAttributes_t, gpuInstanceSliceCount) == 24,
+                       "v2 members follow the six v1 members");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlDeviceAttributes_t, memorySizeMB) == 32,
+                       "memorySizeMB follows the slice counts");
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GPUCTK_DISCOVER_NVML_ABI_H */
