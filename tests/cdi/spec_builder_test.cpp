@@ -1,0 +1,294 @@
+// The spec builder: golden specs for every fixture host and mode (byte for byte), and the rules of
+// naming, selection, hooks and post-processing on small hand-made inventories.
+#include "cdi/spec_builder.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <gtest/gtest.h>
+
+#include "cdi/codec.hpp"
+#include "cdi/validate.hpp"
+#include "discover/discover.hpp"
+#include "fixtures/builder/hosts.hpp"
+#include "util/file.hpp"
+
+namespace gpuctk::cdi {
+namespace {
+
+constexpr const char* k_hook = "/usr/local/bin/gpuctk";
+
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
+    text.replace(pos, from.size(), to);
+  }
+  return text;
+}
+
+struct GoldenCase {
+  const char* host;
+  discover::Mode mode;
+  const char* mode_name;
+};
+
+class GoldenSpec : public ::testing::TestWithParam<GoldenCase> {};
+
+// Generates the spec of a fixture host and compares it with tests/golden/<host>.<mode>.yaml, the fixture
+// root replaced by @ROOT@. GPUCTK_UPDATE_GOLDEN=1 rewrites the golden file instead (read its diff!).
+TEST_P(GoldenSpec, MatchesGoldenFileByteForByte) {
+  const auto& param = GetParam();
+  auto f = fixture::materialise_temp(param.host);
+  ASSERT_TRUE(f) << f.error().message;
+  if (!f->host.nodes_are_real) {
+    GTEST_SKIP() << "device nodes need root to mknod; golden specs carry real majors and minors";
+  }
+  discover::DiscoverOptions options;
+  options.driver_root = f->host.driver_root;
+  options.dev_root = f->host.dev_root;
+  options.mode = param.mode;
+  auto inventory = discover::discover(options);
+  ASSERT_TRUE(inventory) << inventory.error().message;
+  BuildOptions build;
+  build.hook_path = k_hook;
+  build.management = param.mode == discover::Mode::management;
+  auto spec = build_spec(*inventory, build);
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_TRUE(validate(*spec).empty());
+  const std::string text = replace_all(write_spec(*spec, Format::yaml), f->host.root, "@ROOT@");
+
+  const std::string golden =
+      std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/" + param.host + "." + param.mode_name + ".yaml";
+  if (const char* update = std::getenv("GPUCTK_UPDATE_GOLDEN"); update != nullptr && update == std::string("1")) {
+    ASSERT_TRUE(write_file_atomic(golden, text, 0644));
+  }
+  auto expected = read_file(golden);
+  ASSERT_TRUE(expected) << expected.error().message;
+  EXPECT_EQ(text, *expected) << "spec differs from " << golden;
+  // The same inventory always gives the same bytes.
+  EXPECT_EQ(write_spec(*build_spec(*inventory, build), Format::yaml), write_spec(*spec, Format::yaml));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Hosts, GoldenSpec,
+    ::testing::Values(GoldenCase{"t4-debian", discover::Mode::nvml, "nvml"},
+                      GoldenCase{"t4-debian", discover::Mode::proc, "proc"},
+                      GoldenCase{"dgx-a100", discover::Mode::nvml, "nvml"},
+                      GoldenCase{"dgx-a100", discover::Mode::proc, "proc"},
+                      GoldenCase{"dgx-a100", discover::Mode::management, "management"},
+                      GoldenCase{"h100-rhel", discover::Mode::nvml, "nvml"},
+                      GoldenCase{"h100-rhel", discover::Mode::proc, "proc"},
+                      GoldenCase{"driver-container", discover::Mode::nvml, "nvml"}),
+    [](const auto& test_info) {
+      std::string name = std::string(test_info.param.host) + "_" + test_info.param.mode_name;
+      std::ranges::replace(name, '-', '_');
+      return name;
+    });
+
+// Every golden spec passes our own validation and stays within what podman 4.3.1 (CDI 0.5.x) reads.
+TEST(GoldenSpecFiles, AreValidAndAtMostVersion050) {
+  const std::string dir = std::string(GPUCTK_SOURCE_DIR) + "/tests/golden";
+  size_t checked = 0;
+  for (const char* name : {"t4-debian.nvml", "t4-debian.proc", "dgx-a100.nvml", "dgx-a100.proc",
+                           "dgx-a100.management", "h100-rhel.nvml", "h100-rhel.proc", "driver-container.nvml"}) {
+    const std::string path = dir + "/" + name + ".yaml";
+    auto text = read_file(path);
+    ASSERT_TRUE(text) << text.error().message;
+    auto spec = parse_spec(*text, Format::yaml);
+    ASSERT_TRUE(spec) << path << ": " << spec.error().message;
+    for (const auto& problem : validate(*spec)) {
+      ADD_FAILURE() << path << ": " << problem.where << ": " << problem.what;
+    }
+    EXPECT_EQ(spec->cdi_version, "0.5.0") << path;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8u);
+}
+
+// --- Rules, on a hand-made inventory -------------------------------------------------------------
+
+discover::DeviceNode node(std::string path, uint32_t major, uint32_t minor) {
+  return {path, path, 'c', major, minor, 0666, 0};
+}
+
+discover::Inventory two_gpus_one_mig() {
+  discover::Inventory inv;
+  inv.driver_version = "550.54.15";
+  discover::Gpu gpu0;
+  gpu0.index = 0;
+  gpu0.minor = 0;
+  gpu0.uuid = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+  gpu0.node = node("/dev/nvidia0", 195, 0);
+  discover::Gpu gpu1;
+  gpu1.index = 1;
+  gpu1.minor = 1;
+  gpu1.uuid = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
+  gpu1.node = node("/dev/nvidia1", 195, 1);
+  gpu1.mig_enabled = true;
+  discover::MigDevice mig;
+  mig.index = 0;
+  mig.gi = 1;
+  mig.uuid = "MIG-cccccccc-0000-0000-0000-000000000000";
+  mig.gi_access = node("/dev/nvidia-caps/nvidia-cap147", 508, 147);
+  mig.ci_access = node("/dev/nvidia-caps/nvidia-cap148", 508, 148);
+  gpu1.mig_devices.push_back(mig);
+  inv.gpus = {gpu0, gpu1};
+  inv.control_nodes = {node("/dev/nvidiactl", 195, 255)};
+  inv.files = {{discover::FileKind::library, "/usr/lib/libcuda.so.550.54.15", "/usr/lib/libcuda.so.550.54.15",
+                discover::Capability::compute},
+               {discover::FileKind::ipc, "/run/nvidia-persistenced/socket", "/run/nvidia-persistenced/socket",
+                discover::Capability::utility}};
+  inv.library_dirs = {"/usr/lib"};
+  inv.library_links = {{"libcuda.so.550.54.15", "/usr/lib/libcuda.so.1"}};
+  return inv;
+}
+
+BuildOptions options() {
+  BuildOptions o;
+  o.hook_path = k_hook;
+  return o;
+}
+
+std::vector<std::string> names(const Spec& spec) {
+  std::vector<std::string> out;
+  for (const auto& d : spec.devices) {
+    out.push_back(d.name);
+  }
+  return out;
+}
+
+TEST(SpecBuilder, DefaultNamesAreIndexAndUuidPlusAllAndMigParentIsLeftOut) {
+  auto spec = build_spec(two_gpus_one_mig(), options());
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(names(*spec), (std::vector<std::string>{"0", "1:0", "GPU-aaaaaaaa-0000-0000-0000-000000000000",
+                                                    "MIG-cccccccc-0000-0000-0000-000000000000", "all"}));
+  EXPECT_EQ(spec->kind, "nvidia.com/gpu");
+  EXPECT_EQ(spec->cdi_version, "0.5.0");  // digit-first names
+}
+
+TEST(SpecBuilder, TypeIndexStrategyAndNoAllDevice) {
+  auto o = options();
+  o.name_strategies = {NameStrategy::type_index};
+  o.all_device = false;
+  auto spec = build_spec(two_gpus_one_mig(), o);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(names(*spec), (std::vector<std::string>{"gpu0", "mig1:0"}));
+  EXPECT_EQ(spec->cdi_version, "0.3.0");
+}
+
+TEST(SpecBuilder, MigDeviceHasParentAndBothCapabilityNodes) {
+  auto spec = build_spec(two_gpus_one_mig(), options());
+  ASSERT_TRUE(spec);
+  const auto& mig = *std::ranges::find(spec->devices, "1:0", &Device::name);
+  std::vector<std::string> paths;
+  for (const auto& n : mig.container_edits.device_nodes) {
+    paths.push_back(n.path);
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{"/dev/nvidia-caps/nvidia-cap147", "/dev/nvidia-caps/nvidia-cap148",
+                                             "/dev/nvidia1"}));
+}
+
+TEST(SpecBuilder, AllDeviceIsTheUnionWithoutDuplicates) {
+  auto spec = build_spec(two_gpus_one_mig(), options());
+  ASSERT_TRUE(spec);
+  const auto& all = *std::ranges::find(spec->devices, "all", &Device::name);
+  EXPECT_EQ(all.container_edits.device_nodes.size(), 4u);  // nvidia0, nvidia1, cap147, cap148
+}
+
+TEST(SpecBuilder, CommonEditsCarryControlNodesMountsHooksAndEnv) {
+  auto spec = build_spec(two_gpus_one_mig(), options());
+  ASSERT_TRUE(spec);
+  const auto& e = spec->container_edits;
+  EXPECT_EQ(e.env, (std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void"}));
+  ASSERT_EQ(e.device_nodes.size(), 1u);
+  EXPECT_EQ(e.device_nodes[0].path, "/dev/nvidiactl");
+  ASSERT_EQ(e.mounts.size(), 2u);
+  EXPECT_EQ(e.mounts[0].options, (std::vector<std::string>{"nosuid", "nodev", "rbind", "rprivate", "noexec"}));
+  EXPECT_EQ(e.mounts[0].container_path, "/run/nvidia-persistenced/socket");
+  EXPECT_EQ(e.mounts[1].options, (std::vector<std::string>{"ro", "nosuid", "nodev", "rbind", "rprivate"}));
+  ASSERT_EQ(e.hooks.size(), 4u);
+  EXPECT_EQ(e.hooks[0].args, (std::vector<std::string>{"gpuctk", "hook", "create-symlinks", "--link",
+                                                       "libcuda.so.550.54.15::/usr/lib/libcuda.so.1"}));
+  EXPECT_EQ(e.hooks[1].args, (std::vector<std::string>{"gpuctk", "hook", "enable-cuda-compat",
+                                                       "--host-driver-version", "550.54.15"}));
+  EXPECT_EQ(e.hooks[2].args, (std::vector<std::string>{"gpuctk", "hook", "update-ldcache", "--folder", "/usr/lib"}));
+  EXPECT_EQ(e.hooks[3].args, (std::vector<std::string>{"gpuctk", "hook", "disable-device-node-modification"}));
+  for (const auto& h : e.hooks) {
+    EXPECT_EQ(h.hook_name, "createContainer");
+    EXPECT_EQ(h.path, k_hook);
+    EXPECT_FALSE(h.env.empty()) << "a hook must never inherit the container's environment";
+  }
+}
+
+TEST(SpecBuilder, DisableHookByNameAndAll) {
+  auto o = options();
+  o.disabled_hooks = {"update-ldcache", "enable-cuda-compat"};
+  auto spec = build_spec(two_gpus_one_mig(), o);
+  ASSERT_TRUE(spec);
+  ASSERT_EQ(spec->container_edits.hooks.size(), 2u);
+  EXPECT_EQ(spec->container_edits.hooks[0].args[2], "create-symlinks");
+  EXPECT_EQ(spec->container_edits.hooks[1].args[2], "disable-device-node-modification");
+  o.disabled_hooks = {"all"};
+  spec = build_spec(two_gpus_one_mig(), o);
+  ASSERT_TRUE(spec);
+  EXPECT_TRUE(spec->container_edits.hooks.empty());
+  EXPECT_TRUE(check_hook_name("all"));
+  ASSERT_FALSE(check_hook_name("chmod"));
+  EXPECT_EQ(check_hook_name("chmod").error().message,
+            "unknown hook \"chmod\" (want create-symlinks, enable-cuda-compat, update-ldcache, "
+            "disable-device-node-modification or all)");
+}
+
+TEST(SpecBuilder, DeviceIdsRestrictGenerationAndUnknownIdsAreErrors) {
+  auto o = options();
+  o.device_ids = {"MIG-cccccccc-0000-0000-0000-000000000000"};
+  auto spec = build_spec(two_gpus_one_mig(), o);
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(names(*spec), (std::vector<std::string>{"1:0", "MIG-cccccccc-0000-0000-0000-000000000000", "all"}));
+  o.device_ids = {"0", "7"};
+  spec = build_spec(two_gpus_one_mig(), o);
+  ASSERT_FALSE(spec);
+  EXPECT_EQ(spec.error().message, "unknown device id \"7\" (devices: 0, 1, 1:0, their UUIDs, or all)");
+}
+
+TEST(SpecBuilder, ManagementModeIsOneAllDeviceWithoutNodeModificationHook) {
+  auto inv = two_gpus_one_mig();
+  inv.management_nodes = {node("/dev/nvidia-caps/nvidia-cap1", 508, 1), node("/dev/nvidia-nvswitchctl", 509, 255)};
+  auto o = options();
+  o.management = true;
+  auto spec = build_spec(inv, o);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(names(*spec), (std::vector<std::string>{"all"}));
+  EXPECT_EQ(spec->devices[0].container_edits.device_nodes.size(), 4u);
+  for (const auto& h : spec->container_edits.hooks) {
+    EXPECT_NE(h.args[2], "disable-device-node-modification");
+  }
+}
+
+TEST(SpecBuilder, SeparateDevRootWritesHostPathOtherwiseNot) {
+  auto inv = two_gpus_one_mig();
+  auto spec = build_spec(inv, options());
+  ASSERT_TRUE(spec);
+  EXPECT_TRUE(spec->container_edits.device_nodes[0].host_path.empty());
+  inv.control_nodes[0].host_path = "/host/dev/nvidiactl";
+  spec = build_spec(inv, options());
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->container_edits.device_nodes[0].host_path, "/host/dev/nvidiactl");
+}
+
+TEST(SpecBuilder, HostWithoutGpusIsAnError) {
+  auto inv = two_gpus_one_mig();
+  inv.gpus.clear();
+  auto spec = build_spec(inv, options());
+  ASSERT_FALSE(spec);
+  EXPECT_EQ(spec.error().message, "no devices to generate: the host has no GPUs");
+}
+
+TEST(SpecBuilder, NameStrategyParsing) {
+  EXPECT_EQ(parse_name_strategy("type-index").value(), NameStrategy::type_index);
+  ASSERT_FALSE(parse_name_strategy("serial"));
+  EXPECT_EQ(parse_name_strategy("serial").error().message,
+            "unknown device name strategy \"serial\" (want index, uuid or type-index)");
+}
+
+}  // namespace
+}  // namespace gpuctk::cdi
