@@ -119,9 +119,6 @@ Result<void> generate(const GenerateArgs& args) {
   if (!inventory) {
     return std::unexpected(inventory.error());
   }
-  for (const auto& warning : inventory->warnings) {
-    std::fprintf(stderr, "gpuctk: warning: %s\n", warning.c_str());
-  }
   auto spec = cdi::build_spec(*inventory, build);
   if (!spec) {
     return std::unexpected(spec.error());
@@ -135,9 +132,14 @@ Result<void> generate(const GenerateArgs& args) {
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
       return fail_errno("write standard output", errno);
     }
-    return {};
+  } else if (auto written = write_file_atomic(args.output, text, 0644); !written) {
+    return written;
   }
-  return write_file_atomic(args.output, text, 0644);
+  // Optional pieces the host lacks; printed only on success so a failure stays one line.
+  for (const auto& warning : inventory->warnings) {
+    std::fprintf(stderr, "gpuctk: warning: %s\n", warning.c_str());
+  }
+  return {};
 }
 
 }  // namespace
