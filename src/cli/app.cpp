@@ -20,8 +20,10 @@ constexpr GroupRow k_groups[] = {
 
 // Every command, in the order --help lists them.
 const CommandRow k_commands[] = {
+    {"cdi", "generate", "Discover the GPUs and driver of this host and write a CDI spec", define_cdi_generate},
     {"cdi", "validate", "Check CDI spec files against the CDI rules; print every problem", define_cdi_validate},
     {"cdi", "list", "List the qualified device names resolvable from the CDI spec directories", define_cdi_list},
+    {"", "info", "Show what discovery finds: driver, GPUs, MIG devices, driver files, warnings", define_info},
 };
 
 }  // namespace

@@ -33,5 +33,7 @@ int run(int argc, char** argv);
 // Command definitions (one file each).
 Action define_cdi_validate(CLI::App& command);
 Action define_cdi_list(CLI::App& command);
+Action define_cdi_generate(CLI::App& command);
+Action define_info(CLI::App& command);
 
 }  // namespace gpuctk::cli

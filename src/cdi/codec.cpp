@@ -1,0 +1,651 @@
+#include "cdi/codec.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "cdi/yaml_scalars.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::cdi {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// A document tree common to both formats. Mappings keep their members in document order, duplicate
+// keys included, so that the decoder can reject duplicates (nlohmann would drop them silently).
+
+struct Node {
+  enum class Kind { null, boolean, number, string, plain, list, object };
+  Kind kind = Kind::null;
+  std::string text;                             // boolean/number/string/plain: the scalar's text
+  std::vector<Node> items;                      // list
+  std::vector<std::pair<Node, Node>> members;   // object: key, value
+};
+
+// Spec files nest about 6 levels; anything far deeper is hostile (and would overflow the stack).
+constexpr size_t k_max_depth = 64;
+// YAML aliases can expand a small file into an enormous tree ("billion laughs").
+constexpr size_t k_max_nodes = 1'000'000;
+
+constexpr std::string_view k_too_deep = "nesting deeper than 64 levels";
+
+// yaml-cpp's node -> Node. A quoted scalar (tag "!") or an explicit !!str is a string; other scalars
+// are plain and get YAML 1.1 meaning from the decoder.
+class YamlConverter {
+ public:
+  Result<Node> convert(const YAML::Node& yaml, size_t depth) {
+    if (++m_nodes > k_max_nodes) {
+      return fail("more than " + std::to_string(k_max_nodes) + " values (alias expansion?)");
+    }
+    if (depth > k_max_depth) {
+      return fail(std::string(k_too_deep));
+    }
+    Node node;
+    switch (yaml.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        return node;
+      case YAML::NodeType::Scalar:
+        node.kind = yaml.Tag() == "!" || yaml.Tag() == "tag:yaml.org,2002:str" ? Node::Kind::string : Node::Kind::plain;
+        node.text = yaml.Scalar();
+        return node;
+      case YAML::NodeType::Sequence:
+        node.kind = Node::Kind::list;
+        for (const auto& item : yaml) {
+          auto converted = convert(item, depth + 1);
+          if (!converted) {
+            return converted;
+          }
+          node.items.push_back(std::move(*converted));
+        }
+        return node;
+      case YAML::NodeType::Map:
+        node.kind = Node::Kind::object;
+        for (const auto& member : yaml) {
+          auto key = convert(member.first, depth + 1);
+          if (!key) {
+            return key;
+          }
+          auto value = convert(member.second, depth + 1);
+          if (!value) {
+            return value;
+          }
+          node.members.emplace_back(std::move(*key), std::move(*value));
+        }
+        return node;
+    }
+    return node;
+  }
+
+ private:
+  size_t m_nodes = 0;
+};
+
+// nlohmann SAX events -> Node.
+class JsonTreeBuilder {
+ public:
+  using Json = nlohmann::json;
+
+  bool null() { return add(Node{}); }
+  bool boolean(bool value) { return add(Node{Node::Kind::boolean, value ? "true" : "false", {}, {}}); }
+  bool number_integer(Json::number_integer_t value) { return add(Node{Node::Kind::number, std::to_string(value), {}, {}}); }
+  bool number_unsigned(Json::number_unsigned_t value) { return add(Node{Node::Kind::number, std::to_string(value), {}, {}}); }
+  bool number_float(Json::number_float_t /*value*/, const Json::string_t& text) { return add(Node{Node::Kind::number, text, {}, {}}); }
+  bool string(Json::string_t& value) { return add(Node{Node::Kind::string, std::move(value), {}, {}}); }
+  bool binary(Json::binary_t& /*value*/) { return add(Node{}); }  // JSON text never has binary values
+  bool start_object(std::size_t /*size*/) { return open(Node::Kind::object); }
+  bool key(Json::string_t& key) {
+    m_open.back().members.emplace_back(Node{Node::Kind::string, std::move(key), {}, {}}, Node{});
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t /*size*/) { return open(Node::Kind::list); }
+  bool end_array() { return close(); }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const nlohmann::detail::exception& error) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error ..." ->
+    // "JSON syntax error at line 1, column 9: syntax error ..."
+    std::string_view what = error.what();
+    constexpr std::string_view k_marker = "parse error ";
+    const auto marker = what.find(k_marker);
+    m_error = marker == std::string_view::npos ? "JSON syntax error: " + std::string(what)
+                                                : "JSON syntax error " + std::string(what.substr(marker + k_marker.size()));
+    return false;
+  }
+
+  [[nodiscard]] const std::string& error() const { return m_error; }
+  Node take_root() { return std::move(m_root); }
+
+ private:
+  bool open(Node::Kind kind) {
+    if (m_open.size() >= k_max_depth) {
+      m_error = std::string(k_too_deep);
+      return false;
+    }
+    m_open.push_back(Node{kind, {}, {}, {}});
+    return true;
+  }
+  bool close() {
+    Node done = std::move(m_open.back());
+    m_open.pop_back();
+    return add(std::move(done));
+  }
+  // Places a finished value into the innermost open container (after its key), or at the root.
+  bool add(Node value) {
+    if (m_open.empty()) {
+      m_root = std::move(value);
+    } else if (m_open.back().kind == Node::Kind::object) {
+      m_open.back().members.back().second = std::move(value);
+    } else {
+      m_open.back().items.push_back(std::move(value));
+    }
+    return true;
+  }
+
+  std::vector<Node> m_open;
+  Node m_root;
+  std::string m_error;
+};
+
+Result<Node> read_yaml(std::string_view text) {
+  if (auto ok = check_yaml_text(text); !ok) {
+    return std::unexpected(ok.error());
+  }
+  try {
+    const YAML::Node document = YAML::Load(std::string(text));
+    YamlConverter converter;
+    return converter.convert(document, 0);
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) {
+      return fail("YAML syntax error: " + e.msg);
+    }
+    return fail("YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
+                std::to_string(e.mark.column + 1) + ": " + e.msg);
+  } catch (const std::exception& e) {
+    return fail(std::string("YAML: ") + e.what());
+  }
+}
+
+Result<Node> read_json(std::string_view text) {
+  if (trim(text).empty()) {
+    return Node{};
+  }
+  try {
+    JsonTreeBuilder builder;
+    if (!nlohmann::json::sax_parse(text.begin(), text.end(), &builder)) {
+      return fail(builder.error().empty() ? std::string("JSON syntax error") : builder.error());
+    }
+    return builder.take_root();
+  } catch (const std::exception& e) {
+    return fail(std::string("JSON: ") + e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding Node -> model. Paths name the value: "devices[0].containerEdits.env[1]".
+
+using Path = std::string;
+
+Path child(const Path& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+Path element(const Path& path, size_t index) { return path + "[" + std::to_string(index) + "]"; }
+std::string where(const Path& path) { return path.empty() ? "top level" : path; }
+std::string in(const Path& path) { return path.empty() ? "at top level" : "in " + path; }
+
+std::string describe(const Node& node) {
+  switch (node.kind) {
+    case Node::Kind::null: return "null";
+    case Node::Kind::list: return "a list";
+    case Node::Kind::object: return "an object";
+    case Node::Kind::plain:
+    case Node::Kind::number:
+    case Node::Kind::boolean: return node.text;
+    case Node::Kind::string: return quote(node.text);
+  }
+  return "?";
+}
+
+std::unexpected<Error> type_error(const Path& path, std::string_view want, const Node& got) {
+  return fail(where(path) + ": expected " + std::string(want) + ", got " + describe(got));
+}
+
+// Every decode/encode/is_unset overload is declared before the field tables use them.
+Result<void> decode(const Node& node, const Path& path, std::string& out);
+Result<void> decode(const Node& node, const Path& path, int64_t& out);
+Result<void> decode(const Node& node, const Path& path, uint32_t& out);
+Result<void> decode(const Node& node, const Path& path, int& out);
+Result<void> decode(const Node& node, const Path& path, bool& out);
+Result<void> decode(const Node& node, const Path& path, std::map<std::string, std::string>& out);
+template <class T>
+Result<void> decode(const Node& node, const Path& path, std::optional<T>& out);
+template <class T>
+Result<void> decode(const Node& node, const Path& path, std::vector<T>& out);
+Result<void> decode(const Node& node, const Path& path, DeviceNode& out);
+Result<void> decode(const Node& node, const Path& path, Mount& out);
+Result<void> decode(const Node& node, const Path& path, Hook& out);
+Result<void> decode(const Node& node, const Path& path, IntelRdt& out);
+Result<void> decode(const Node& node, const Path& path, NetDevice& out);
+Result<void> decode(const Node& node, const Path& path, ContainerEdits& out);
+Result<void> decode(const Node& node, const Path& path, Device& out);
+
+using Json = nlohmann::ordered_json;
+
+Json encode(const std::string& value) { return value; }
+Json encode(int64_t value) { return value; }
+Json encode(uint32_t value) { return value; }
+Json encode(int value) { return value; }
+Json encode(bool value) { return value; }
+Json encode(const std::map<std::string, std::string>& value);
+template <class T>
+Json encode(const std::optional<T>& value);
+template <class T>
+Json encode(const std::vector<T>& value);
+Json encode(const DeviceNode& value);
+Json encode(const Mount& value);
+Json encode(const Hook& value);
+Json encode(const IntelRdt& value);
+Json encode(const NetDevice& value);
+Json encode(const ContainerEdits& value);
+Json encode(const Device& value);
+
+// What counts as "not set" and is therefore never written.
+bool is_unset(const std::string& value) { return value.empty(); }
+bool is_unset(bool value) { return !value; }
+bool is_unset(const std::map<std::string, std::string>& value) { return value.empty(); }
+bool is_unset(const ContainerEdits& value) { return value.empty(); }
+template <class T>
+bool is_unset(const std::optional<T>& value) { return !value.has_value(); }
+template <class T>
+bool is_unset(const std::vector<T>& value) { return value.empty(); }
+
+// Scalars.
+
+Result<void> decode(const Node& node, const Path& path, std::string& out) {
+  if (node.kind == Node::Kind::plain) {
+    if (const auto reading = plain_scalar_reading(node.text)) {
+      return fail(where(path) + ": unquoted " + node.text + " is " + std::string(*reading) +
+                  " to CDI runtimes (YAML 1.1), not a string; quote it");
+    }
+  } else if (node.kind != Node::Kind::string) {
+    return type_error(path, "a string", node);
+  }
+  out = node.text;
+  return {};
+}
+
+// An integer of type T from a JSON number (decimal only) or a YAML plain scalar (YAML 1.1 syntax).
+template <class T>
+Result<void> decode_integer(const Node& node, const Path& path, T& out) {
+  std::optional<YamlInteger> integer;
+  if (node.kind == Node::Kind::plain) {
+    integer = parse_yaml_integer(node.text);
+  } else if (node.kind == Node::Kind::number && node.text.find_first_of(".eE") == std::string::npos) {
+    integer = parse_yaml_integer(node.text);  // nlohmann prints integers in plain decimal
+  }
+  if (!integer) {
+    return type_error(path, "an integer", node);
+  }
+  using Limits = std::numeric_limits<T>;
+  bool fits = false;
+  if (!integer->negative) {
+    fits = integer->magnitude <= static_cast<uint64_t>(Limits::max());
+  } else if constexpr (std::is_signed_v<T>) {
+    fits = integer->magnitude <= static_cast<uint64_t>(Limits::max()) + 1;  // two's complement minimum
+  }
+  if (!fits) {
+    return fail(where(path) + ": " + node.text + " is out of range (" + std::to_string(Limits::min()) + " to " +
+                std::to_string(Limits::max()) + ")");
+  }
+  // Negation modulo 2^64 gives the right value for every magnitude that fits, the minimum included.
+  out = integer->negative ? static_cast<T>(0 - integer->magnitude) : static_cast<T>(integer->magnitude);
+  return {};
+}
+
+Result<void> decode(const Node& node, const Path& path, int64_t& out) { return decode_integer(node, path, out); }
+Result<void> decode(const Node& node, const Path& path, uint32_t& out) { return decode_integer(node, path, out); }
+Result<void> decode(const Node& node, const Path& path, int& out) { return decode_integer(node, path, out); }
+
+Result<void> decode(const Node& node, const Path& path, bool& out) {
+  std::optional<bool> value;
+  if (node.kind == Node::Kind::boolean) {
+    value = node.text == "true";
+  } else if (node.kind == Node::Kind::plain) {
+    value = parse_yaml_bool(node.text);
+  }
+  if (!value) {
+    return type_error(path, "a boolean", node);
+  }
+  out = *value;
+  return {};
+}
+
+// Containers.
+
+Result<void> decode(const Node& node, const Path& path, std::map<std::string, std::string>& out) {
+  if (node.kind != Node::Kind::object) {
+    return type_error(path, "an object", node);
+  }
+  for (const auto& [key_node, value_node] : node.members) {
+    std::string key;
+    if (auto ok = decode(key_node, path, key); !ok) {
+      return ok;
+    }
+    const Path value_path = path + "[" + quote(key) + "]";
+    std::string value;
+    if (auto ok = decode(value_node, value_path, value); !ok) {
+      return ok;
+    }
+    if (!out.emplace(key, std::move(value)).second) {
+      return fail("duplicate key " + quote(key) + " " + in(path));
+    }
+  }
+  return {};
+}
+
+template <class T>
+Result<void> decode(const Node& node, const Path& path, std::optional<T>& out) {
+  T value{};
+  if (auto ok = decode(node, path, value); !ok) {
+    return ok;
+  }
+  out = std::move(value);
+  return {};
+}
+
+template <class T>
+Result<void> decode(const Node& node, const Path& path, std::vector<T>& out) {
+  if (node.kind != Node::Kind::list) {
+    return type_error(path, "a list", node);
+  }
+  out.resize(node.items.size());
+  for (size_t i = 0; i < node.items.size(); ++i) {
+    if (auto ok = decode(node.items[i], element(path, i), out[i]); !ok) {
+      return ok;
+    }
+  }
+  return {};
+}
+
+Json encode(const std::map<std::string, std::string>& value) {
+  Json object = Json::object();
+  for (const auto& [key, item] : value) {
+    object[key] = item;
+  }
+  return object;
+}
+
+template <class T>
+Json encode(const std::optional<T>& value) {
+  return encode(*value);
+}
+
+template <class T>
+Json encode(const std::vector<T>& value) {
+  Json array = Json::array();
+  for (const auto& item : value) {
+    array.push_back(encode(item));
+  }
+  return array;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Objects: one table per struct, in the reference's key order, drives decoding and encoding.
+
+// Whether a field is written when unset: required keys are always written.
+enum class Write { if_set, always };
+
+template <class T>
+struct Field {
+  std::string_view key;
+  Result<void> (*decode)(const Node& node, const Path& path, T& object);
+  void (*encode)(const T& object, std::string_view key, Json& out);
+};
+
+template <class>
+struct MemberPointer;
+template <class C, class M>
+struct MemberPointer<M C::*> {
+  using Class = C;
+};
+
+template <auto Member, Write write = Write::if_set>
+constexpr auto field(std::string_view key) {
+  using T = typename MemberPointer<decltype(Member)>::Class;
+  return Field<T>{
+      key,
+      [](const Node& node, const Path& path, T& object) { return decode(node, path, object.*Member); },
+      [](const T& object, std::string_view name, Json& out) {
+        if (write == Write::always || !is_unset(object.*Member)) {
+          out[std::string(name)] = encode(object.*Member);
+        }
+      }};
+}
+
+constexpr std::array k_device_node_fields{
+    field<&DeviceNode::path>("path"),
+    field<&DeviceNode::host_path>("hostPath"),
+    field<&DeviceNode::type>("type"),
+    field<&DeviceNode::major>("major"),
+    field<&DeviceNode::minor>("minor"),
+    field<&DeviceNode::file_mode>("fileMode"),
+    field<&DeviceNode::permissions>("permissions"),
+    field<&DeviceNode::uid>("uid"),
+    field<&DeviceNode::gid>("gid"),
+};
+
+constexpr std::array k_mount_fields{
+    field<&Mount::host_path>("hostPath"),
+    field<&Mount::container_path>("containerPath"),
+    field<&Mount::options>("options"),
+    field<&Mount::type>("type"),
+};
+
+constexpr std::array k_hook_fields{
+    field<&Hook::hook_name>("hookName"),
+    field<&Hook::path>("path"),
+    field<&Hook::args>("args"),
+    field<&Hook::env>("env"),
+    field<&Hook::timeout>("timeout"),
+};
+
+constexpr std::array k_intel_rdt_fields{
+    field<&IntelRdt::clos_id>("closID"),
+    field<&IntelRdt::l3_cache_schema>("l3CacheSchema"),
+    field<&IntelRdt::mem_bw_schema>("memBwSchema"),
+    field<&IntelRdt::schemata>("schemata"),
+    field<&IntelRdt::enable_monitoring>("enableMonitoring"),
+    field<&IntelRdt::enable_cmt>("enableCMT"),
+    field<&IntelRdt::enable_mbm>("enableMBM"),
+};
+
+constexpr std::array k_net_device_fields{
+    field<&NetDevice::host_interface_name>("hostInterfaceName"),
+    field<&NetDevice::name>("name"),
+};
+
+constexpr std::array k_container_edits_fields{
+    field<&ContainerEdits::env>("env"),
+    field<&ContainerEdits::device_nodes>("deviceNodes"),
+    field<&ContainerEdits::mounts>("mounts"),
+    field<&ContainerEdits::hooks>("hooks"),
+    field<&ContainerEdits::intel_rdt>("intelRdt"),
+    field<&ContainerEdits::additional_gids>("additionalGids"),
+    field<&ContainerEdits::net_devices>("netDevices"),
+};
+
+constexpr std::array k_device_fields{
+    field<&Device::name>("name"),
+    field<&Device::annotations>("annotations"),
+    field<&Device::container_edits, Write::always>("containerEdits"),  // required, even when empty
+};
+
+constexpr std::array k_spec_fields{
+    field<&Spec::cdi_version>("cdiVersion"),
+    field<&Spec::kind>("kind"),
+    field<&Spec::annotations>("annotations"),
+    field<&Spec::devices, Write::always>("devices"),  // required, even when empty
+    field<&Spec::container_edits>("containerEdits"),   // omitted when empty
+};
+
+template <class T, size_t N>
+Result<void> decode_object(const Node& node, const Path& path, const std::array<Field<T>, N>& fields, T& out) {
+  if (node.kind != Node::Kind::object) {
+    return type_error(path, "an object", node);
+  }
+  std::array<bool, N> seen{};
+  for (const auto& [key, value] : node.members) {
+    if (key.kind != Node::Kind::string && key.kind != Node::Kind::plain) {
+      return fail(where(path) + ": expected a string key, got " + describe(key));
+    }
+    const auto found = std::ranges::find(fields, std::string_view(key.text), &Field<T>::key);
+    if (found == fields.end()) {
+      return fail("unknown field " + quote(key.text) + " " + in(path));
+    }
+    const auto index = static_cast<size_t>(found - fields.begin());
+    if (seen[index]) {
+      return fail("duplicate field " + quote(key.text) + " " + in(path));
+    }
+    seen[index] = true;
+    if (value.kind == Node::Kind::null) {
+      continue;  // as in Go: null leaves the field unset
+    }
+    if (auto ok = found->decode(value, child(path, key.text), out); !ok) {
+      return ok;
+    }
+  }
+  return {};
+}
+
+template <class T, size_t N>
+Json encode_object(const std::array<Field<T>, N>& fields, const T& object) {
+  Json out = Json::object();
+  for (const auto& f : fields) {
+    f.encode(object, f.key, out);
+  }
+  return out;
+}
+
+Result<void> decode(const Node& n, const Path& p, DeviceNode& out) { return decode_object(n, p, k_device_node_fields, out); }
+Result<void> decode(const Node& n, const Path& p, Mount& out) { return decode_object(n, p, k_mount_fields, out); }
+Result<void> decode(const Node& n, const Path& p, Hook& out) { return decode_object(n, p, k_hook_fields, out); }
+Result<void> decode(const Node& n, const Path& p, IntelRdt& out) { return decode_object(n, p, k_intel_rdt_fields, out); }
+Result<void> decode(const Node& n, const Path& p, NetDevice& out) { return decode_object(n, p, k_net_device_fields, out); }
+Result<void> decode(const Node& n, const Path& p, ContainerEdits& out) { return decode_object(n, p, k_container_edits_fields, out); }
+Result<void> decode(const Node& n, const Path& p, Device& out) { return decode_object(n, p, k_device_fields, out); }
+
+Json encode(const DeviceNode& value) { return encode_object(k_device_node_fields, value); }
+Json encode(const Mount& value) { return encode_object(k_mount_fields, value); }
+Json encode(const Hook& value) { return encode_object(k_hook_fields, value); }
+Json encode(const IntelRdt& value) { return encode_object(k_intel_rdt_fields, value); }
+Json encode(const NetDevice& value) { return encode_object(k_net_device_fields, value); }
+Json encode(const ContainerEdits& value) { return encode_object(k_container_edits_fields, value); }
+Json encode(const Device& value) { return encode_object(k_device_fields, value); }
+
+// ---------------------------------------------------------------------------------------------
+// YAML output from the encoded tree: block style, two-space indent, "- " items; strings always
+// double-quoted; keys plain when they read as the same string (our field names), else quoted.
+
+std::string yaml_scalar(const Json& value) {
+  if (value.is_string()) {
+    return yaml_quote(value.get_ref<const std::string&>());
+  }
+  if (value.is_object()) {
+    return "{}";
+  }
+  if (value.is_array()) {
+    return "[]";
+  }
+  return value.dump();  // numbers in decimal, true/false
+}
+
+std::string yaml_key(const std::string& key) {
+  const bool plain = !key.empty() && std::ranges::all_of(key, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  });
+  return plain && !plain_scalar_reading(key) ? key : yaml_quote(key);
+}
+
+void emit_block(const Json& value, size_t indent, bool after_dash, std::string& out);
+
+// The value of a "key:" or "-" line: inline when scalar or empty, else a nested block.
+void emit_value(const Json& value, size_t indent, std::string& out) {
+  if (value.is_structured() && !value.empty()) {
+    out += '\n';
+    emit_block(value, indent + 2, false, out);
+  } else {
+    out += ' ';
+    out += yaml_scalar(value);
+    out += '\n';
+  }
+}
+
+// A non-empty object or list whose lines start at `indent`; `after_dash`: the first line continues
+// a "- " already written.
+void emit_block(const Json& value, size_t indent, bool after_dash, std::string& out) {
+  bool first = true;
+  for (const auto& [key, item] : value.items()) {
+    if (!(first && after_dash)) {
+      out.append(indent, ' ');
+    }
+    first = false;
+    if (value.is_object()) {
+      out += yaml_key(key);
+      out += ':';
+      emit_value(item, indent, out);
+    } else if (item.is_structured() && !item.empty()) {
+      out += "- ";
+      emit_block(item, indent + 2, true, out);
+    } else {
+      out += '-';
+      emit_value(item, indent, out);
+    }
+  }
+}
+
+}  // namespace
+
+Result<Format> format_for_path(std::string_view path) {
+  const auto slash = path.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  if (name.ends_with(".json")) {
+    return Format::json;
+  }
+  if (name.ends_with(".yaml")) {
+    return Format::yaml;
+  }
+  const auto dot = name.rfind('.');
+  const std::string extension = dot == std::string_view::npos ? "" : std::string(name.substr(dot));
+  return fail("unsupported file extension " + quote(extension) + " (CDI reads only .json and .yaml files)");
+}
+
+Result<Spec> parse_spec(std::string_view text, Format format) {
+  auto root = format == Format::json ? read_json(text) : read_yaml(text);
+  if (!root) {
+    return std::unexpected(root.error());
+  }
+  if (root->kind == Node::Kind::null) {
+    return fail("no spec data");
+  }
+  Spec spec;
+  if (auto ok = decode_object(*root, "", k_spec_fields, spec); !ok) {
+    return std::unexpected(ok.error());
+  }
+  return spec;
+}
+
+std::string write_spec(const Spec& spec, Format format) {
+  const Json tree = encode_object(k_spec_fields, spec);
+  if (format == Format::json) {
+    return tree.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
+  std::string out = "---\n";
+  emit_block(tree, 0, false, out);
+  return out;
+}
+
+}  // namespace gpuctk::cdi

@@ -1,0 +1,63 @@
+#pragma once
+// Runs the real gpuctk binary (GPUCTK_BINARY) and captures its exit code, stdout and stderr.
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "util/file.hpp"
+
+extern char** environ;
+
+namespace gpuctk::test {
+
+struct RunResult {
+  int exit_code = -1;  // -1: did not start or did not exit normally
+  std::string out;
+  std::string err;
+};
+
+// Runs `gpuctk args...` with stdin from /dev/null; output goes through files in `scratch_dir`.
+inline RunResult run_gpuctk(const std::vector<std::string>& args, const std::string& scratch_dir) {
+  RunResult result;
+  const std::string out_path = scratch_dir + "/.stdout";
+  const std::string err_path = scratch_dir + "/.stderr";
+  std::vector<std::string> argv_storage{GPUCTK_BINARY};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_storage) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    result.err = "posix_spawn failed";
+    return result;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  }
+  result.out = read_file(out_path).value_or("");
+  result.err = read_file(err_path).value_or("");
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
+  return result;
+}
+
+}  // namespace gpuctk::test
