@@ -15,7 +15,8 @@ struct GroupRow {
 
 // Command groups: a group alone is a usage error that lists its commands.
 constexpr GroupRow k_groups[] = {
-    {"cdi", "Container Device Interface specs: generate, validate, list"},
+    {"cdi", "Container Device Interface specs: generate, validate, list, inject"},
+    {"hook", "OCI hooks: injection at precreate"},
 };
 
 // Every command, in the order --help lists them.
@@ -23,6 +24,9 @@ const CommandRow k_commands[] = {
     {"cdi", "generate", "Discover the GPUs and driver of this host and write a CDI spec", define_cdi_generate},
     {"cdi", "validate", "Check CDI spec files against the CDI rules; print every problem", define_cdi_validate},
     {"cdi", "list", "List the qualified device names resolvable from the CDI spec directories", define_cdi_list},
+    {"cdi", "inject", "Apply CDI devices to an OCI config.json (of a bundle, or stdin to stdout)", define_cdi_inject},
+    {"hook", "precreate", "config.json on stdin -> config.json with the requested GPUs on stdout", define_hook_precreate},
+    {"", "runtime", "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun", define_runtime},
     {"", "info", "Show what discovery finds: driver, GPUs, MIG devices, driver files, warnings", define_info},
 };
 

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "hook/config.hpp"
+#include "hook/log.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::cli {
@@ -35,5 +37,16 @@ Action define_cdi_validate(CLI::App& command);
 Action define_cdi_list(CLI::App& command);
 Action define_cdi_generate(CLI::App& command);
 Action define_info(CLI::App& command);
+Action define_cdi_inject(CLI::App& command);
+Action define_hook_precreate(CLI::App& command);
+Action define_runtime(CLI::App& command);
+
+// The runtime shim: injects on create/run, then execs the real runtime with `args` (never returns on
+// success). `config_path` empty: $GPUCTK_CONFIG or the default file.
+int run_runtime_shim(const std::vector<std::string>& args, const std::string& config_path);
+
+// Loads the config and log, runs `body`, and reports its error once (stderr and log).
+int run_with_log(const std::string& config_path,
+                 const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body);
 
 }  // namespace gpuctk::cli

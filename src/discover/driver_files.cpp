@@ -387,6 +387,44 @@ class Collector {
 
 }  // namespace
 
+FileNeed file_need(std::string_view container_path) {
+  const auto slash = container_path.rfind('/');
+  const std::string_view dir = slash == std::string_view::npos ? std::string_view() : container_path.substr(0, slash);
+  const std::string_view name = container_path.substr(slash + 1);
+  FileNeed need;
+  const auto with = [&need](Capability c) {
+    need.kind = FileNeed::Kind::capability;
+    need.capability = c;
+    return need;
+  };
+  if (container_path.starts_with("/lib/firmware/") || container_path.starts_with("/usr/lib/firmware/")) {
+    need.kind = FileNeed::Kind::always;
+    return need;
+  }
+  for (const auto& row : k_ipc) {
+    if (container_path == row.path || container_path == "/var" + std::string(row.path)) {
+      return with(row.capability);
+    }
+  }
+  for (const auto& row : k_configs) {
+    if (container_path == row.container) {
+      return with(row.capability);
+    }
+  }
+  if (const auto cap = binary_capability(name); cap && std::ranges::any_of(k_binary_dirs, [&](auto d) { return d == dir; })) {
+    return with(*cap);
+  }
+  if (const auto cap = library_capability(name)) {
+    std::string_view lib_dir = dir;
+    if (lib_dir.ends_with("/vdpau")) {
+      lib_dir.remove_suffix(6);
+    }
+    need.is_32bit = std::ranges::any_of(k_library32_dirs, [&](auto d) { return d == lib_dir; });
+    return with(*cap);
+  }
+  return need;
+}
+
 Result<DriverFiles> discover_driver_files(const DriverFilesInput& input, std::vector<std::string>& warnings) {
   return Collector(input, warnings).run();
 }

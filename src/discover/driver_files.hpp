@@ -34,6 +34,20 @@ struct DriverFiles {
   std::vector<Symlink> links;               // links next to the libraries (SONAME, dev, GLX indirect)
 };
 
+// Which driver capabilities a file mounted at `container_path` (as a generated spec mounts it) serves,
+// so that a container asking for NVIDIA_DRIVER_CAPABILITIES=utility gets only what it needs.
+struct FileNeed {
+  enum class Kind {
+    always,      // firmware: every GPU container needs it
+    capability,  // needs `capability` (and compat32 as well when `is_32bit`)
+    unknown,     // a file the tables do not know: mounted only for "all"
+  };
+  Kind kind = Kind::unknown;
+  Capability capability = Capability::utility;
+  bool is_32bit = false;
+};
+FileNeed file_need(std::string_view container_path);
+
 // Finds every driver file. Nothing found at all for the 64-bit libraries is an error (no driver under the
 // root); every other missing piece is a warning.
 Result<DriverFiles> discover_driver_files(const DriverFilesInput& input, std::vector<std::string>& warnings);

@@ -1,0 +1,80 @@
+#pragma once
+// Applying CDI container edits to an OCI runtime config (config.json) held as a JSON DOM.
+//
+// The rules are those of the reference library's ContainerEdits.Apply (cdi-spec.md §3.2–3.3), in its
+// order: env, device nodes (+ cgroup rules), netDevices, mounts (+ sort), hooks, intelRdt,
+// additionalGids. Deliberate choices where the reference differs between releases or is not
+// idempotent:
+//
+//  - env: a key that already exists in `process.env` is replaced in place (every entry with that
+//    key), as at CDI HEAD. Releases up to v1.1.0 append a second entry, and glibc's getenv (first
+//    match wins) then hands the image's value to the program. A new key is appended; within the
+//    edits a later duplicate replaces the earlier value in place.
+//  - device nodes: missing information is taken from the host node (`StatNode`, lstat: symlinks are
+//    not followed), as CDI v1.1.0 does. A node is "minimally specified" when it has a type and a
+//    non-zero major (or is a fifo); such a node is trusted as written and a failed stat is ignored.
+//    The host is stat'ed when the node is not minimally specified (failure is an error naming the
+//    host path) or when fileMode is unset (fileMode gets the host's permission bits). A type that
+//    differs from the host's is an error for a node that is not minimally specified. uid/gid come
+//    from `process.user` when unset and > 0. Any `linux.devices` entry with the same path is
+//    removed, the node is appended. For b and c an allow rule {allow, type, major, minor, access} is
+//    added to `linux.resources.devices` unless the very same rule is already there (the reference
+//    appends duplicates; we do not, so applying twice is a no-op).
+//  - mounts: every existing mount with the same destination is removed (the reference removes only
+//    the first; removing all keeps a second apply a no-op), the mount is appended as
+//    {destination, type, source, options}. When the edits have mounts, the whole `mounts` list is
+//    then stable-sorted by the number of path components of the cleaned destination (CDI >= v1.0.0):
+//    the runtime's mounts keep their relative order, a CDI mount comes after existing mounts of the
+//    same depth.
+//  - hooks: appended to `hooks.<hookName>`, unless an identical hook (same path, args, env, timeout;
+//    key order ignored) is already there. An unknown hook name is an error.
+//  - intelRdt replaces `linux.intelRdt`; additionalGids are added to `process.user.additionalGids`
+//    unless present, 0 is skipped; netDevices set `linux.netDevices[hostInterfaceName] = {name}`.
+//
+// Paths (device paths, mount destinations) are compared after lexical cleaning, so "/dev//x/" and
+// "/dev/x" are the same entry. Applying the same edits twice gives exactly the DOM of applying them
+// once. Keys the edits do not touch keep their values and their order.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cdi/spec.hpp"
+#include "util/error.hpp"
+
+namespace gpuctk::cdi {
+
+// What the host says about a device node.
+struct HostNode {
+  char type = 0;       // 'c', 'b' or 'p'
+  int64_t major = 0;
+  int64_t minor = 0;
+  uint32_t mode = 0;   // permission bits (st_mode & 0777)
+};
+
+// Examines a host device node. Errors read like "stat /dev/x: No such file or directory"; a path that
+// is no device node (a symlink, a regular file) gives "stat /dev/x: not a device node".
+using StatNode = std::function<Result<HostNode>(const std::string& host_path)>;
+
+// The real StatNode: lstat(2), symlinks not followed.
+Result<HostNode> stat_host_node(const std::string& host_path);
+
+// Applies `edits` to `config` (an OCI runtime config). Missing objects and lists (`process`,
+// `process.env`, `linux`, `linux.devices`, `mounts`, `hooks`, ...) are created. On error `config` is
+// left exactly as it was. Errors:
+//   CDI device "/dev/nvidia0": stat /dev/nvidia0: No such file or directory
+//   CDI device "/dev/nvidia0": host type mismatch (b, c)          (the spec's type, the host's type)
+//   CDI hook "/usr/bin/x": unknown hook name "preStart"
+//   invalid environment variable "FOO"
+//   OCI config: linux.devices is a string, expected an array      (a config of the wrong shape)
+Result<void> apply_edits(nlohmann::ordered_json& config, const ContainerEdits& edits,
+                         const StatNode& stat = stat_host_node);
+
+// `a` followed by `b`, the way the reference aggregates edits before one apply: every list is `a`'s
+// then `b`'s (no dedupe here; apply_edits handles duplicates), intelRdt is `b`'s when set, else `a`'s.
+// Callers merge a spec's spec-wide edits once, before that spec's first requested device.
+ContainerEdits merge(const ContainerEdits& a, const ContainerEdits& b);
+
+}  // namespace gpuctk::cdi

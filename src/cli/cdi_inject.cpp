@@ -1,0 +1,65 @@
+// gpuctk cdi inject: apply CDI devices to a config.json — of a bundle (replaced atomically), or from
+// stdin to stdout. A tool for people and tests; the runtime paths use the same injection code.
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "hook/config.hpp"
+#include "hook/inject.hpp"
+#include "oci/bundle.hpp"
+#include "util/file.hpp"
+
+namespace gpuctk::cli {
+
+namespace {
+
+struct InjectArgs {
+  std::vector<std::string> devices;
+  std::string bundle;
+  std::string config_path;
+  std::vector<std::string> spec_dirs;
+};
+
+}  // namespace
+
+Action define_cdi_inject(CLI::App& command) {
+  auto args = std::make_shared<InjectArgs>();
+  command.add_option("--device,-d", args->devices, "Fully qualified CDI device (vendor/class=name); repeatable")
+      ->required();
+  command.add_option("--bundle,-b", args->bundle, "OCI bundle whose config.json is edited in place (default: stdin to stdout)");
+  command.add_option("--spec-dir", args->spec_dirs, "CDI spec directory, lowest priority first (default: from the config)");
+  command.add_option("--config", args->config_path, "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
+  return [args] {
+    return run_with_log(args->config_path, [&](const hook::Config& loaded, const hook::Log& log) -> Result<void> {
+      hook::Config cfg = loaded;
+      if (!args->spec_dirs.empty()) {
+        cfg.spec_dirs = args->spec_dirs;
+      }
+      Result<nlohmann::ordered_json> config = args->bundle.empty() ? [&]() -> Result<nlohmann::ordered_json> {
+        auto text = read_file("/dev/stdin");
+        if (!text) {
+          return std::unexpected(text.error());
+        }
+        return oci::parse_config(*text);
+      }()
+                                                                   : oci::read_config(args->bundle);
+      if (!config) {
+        return std::unexpected(config.error());
+      }
+      auto result = hook::inject_devices(*config, args->devices, cfg, log);
+      if (!result) {
+        return std::unexpected(result.error());
+      }
+      if (!args->bundle.empty()) {
+        return oci::write_config(args->bundle, *config);
+      }
+      const std::string text = oci::dump_config(*config);
+      if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+        return fail_errno("write standard output", errno);
+      }
+      return {};
+    });
+  };
+}
+
+}  // namespace gpuctk::cli

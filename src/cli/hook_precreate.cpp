@@ -1,0 +1,83 @@
+// gpuctk hook precreate: the podman / CRI-O hooks.d `precreate` stage. The full config.json arrives on
+// stdin and the config to run with leaves on stdout; a config that asks for no GPU comes back byte for byte.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "hook/config.hpp"
+#include "hook/inject.hpp"
+#include "oci/bundle.hpp"
+
+namespace gpuctk::cli {
+
+namespace {
+
+Result<std::string> read_stdin() {
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(0, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return fail_errno("read standard input", errno);
+    }
+    if (n == 0) {
+      return text;
+    }
+    text.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+Result<void> write_stdout(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    return fail_errno("write standard output", errno);
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_with_log(const std::string& config_path, const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body) {
+  auto cfg = hook::load_config(config_path);
+  if (!cfg) {
+    return report(cfg.error());
+  }
+  auto log = hook::Log::open(cfg->log_file, cfg->log_level);
+  if (!log) {
+    return report(log.error());
+  }
+  if (auto r = body(*cfg, *log); !r) {
+    log->error(r.error().message);
+    return report(r.error());
+  }
+  return k_exit_ok;
+}
+
+Action define_hook_precreate(CLI::App& command) {
+  auto config_path = std::make_shared<std::string>();
+  command.add_option("--config", *config_path, "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
+  command.footer("Reads an OCI config.json on stdin and writes it, with the requested GPUs injected, to stdout.");
+  return [config_path] {
+    return run_with_log(*config_path, [](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
+      auto input = read_stdin();
+      if (!input) {
+        return std::unexpected(input.error());
+      }
+      auto config = oci::parse_config(*input);
+      if (!config) {
+        return std::unexpected(config.error());
+      }
+      auto result = hook::inject_request(*config, cfg, log);
+      if (!result) {
+        return std::unexpected(result.error());
+      }
+      return write_stdout(result->changed ? oci::dump_config(*config) : *input);
+    });
+  };
+}
+
+}  // namespace gpuctk::cli

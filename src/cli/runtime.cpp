@@ -1,0 +1,154 @@
+// gpuctk runtime: a runc-compatible shim. On `create` (and `run`) it injects the requested GPUs into
+// <bundle>/config.json (replaced atomically), then execs the real runtime with the unchanged arguments;
+// every other subcommand goes straight through. Also reachable as a binary named `gpuctk-runtime`, which is
+// what containerd's BinaryName and docker's runtimes setting point at.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "hook/config.hpp"
+#include "hook/inject.hpp"
+#include "oci/bundle.hpp"
+#include "oci/runtime_args.hpp"
+#include "util/strings.hpp"
+
+extern char** environ;
+
+namespace gpuctk::cli {
+
+namespace {
+
+std::string real_path(const std::string& path) {
+  char buffer[4096];
+  return ::realpath(path.c_str(), buffer) != nullptr ? std::string(buffer) : std::string();
+}
+
+// The first runtime of the configured list that exists: absolute names as they are, others on PATH.
+// gpuctk itself is never chosen (a PATH entry named runc that is this binary would loop).
+Result<std::string> find_runtime(const std::vector<std::string>& runtimes) {
+  const std::string self = real_path("/proc/self/exe");
+  const auto usable = [&](const std::string& path) {
+    return ::access(path.c_str(), X_OK) == 0 && real_path(path) != self;
+  };
+  const char* env_path = std::getenv("PATH");
+  const std::string search = env_path != nullptr && *env_path != '\0' ? env_path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  for (const auto& runtime : runtimes) {
+    if (runtime.find('/') != std::string::npos) {
+      if (usable(runtime)) {
+        return runtime;
+      }
+      continue;
+    }
+    for (const auto dir : split(search, ':')) {
+      const std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + runtime;
+      if (usable(candidate)) {
+        return candidate;
+      }
+    }
+  }
+  std::string names;
+  for (const auto& r : runtimes) {
+    names += (names.empty() ? "" : ", ") + r;
+  }
+  return fail("no low-level runtime found (tried " + names + " on PATH " + search + ")");
+}
+
+// The engine reads errors from the --log file it passed (JSON lines with --log-format json).
+void log_to_engine(const oci::RuntimeArgs& args, const std::string& message) {
+  if (args.log_file.empty()) {
+    return;
+  }
+  std::string line;
+  if (args.log_format == "json") {
+    char stamp[32] = {};
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    ::gmtime_r(&now, &utc);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    line = nlohmann::json{{"level", "error"}, {"msg", "gpuctk: " + message}, {"time", stamp}}.dump() + "\n";
+  } else {
+    line = "gpuctk: error: " + message + "\n";
+  }
+  const int fd = ::open(args.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd >= 0) {
+    [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
+    ::close(fd);
+  }
+}
+
+Result<void> edit_bundle(const oci::RuntimeArgs& args, const hook::Config& cfg, const hook::Log& log) {
+  auto config = oci::read_config_file(args.config_file);
+  if (!config) {
+    return std::unexpected(config.error());
+  }
+  auto result = hook::inject_request(*config, cfg, log);
+  if (!result) {
+    return std::unexpected(result.error());
+  }
+  if (!result->changed) {
+    return {};
+  }
+  return oci::write_config_file(args.config_file, *config);
+}
+
+}  // namespace
+
+int run_runtime_shim(const std::vector<std::string>& args, const std::string& config_path) {
+  const auto parsed = oci::parse_runtime_args(args);
+  auto cfg = hook::load_config(config_path);
+  if (!cfg) {
+    log_to_engine(parsed, cfg.error().message);
+    return report(cfg.error());
+  }
+  // Arguments we do not understand go to the runtime untouched: it reports them better than we can.
+  if (parsed.unparseable.empty() && parsed.creates_container()) {
+    auto log = hook::Log::open(cfg->log_file, cfg->log_level);
+    if (!log) {
+      log_to_engine(parsed, log.error().message);
+      return report(log.error());
+    }
+    if (auto edited = edit_bundle(parsed, *cfg, *log); !edited) {
+      const std::string message = "could not inject GPUs into " + parsed.config_file + ": " + edited.error().message;
+      log->error(message);
+      log_to_engine(parsed, message);
+      return report(Error{message});
+    }
+  }
+  auto runtime = find_runtime(cfg->runtimes);
+  if (!runtime) {
+    log_to_engine(parsed, runtime.error().message);
+    return report(runtime.error());
+  }
+  std::vector<char*> argv;
+  std::string argv0 = *runtime;
+  argv.push_back(argv0.data());
+  std::vector<std::string> copy = args;
+  for (auto& arg : copy) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+  ::execve(runtime->c_str(), argv.data(), environ);
+  return report(Error{"exec " + *runtime + ": " + std::strerror(errno)});
+}
+
+Action define_runtime(CLI::App& command) {
+  command.prefix_command();
+  command.footer(
+      "Every argument is passed to the real runtime (the config's `runtimes`, default runc then crun). "
+      "On create/run the bundle's config.json gets the requested GPUs first. The config file comes from "
+      "$GPUCTK_CONFIG or /etc/gpuctk/config.yaml.");
+  return [&command] {
+    return run_runtime_shim(command.remaining(), "");
+  };
+}
+
+}  // namespace gpuctk::cli

@@ -1,0 +1,34 @@
+#pragma once
+// The configuration of the hook, the runtime shim and `cdi inject`: /etc/gpuctk/config.yaml (or --config,
+// or $GPUCTK_CONFIG). A missing default file means the documented defaults below; a file that exists
+// but is invalid (bad YAML, unknown key, wrong type) is an error naming the file and the key.
+
+#include <string>
+#include <vector>
+
+#include "hook/log.hpp"
+#include "hook/request.hpp"
+#include "util/error.hpp"
+
+namespace gpuctk::hook {
+
+inline constexpr const char* k_default_config_path = "/etc/gpuctk/config.yaml";
+
+struct Config {
+  std::vector<std::string> spec_dirs{"/etc/cdi", "/var/run/cdi"};  // `spec-dirs`, lowest priority first
+  RequestConfig request;            // default-kind, annotation-prefixes, accept-*, supported-capabilities, disable-require
+  std::string driver_root = "/";    // `driver-root`: for the in-memory spec when none is installed
+  std::string dev_root = "/";       // `dev-root`
+  std::vector<std::string> runtimes{"runc", "crun"};  // `runtimes`: the shim execs the first one found
+  std::string log_file;             // `log-file`: "" logs nothing
+  LogLevel log_level = LogLevel::info;  // `log-level`
+};
+
+// Parses the YAML text of a config file; `name` is used in errors.
+Result<Config> parse_config(std::string_view text, const std::string& name);
+
+// The config to use: `explicit_path` (from --config) if given, else $GPUCTK_CONFIG, else the default path.
+// Only the default path may be missing (-> defaults); a missing explicit file is an error.
+Result<Config> load_config(const std::string& explicit_path);
+
+}  // namespace gpuctk::hook

@@ -1,0 +1,432 @@
+#include "hook/inject.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "cdi/apply.hpp"
+#include "cdi/names.hpp"
+#include "cdi/registry.hpp"
+#include "cdi/spec_builder.hpp"
+#include "discover/discover.hpp"
+#include "discover/driver_files.hpp"
+#include "discover/driver_version.hpp"
+#include "discover/gpu_information.hpp"
+#include "discover/host_fs.hpp"
+#include "discover/nvidia_caps.hpp"
+#include "hook/requirements.hpp"
+#include "util/file.hpp"
+
+namespace gpuctk::hook {
+
+namespace {
+
+// What a hook we write runs with when a spec gave it no environment: never the container's.
+const std::vector<std::string> k_safe_hook_env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+const std::vector<std::string> k_ipc_options{"nosuid", "nodev", "rbind", "rprivate", "noexec"};
+
+std::string self_path() {
+  std::string path(4096, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size());
+  return n > 0 ? path.substr(0, static_cast<size_t>(n)) : std::string("/usr/bin/gpuctk");
+}
+
+// The running driver's version, from /proc (cheap: one small read). Empty when unknown.
+std::string running_driver_version(const Config& cfg) {
+  auto text = read_file(discover::under_root(cfg.dev_root, "/proc/driver/nvidia/version"));
+  if (!text) {
+    return {};
+  }
+  auto parsed = discover::parse_driver_version(*text);
+  return parsed ? parsed->version : std::string();
+}
+
+// The driver version a generated spec was made for: the enable-cuda-compat hook's argument, else the
+// version suffix of the libcuda it mounts. Empty when the spec does not say.
+std::string spec_driver_version(const cdi::Spec& spec) {
+  for (const auto& hook : spec.container_edits.hooks) {
+    const auto it = std::ranges::find(hook.args, "--host-driver-version");
+    if (it != hook.args.end() && it + 1 != hook.args.end()) {
+      return *(it + 1);
+    }
+  }
+  for (const auto& mount : spec.container_edits.mounts) {
+    const auto slash = mount.container_path.rfind('/');
+    const std::string_view name = std::string_view(mount.container_path).substr(slash + 1);
+    if (name.starts_with("libcuda.so.") && std::ranges::count(name, '.') >= 3) {
+      return std::string(name.substr(11));
+    }
+  }
+  return {};
+}
+
+// The devices that can be resolved, from the spec directories or an in-memory spec.
+class Resolver {
+ public:
+  Resolver(const Config& cfg, const Log& log) : m_cfg(cfg), m_log(log) {}
+
+  // Loads the spec directories; replaces the configured kind's devices with an in-memory spec when
+  // the installed one is missing or stale.
+  Result<void> load(bool need_default_kind) {
+    m_registry = cdi::scan_spec_dirs(m_cfg.spec_dirs);
+    for (const auto& error : m_registry.errors) {
+      m_log.warning("CDI spec problem: " + error);
+    }
+    if (!need_default_kind) {
+      return {};
+    }
+    const std::string prefix = m_cfg.request.default_kind + "=";
+    const cdi::ResolvedDevice* any = nullptr;
+    std::set<std::string> files;
+    for (const auto& [name, device] : m_registry.devices) {
+      if (name.starts_with(prefix)) {
+        any = any != nullptr ? any : &device;
+        files.insert(device.spec_file);
+      }
+    }
+    const std::string running = running_driver_version(m_cfg);
+    std::string why;
+    if (any == nullptr) {
+      why = "no spec for " + m_cfg.request.default_kind + " in the spec directories";
+    } else if (const auto made_for = spec_driver_version(*any->spec); !running.empty() && made_for != running) {
+      why = any->spec_file + " was generated for driver " + (made_for.empty() ? "(unknown)" : made_for) +
+            ", running driver is " + running;
+    }
+    if (why.empty()) {
+      for (const auto& f : files) {
+        m_source += (m_source.empty() ? "" : ", ") + f;
+      }
+      return {};
+    }
+    m_log.warning(why + "; building the spec in memory");
+    return build_in_memory(why);
+  }
+
+  // The devices named `names` (qualified), or an error listing what exists.
+  Result<std::vector<const cdi::ResolvedDevice*>> find(const std::vector<std::string>& names) const {
+    std::vector<const cdi::ResolvedDevice*> out;
+    for (const auto& name : names) {
+      const auto it = m_registry.devices.find(name);
+      if (it == m_registry.devices.end()) {
+        return fail("unknown device " + quote_name(name) + " (" + existing(name) + ")");
+      }
+      out.push_back(&it->second);
+    }
+    return out;
+  }
+
+  // A spec of the configured kind (for "none": its common edits only).
+  [[nodiscard]] std::shared_ptr<const cdi::Spec> default_spec() const {
+    const std::string prefix = m_cfg.request.default_kind + "=";
+    for (const auto& [name, device] : m_registry.devices) {
+      if (name.starts_with(prefix)) {
+        return device.spec;
+      }
+    }
+    return nullptr;
+  }
+
+  [[nodiscard]] const std::string& source() const { return m_source; }
+
+ private:
+  static std::string quote_name(const std::string& name) { return "\"" + name + "\""; }
+
+  [[nodiscard]] std::string existing(const std::string& wanted) const {
+    const auto eq = wanted.find('=');
+    const std::string prefix = wanted.substr(0, eq + 1);
+    std::string list;
+    for (const auto& [name, device] : m_registry.devices) {
+      if (name.starts_with(prefix)) {
+        list += (list.empty() ? "" : ", ") + name.substr(prefix.size());
+      }
+    }
+    return list.empty() ? "no devices of " + wanted.substr(0, eq) + " are defined" : "devices: " + list;
+  }
+
+  Result<void> build_in_memory(const std::string& why) {
+    discover::DiscoverOptions options;
+    options.driver_root = m_cfg.driver_root;
+    options.dev_root = m_cfg.dev_root;
+    options.mode = discover::Mode::proc;
+    auto inventory = discover::discover(options);
+    if (!inventory) {
+      return fail_with(why + "; building it in memory failed", inventory.error());
+    }
+    auto kind = cdi::parse_qualified_name(m_cfg.request.default_kind + "=x");
+    if (!kind) {
+      return fail_with("default-kind", kind.error());
+    }
+    cdi::BuildOptions build;
+    build.vendor = kind->vendor;
+    build.klass = kind->klass;
+    build.hook_path = self_path();
+    auto spec = cdi::build_spec(*inventory, build);
+    if (!spec) {
+      return fail_with(why + "; building it in memory failed", spec.error());
+    }
+    auto shared = std::make_shared<const cdi::Spec>(std::move(*spec));
+    std::erase_if(m_registry.devices,
+                  [&](const auto& entry) { return entry.first.starts_with(m_cfg.request.default_kind + "="); });
+    for (size_t i = 0; i < shared->devices.size(); ++i) {
+      cdi::ResolvedDevice device;
+      device.name = cdi::QualifiedName{kind->vendor, kind->klass, shared->devices[i].name};
+      device.spec_file = "(in memory)";
+      device.spec = shared;
+      device.device_index = i;
+      m_registry.devices.emplace(device.name.str(), std::move(device));
+    }
+    m_source = "in-memory spec (driver " + inventory->driver_version + ")";
+    return {};
+  }
+
+  const Config& m_cfg;
+  const Log& m_log;
+  cdi::Registry m_registry;
+  std::string m_source;
+};
+
+// Keeps only the driver files the requested capabilities need, and the symlinks into kept files.
+void filter_capabilities(cdi::ContainerEdits& edits, const discover::CapabilitySet& caps) {
+  if (caps == discover::CapabilitySet::all()) {
+    return;
+  }
+  std::set<std::string> dropped;
+  std::erase_if(edits.mounts, [&](const cdi::Mount& m) {
+    const auto need = discover::file_need(m.container_path);
+    bool keep = false;
+    switch (need.kind) {
+      case discover::FileNeed::Kind::always: keep = true; break;
+      case discover::FileNeed::Kind::unknown: keep = false; break;
+      case discover::FileNeed::Kind::capability:
+        keep = caps.has(need.capability) && (!need.is_32bit || caps.has(discover::Capability::compat32));
+        break;
+    }
+    if (!keep) {
+      dropped.insert(m.container_path);
+    }
+    return !keep;
+  });
+  // A link whose target is a dropped file (directly or through another dropped link) goes too.
+  for (auto& hook : edits.hooks) {
+    if (hook.args.size() < 3 || hook.args[2] != "create-symlinks") {
+      continue;
+    }
+    bool removed = true;
+    while (removed) {
+      removed = false;
+      for (size_t i = 3; i + 1 < hook.args.size(); i += 2) {
+        const auto& pair = hook.args[i + 1];
+        const auto sep = pair.find("::");
+        if (sep == std::string::npos) {
+          continue;
+        }
+        const std::string target = pair.substr(0, sep);
+        const std::string link = pair.substr(sep + 2);
+        const std::string resolved =
+            target.starts_with("/") ? target : link.substr(0, link.rfind('/') + 1) + target;
+        if (dropped.contains(resolved)) {
+          dropped.insert(link);
+          hook.args.erase(hook.args.begin() + static_cast<std::ptrdiff_t>(i),
+                          hook.args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+          removed = true;
+          break;
+        }
+      }
+    }
+  }
+  std::erase_if(edits.hooks, [](const cdi::Hook& h) { return h.args.size() == 3 && h.args[2] == "create-symlinks"; });
+}
+
+// Spec-wide edits of each spec once, before its first device; then the device's own (CDI order).
+cdi::ContainerEdits collect(const std::vector<const cdi::ResolvedDevice*>& devices) {
+  cdi::ContainerEdits edits;
+  std::set<const cdi::Spec*> seen;
+  for (const auto* device : devices) {
+    if (seen.insert(device->spec.get()).second) {
+      edits = cdi::merge(edits, device->spec->container_edits);
+    }
+    edits = cdi::merge(edits, device->device().container_edits);
+  }
+  return edits;
+}
+
+void make_hooks_safe(cdi::ContainerEdits& edits) {
+  for (auto& hook : edits.hooks) {
+    if (hook.env.empty()) {
+      hook.env = k_safe_hook_env;
+    }
+  }
+}
+
+// MIG management capabilities and the MPS pipe directory, which no spec device carries.
+Result<void> add_extras(cdi::ContainerEdits& edits, const Request& request, const Config& cfg) {
+  if (request.mig_config || request.mig_monitor) {
+    const std::string path = discover::under_root(cfg.dev_root, "/proc/driver/nvidia-caps/mig-minors");
+    auto text = read_file(path);
+    if (!text) {
+      return std::unexpected(text.error());
+    }
+    auto minors = discover::parse_mig_minors(*text);
+    if (!minors) {
+      return fail_with(path, minors.error());
+    }
+    struct Wanted {
+      bool wanted;
+      std::optional<uint32_t> minor;
+      const char* what;
+    };
+    for (const auto& [wanted, minor, what] : {Wanted{request.mig_config, minors->config(), "config"},
+                                               Wanted{request.mig_monitor, minors->monitor(), "monitor"}}) {
+      if (!wanted) {
+        continue;
+      }
+      if (!minor) {
+        return fail(path + ": no MIG " + what + " capability");
+      }
+      cdi::DeviceNode node;
+      node.path = discover::capability_device_path(*minor);
+      node.host_path = discover::under_root(cfg.dev_root, node.path);
+      edits.device_nodes.push_back(std::move(node));
+    }
+  }
+  if (!request.mps_pipe_directory.empty()) {
+    const std::string host = discover::under_root(cfg.dev_root, request.mps_pipe_directory);
+    const auto st = discover::stat_path(host);
+    if (!st || !S_ISDIR(st->st_mode)) {
+      return fail("CUDA_MPS_PIPE_DIRECTORY: " + host + " is not a directory on the host (is the MPS daemon running?)");
+    }
+    edits.mounts.push_back({host, request.mps_pipe_directory, k_ipc_options, ""});
+  }
+  return {};
+}
+
+Result<void> check_host_requirements(const Request& request, const Config& cfg) {
+  if (request.requirements.empty()) {
+    return {};
+  }
+  HostFacts facts;
+  facts.driver_version = running_driver_version(cfg);
+  facts.cuda_version = cuda_version_for_driver(facts.driver_version);
+  auto gpus = discover::list_dir(discover::under_root(cfg.dev_root, "/proc/driver/nvidia/gpus"));
+  if (gpus) {
+    for (const auto& entry : *gpus) {
+      const auto path = discover::under_root(cfg.dev_root, "/proc/driver/nvidia/gpus/" + entry.name + "/information");
+      if (auto text = read_file(path)) {
+        if (auto info = discover::parse_gpu_information(*text)) {
+          facts.brands.push_back(brand_for_model(info->model));
+        }
+      }
+    }
+  }
+  return check_requirements(request.requirements, facts);
+}
+
+Result<InjectResult> apply_resolved(nlohmann::ordered_json& config, const std::vector<const cdi::ResolvedDevice*>& devices,
+                                    cdi::ContainerEdits edits, const std::string& source) {
+  make_hooks_safe(edits);
+  if (auto applied = cdi::apply_edits(config, edits); !applied) {
+    return std::unexpected(applied.error());
+  }
+  InjectResult result;
+  result.changed = true;
+  result.spec_source = source;
+  for (const auto* d : devices) {
+    result.devices.push_back(d->name.str());
+  }
+  return result;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    out += (out.empty() ? "" : ",") + item;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config& cfg, const Log& log) {
+  auto request = read_request(config, cfg.request);
+  if (!request) {
+    return std::unexpected(request.error());
+  }
+  for (const auto& line : request->log) {
+    log.info(line);
+  }
+  if (!request->gpu_container) {
+    return InjectResult{};
+  }
+  if (auto ok = check_host_requirements(*request, cfg); !ok) {
+    return std::unexpected(ok.error());
+  }
+
+  std::vector<std::string> names;
+  const std::string kind = cfg.request.default_kind;
+  if (request->all) {
+    names.push_back(kind + "=all");
+  } else {
+    for (const auto& id : request->devices) {
+      names.push_back(kind + "=" + id);
+    }
+  }
+  for (const auto& name : request->cdi_devices) {
+    if (std::ranges::find(names, name) == names.end()) {
+      names.push_back(name);
+    }
+  }
+  const bool needs_default_kind =
+      request->driver_only || std::ranges::any_of(names, [&](const std::string& n) { return n.starts_with(kind + "="); });
+
+  Resolver resolver(cfg, log);
+  if (auto loaded = resolver.load(needs_default_kind); !loaded) {
+    return std::unexpected(loaded.error());
+  }
+  auto devices = resolver.find(names);
+  if (!devices) {
+    return std::unexpected(devices.error());
+  }
+  cdi::ContainerEdits edits = collect(*devices);
+  if (request->driver_only && devices->empty()) {
+    const auto spec = resolver.default_spec();
+    if (!spec) {
+      return fail("NVIDIA_VISIBLE_DEVICES=none: no spec for " + kind);
+    }
+    edits = spec->container_edits;
+  }
+  filter_capabilities(edits, request->capabilities);
+  if (auto extras = add_extras(edits, *request, cfg); !extras) {
+    return std::unexpected(extras.error());
+  }
+  auto result = apply_resolved(config, *devices, std::move(edits), resolver.source());
+  if (result) {
+    log.info("injected " + (result->devices.empty() ? std::string("driver only") : join(result->devices)) +
+             " from " + result->spec_source);
+  }
+  return result;
+}
+
+Result<InjectResult> inject_devices(nlohmann::ordered_json& config, const std::vector<std::string>& names,
+                                    const Config& cfg, const Log& log) {
+  for (const auto& name : names) {
+    if (auto parsed = cdi::parse_qualified_name(name); !parsed) {
+      return std::unexpected(parsed.error());
+    }
+  }
+  const std::string prefix = cfg.request.default_kind + "=";
+  Resolver resolver(cfg, log);
+  if (auto loaded = resolver.load(std::ranges::any_of(names, [&](const auto& n) { return n.starts_with(prefix); }));
+      !loaded) {
+    return std::unexpected(loaded.error());
+  }
+  auto devices = resolver.find(names);
+  if (!devices) {
+    return std::unexpected(devices.error());
+  }
+  return apply_resolved(config, *devices, collect(*devices), resolver.source());
+}
+
+}  // namespace gpuctk::hook

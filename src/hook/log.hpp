@@ -1,0 +1,41 @@
+#pragma once
+// The hook's log: one line per decision worth knowing, appended to a file (the config's log-file, or the
+// file a container engine passes with --log). Nothing is formatted when the level is off, so logging
+// costs nothing on the hot path unless asked for.
+
+#include <string>
+#include <string_view>
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace gpuctk::hook {
+
+enum class LogLevel { error = 0, warning = 1, info = 2, debug = 3 };
+
+// Parses "error", "warning", "info", "debug".
+Result<LogLevel> parse_log_level(std::string_view text);
+
+class Log {
+ public:
+  Log() = default;  // logs nothing
+
+  // Appends to `path` (created 0640 if missing). An empty path logs nothing.
+  static Result<Log> open(const std::string& path, LogLevel level);
+
+  [[nodiscard]] bool enabled(LogLevel level) const { return m_fd && level <= m_level; }
+
+  // Writes "<UTC time> gpuctk[<pid>] <level>: <message>\n" in one write(2), so lines of concurrent
+  // hooks never interleave.
+  void write(LogLevel level, std::string_view message) const;
+
+  void error(std::string_view m) const { write(LogLevel::error, m); }
+  void warning(std::string_view m) const { write(LogLevel::warning, m); }
+  void info(std::string_view m) const { write(LogLevel::info, m); }
+
+ private:
+  UniqueFd m_fd;
+  LogLevel m_level = LogLevel::info;
+};
+
+}  // namespace gpuctk::hook

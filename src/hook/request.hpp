@@ -1,0 +1,78 @@
+#pragma once
+// What a container asks for: the GPU request read from its OCI config.json (pure logic, no I/O).
+//
+// Sources, in order of precedence (product.md, "Request protocol the hook must honour"):
+//  1. annotations whose key starts with one of `annotation_prefixes` ("cdi.k8s.io/..."): a comma list of
+//     fully qualified CDI names; keys are read in sorted order;
+//  2. volume mounts (only with `accept_volume_mounts`): `/dev/null` mounted on
+//     /var/run/nvidia-container-devices/<id>, .../cdi/<vendor>/<class>/<name> or
+//     .../cdi/<vendor>/<class>=<name> (.../imex/<channel> is logged and ignored);
+//  3. the env NVIDIA_VISIBLE_DEVICES, honoured only for a privileged container or with
+//     `accept_envvar_when_unprivileged`; not used at all when 1. or 2. requested devices.
+// Annotations and volume mounts are set by the orchestrator (device plugin), not by the image, so they
+// are trusted regardless of privilege; their devices are merged, in that order.
+//
+// Environment: process.env may hold a key more than once. The LAST occurrence wins everywhere, because
+// that is the value the container's process sees: runc de-duplicates the environment keeping the last
+// value (libcontainer prepareEnv), crun putenv()s the entries in order, and the reference
+// toolkit builds a map in order. Entries that are not strings or have no "=" are skipped.
+//
+// Legacy CUDA image: CUDA_VERSION non-empty and NVIDIA_REQUIRE_CUDA unset or empty. Such an image with
+// NVIDIA_VISIBLE_DEVICES unset requests all GPUs, gets all supported capabilities when
+// NVIDIA_DRIVER_CAPABILITIES is unset, and gets the requirement cuda>=<major.minor of CUDA_VERSION>.
+//
+// When the result is not a GPU container, nothing else is read: no other variable can cause an error.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "discover/capability.hpp"
+#include "hook/requirements.hpp"
+#include "util/error.hpp"
+
+namespace gpuctk::hook {
+
+// From /etc/gpuctk/config.yaml.
+struct RequestConfig {
+  bool accept_envvar_when_unprivileged = true;
+  bool accept_volume_mounts = false;  // opt-in, as in the reference
+  // Empty prefixes are ignored.
+  std::vector<std::string> annotation_prefixes{"cdi.k8s.io/"};
+  discover::CapabilitySet supported_capabilities = discover::CapabilitySet::all();
+  bool disable_require = false;  // config-wide NVIDIA_DISABLE_REQUIRE
+  // Not used by read_request: plain ids stay plain in the Request.
+  std::string default_kind = "nvidia.com/gpu";
+};
+
+struct Request {
+  bool gpu_container = false;  // false: leave the config untouched (every other field is default)
+  bool all = false;            // "all" anywhere in the list; `devices` is then empty
+  bool driver_only = false;    // "none" and nothing else: driver files and control nodes, no GPU
+  // Plain ids in request order, de-duplicated, replica suffixes stripped: "0", "GPU-…", "0:1", "MIG-…".
+  // Checked for syntax only; whether they exist is decided against the spec.
+  std::vector<std::string> devices;
+  // Fully qualified CDI names in request order, de-duplicated (any vendor; kept even with `all`).
+  std::vector<std::string> cdi_devices;
+  discover::CapabilitySet capabilities;  // NVIDIA_DRIVER_CAPABILITIES, within supported_capabilities
+  // Every NVIDIA_REQUIRE_* in name order, then the legacy one; empty when disabled.
+  std::vector<Requirement> requirements;
+  // NVIDIA_MIG_CONFIG_DEVICES / NVIDIA_MIG_MONITOR_DEVICES=all (privileged only).
+  bool mig_config = false, mig_monitor = false;
+  std::string mps_pipe_directory;  // CUDA_MPS_PIPE_DIRECTORY: absolute, no ".." component; "" when unset
+  bool privileged = false;         // see is_privileged
+  std::vector<std::string> log;    // one line per decision worth knowing
+};
+
+// The request of the container whose config.json is `config`. Errors are one line naming the
+// variable, annotation or mount and the bad value, e.g.
+//   NVIDIA_VISIBLE_DEVICES: invalid device "xyz" (want an index, GPU-<uuid>, <gpu>:<mig>, MIG-<uuid>,
+//   a CDI name, all, none or void)
+Result<Request> read_request(const nlohmann::ordered_json& config, const RequestConfig& rc);
+
+// Whether CAP_SYS_ADMIN is in process.capabilities.bounding (or in process.capabilities itself when that
+// is a plain list, the pre-1.0 OCI form). Anything missing or malformed: not privileged.
+bool is_privileged(const nlohmann::ordered_json& config);
+
+}  // namespace gpuctk::hook

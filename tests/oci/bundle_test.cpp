@@ -1,0 +1,182 @@
+#include "oci/bundle.hpp"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "util/file.hpp"
+
+namespace gpuctk::oci {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+class OciBundle : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = (fs::temp_directory_path() / "gpuctk-bundle-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    m_dir = templ;
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  [[nodiscard]] std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(m_dir)) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  [[nodiscard]] struct stat stat_config() const {
+    struct stat st {};
+    EXPECT_EQ(::stat((m_dir + "/config.json").c_str(), &st), 0);
+    return st;
+  }
+
+  std::string m_dir;
+};
+
+std::string data_file(const std::string& name) {
+  const auto text = read_file(std::string(GPUCTK_SOURCE_DIR) + "/tests/data/oci/" + name);
+  EXPECT_TRUE(text) << (text ? "" : text.error().message);
+  return text.value_or("");
+}
+
+TEST(OciConfig, ParseErrorsNameTheFileWithLineAndColumn) {
+  const auto bad = parse_config("{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {\"env\": [\"A=1\",]}\n}");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "config.json: syntax error while parsing value - unexpected ']'; expected '[', '{', or a literal "
+            "at line 3, column 29");
+  const auto array = parse_config("[]");
+  ASSERT_FALSE(array);
+  EXPECT_EQ(array.error().message, "config.json: the document is an array, expected an object");
+}
+
+TEST(OciConfig, DumpIsCompactAndKeepsKeyOrder) {
+  const auto config = parse_config("{\n\t\"z\": 1,\n\t\"a\": {\"y\": [1, 2], \"b\": \"\\u00e9\"}\n}\n");
+  ASSERT_TRUE(config);
+  EXPECT_EQ(dump_config(*config), "{\"z\":1,\"a\":{\"y\":[1,2],\"b\":\"\xc3\xa9\"}}");
+}
+
+TEST(OciConfig, DumpReplacesInvalidUtf8InsteadOfThrowing) {
+  Json config = Json::object();
+  config["s"] = std::string("a\xff" "b");
+  EXPECT_EQ(dump_config(config), "{\"s\":\"a\xef\xbf\xbd" "b\"}");
+}
+
+TEST(OciConfig, RealPodmanConfigRoundTripsByteForByte) {
+  const std::string text = data_file("podman-config.json");
+  const auto config = parse_config(text);
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(dump_config(*config), text);
+}
+
+TEST(OciConfig, RealRuncSpecConfigParses) {
+  const auto config = parse_config(data_file("runc-spec-config.json"));
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ((*config)["ociVersion"], "1.0.2-dev");
+  EXPECT_EQ((*config)["root"].dump(), R"({"path":"rootfs","readonly":true})");
+}
+
+TEST_F(OciBundle, ReadConfigErrorsNameThePath) {
+  const auto missing = read_config(m_dir);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "read " + m_dir + "/config.json: No such file or directory");
+  ASSERT_TRUE(write_file_atomic(m_dir + "/config.json", "{\"a\":\n\n", 0644));
+  const auto bad = read_config(m_dir);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, m_dir +
+                                     "/config.json: syntax error while parsing value - unexpected end of input; "
+                                     "expected '[', '{', or a literal at line 3, column 1");
+}
+
+TEST_F(OciBundle, WriteConfigKeepsTheModeAndLeavesNoTemporaryFile) {
+  ASSERT_TRUE(write_file_atomic(m_dir + "/config.json", "{\"old\":true}", 0640));
+  Json config = Json::object();
+  config["ociVersion"] = "1.0.2";
+  config["process"] = Json::object();
+  ASSERT_TRUE(write_config(m_dir, config));
+  EXPECT_EQ(read_file(m_dir + "/config.json").value(), R"({"ociVersion":"1.0.2","process":{}})");
+  EXPECT_EQ(stat_config().st_mode & 07777, 0640u);
+  EXPECT_EQ(entries(), std::vector<std::string>{"config.json"});
+  const auto back = read_config(m_dir + "/");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, config);
+}
+
+TEST_F(OciBundle, WriteConfigCreatesANewFileReadableByItsOwnerOnly) {
+  const mode_t old_mask = ::umask(0);
+  const auto written = write_config(m_dir, Json::object());
+  ::umask(old_mask);
+  ASSERT_TRUE(written) << written.error().message;
+  EXPECT_EQ(stat_config().st_mode & 07777, 0600u);
+  EXPECT_EQ(read_file(m_dir + "/config.json").value(), "{}");
+}
+
+TEST_F(OciBundle, WriteConfigKeepsTheOwnerWhenRunAsRoot) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root to give the file to another owner";
+  }
+  const std::string path = m_dir + "/config.json";
+  ASSERT_TRUE(write_file_atomic(path, "{}", 0600));
+  ASSERT_EQ(::chown(path.c_str(), 4321, 8765), 0);
+  ASSERT_TRUE(write_config(m_dir, Json::object()));
+  const struct stat st = stat_config();
+  EXPECT_EQ(st.st_uid, 4321u);
+  EXPECT_EQ(st.st_gid, 8765u);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST_F(OciBundle, WriteConfigIntoAMissingDirectoryNamesThePath) {
+  const auto written = write_config(m_dir + "/nope", Json::object());
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().message, "write " + m_dir + "/nope/config.json: create temporary file in " + m_dir +
+                                         "/nope: No such file or directory");
+  EXPECT_TRUE(entries().empty());
+}
+
+TEST(OciRootfs, RelativeRootIsResolvedAgainstTheBundle) {
+  const auto config = parse_config(R"({"root":{"path":"rootfs","readonly":true}})");
+  ASSERT_TRUE(config);
+  EXPECT_EQ(rootfs_path(*config, "/run/b1").value(), "/run/b1/rootfs");
+  EXPECT_EQ(rootfs_path(*config, "/run/b1/").value(), "/run/b1/rootfs");
+  const auto dotted = parse_config(R"({"root":{"path":"./x/../rootfs/"}})");
+  ASSERT_TRUE(dotted);
+  EXPECT_EQ(rootfs_path(*dotted, "/run/b1").value(), "/run/b1/rootfs");
+}
+
+TEST(OciRootfs, AbsoluteRootIsKept) {
+  const auto config = parse_config(
+      R"({"root":{"path":"/var/lib/containers/storage/overlay/abc/merged/"}})");
+  ASSERT_TRUE(config);
+  EXPECT_EQ(rootfs_path(*config, "/run/b1").value(), "/var/lib/containers/storage/overlay/abc/merged");
+}
+
+TEST(OciRootfs, MissingOrBadRootIsAnError) {
+  const auto error_for = [](std::string_view text) {
+    const auto result = rootfs_path(parse_config(text).value(), "/b");
+    return result ? "ok: " + *result : result.error().message;
+  };
+  EXPECT_EQ(error_for("{}"), "config.json: root.path is missing");
+  EXPECT_EQ(error_for(R"({"root":{}})"), "config.json: root.path is missing");
+  EXPECT_EQ(error_for(R"({"root":"rootfs"})"), "config.json: root is a string, expected an object");
+  EXPECT_EQ(error_for(R"({"root":{"path":1}})"), "config.json: root.path is a number, expected a string");
+  EXPECT_EQ(error_for(R"({"root":{"path":""}})"), "config.json: root.path is empty");
+}
+
+TEST(OciRootfs, ConfigPath) {
+  EXPECT_EQ(config_path("/run/b"), "/run/b/config.json");
+  EXPECT_EQ(config_path("/run/b/"), "/run/b/config.json");
+}
+
+}  // namespace
+}  // namespace gpuctk::oci
