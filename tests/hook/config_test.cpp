@@ -1,0 +1,83 @@
+#include "hook/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include "util/file.hpp"
+
+namespace gpuctk::hook {
+namespace {
+
+TEST(HookConfig, ShippedConfigFileIsExactlyTheDefaults) {
+  const std::string path = std::string(GPUCTK_SOURCE_DIR) + "/etc/config.yaml";
+  auto config = parse_config(read_file(path).value(), path);
+  ASSERT_TRUE(config) << config.error().message;
+  const Config defaults;
+  EXPECT_EQ(config->spec_dirs, defaults.spec_dirs);
+  EXPECT_EQ(config->request.default_kind, defaults.request.default_kind);
+  EXPECT_EQ(config->request.annotation_prefixes, defaults.request.annotation_prefixes);
+  EXPECT_EQ(config->request.accept_envvar_when_unprivileged, defaults.request.accept_envvar_when_unprivileged);
+  EXPECT_EQ(config->request.accept_volume_mounts, defaults.request.accept_volume_mounts);
+  EXPECT_EQ(config->request.supported_capabilities, defaults.request.supported_capabilities);
+  EXPECT_EQ(config->request.disable_require, defaults.request.disable_require);
+  EXPECT_EQ(config->driver_root, defaults.driver_root);
+  EXPECT_EQ(config->dev_root, defaults.dev_root);
+  EXPECT_EQ(config->runtimes, defaults.runtimes);
+  EXPECT_EQ(config->log_file, defaults.log_file);
+  EXPECT_EQ(config->log_level, defaults.log_level);
+}
+
+TEST(HookConfig, EveryKeyIsRead) {
+  auto config = parse_config(R"(
+spec-dirs: [/a, /b]
+default-kind: example.com/gpu
+annotation-prefixes: [x.io/]
+accept-envvar-when-unprivileged: false
+accept-volume-mounts: true
+supported-capabilities: [utility, compute]
+disable-require: true
+driver-root: /run/nvidia/driver
+dev-root: /host
+runtimes: [/usr/bin/crun]
+log-file: /var/log/gpuctk.log
+log-level: debug
+)",
+                             "c.yaml");
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->spec_dirs, (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_EQ(config->request.default_kind, "example.com/gpu");
+  EXPECT_FALSE(config->request.accept_envvar_when_unprivileged);
+  EXPECT_TRUE(config->request.accept_volume_mounts);
+  EXPECT_TRUE(config->request.supported_capabilities.has(discover::Capability::compute));
+  EXPECT_FALSE(config->request.supported_capabilities.has(discover::Capability::video));
+  EXPECT_TRUE(config->request.disable_require);
+  EXPECT_EQ(config->driver_root, "/run/nvidia/driver");
+  EXPECT_EQ(config->runtimes, (std::vector<std::string>{"/usr/bin/crun"}));
+  EXPECT_EQ(config->log_level, LogLevel::debug);
+}
+
+TEST(HookConfig, InvalidFilesNameTheFileAndKey) {
+  const auto error = [](std::string_view text) { return parse_config(text, "c.yaml").error().message; };
+  EXPECT_EQ(error("spec-dir: [/a]"), "c.yaml: unknown key \"spec-dir\"");
+  EXPECT_EQ(error("accept-volume-mounts: yes"), "c.yaml: accept-volume-mounts: expected true or false, got \"yes\"");
+  EXPECT_EQ(error("driver-root: relative"), "c.yaml: driver-root: \"relative\" is not an absolute path");
+  EXPECT_EQ(error("spec-dirs: /a"), "c.yaml: spec-dirs: expected a list");
+  EXPECT_EQ(error("log-level: loud"), "c.yaml: log-level: unknown log level \"loud\" (want error, warning, info or debug)");
+  EXPECT_EQ(error("runtimes: []"), "c.yaml: runtimes: must name at least one runtime");
+  EXPECT_EQ(error("- a\n- b"), "c.yaml: expected a mapping of settings");
+  EXPECT_TRUE(error("a: [b").starts_with("c.yaml: YAML syntax error at line ")) << error("a: [b");
+  EXPECT_EQ(error("supported-capabilities: [utility, magic]"),
+            "c.yaml: supported-capabilities: unknown driver capability \"magic\" (known: utility, compute, video, "
+            "graphics, display, ngx, compat32, all)");
+}
+
+TEST(HookConfig, EmptyFileIsDefaultsAndMissingExplicitFileIsAnError) {
+  auto config = parse_config("", "c.yaml");
+  ASSERT_TRUE(config);
+  EXPECT_EQ(config->runtimes, (std::vector<std::string>{"runc", "crun"}));
+  auto missing = load_config("/nonexistent/gpuctk.yaml");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "config: read /nonexistent/gpuctk.yaml: No such file or directory");
+}
+
+}  // namespace
+}  // namespace gpuctk::hook
