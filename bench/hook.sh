@@ -3,18 +3,7 @@
 # host: with a static spec installed (JSON, then YAML), and with none (the spec is built in memory, proc mode). hyperfine
 # (30 runs, config.json on stdin) for median and max; peak_rss for memory.
 #   usage: bench/hook.sh [build-dir]      (default build/bench, configured Release here)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/deps.sh test
-build=${1:-build/bench}
-if [ "$#" -eq 0 ]; then
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGPUCTK_TESTS=OFF >/dev/null
-  cmake --build "$build" -j"$(nproc)" >/dev/null
-fi
-root=$(mktemp -d /tmp/gpuctk-bench.XXXXXX)
-trap 'rm -rf "$root"' EXIT
-"$build/fixtures/builder/gpuctk-fixture" materialize dgx-a100 "$root/host" >/dev/null 2>&1
-gpuctk=$(realpath "$build/src/gpuctk")
+source "$(dirname "$0")/lib.sh"
 mkdir -p "$root/yaml-spec" "$root/json-spec" "$root/no-spec" "$root/bundle"
 for format in yaml json; do
   "$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --mode proc \
@@ -38,7 +27,5 @@ YAML
   # measures and subtracts.
   hyperfine --warmup 3 --runs 30 --output=null --export-json "$root/$case.json" "$cmd < $root/bundle/config.json" \
     >/dev/null 2>&1
-  stats=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print("median %.2f ms  max %.2f ms  mean %.2f ms" % (r["median"]*1e3, r["max"]*1e3, r["mean"]*1e3))' "$root/$case.json")
-  rss=$("$build/bench/peak_rss" sh -c "exec $cmd < $root/bundle/config.json" | sed -n 's/^peak_rss_kib //p')
-  echo "hook precreate NVIDIA_VISIBLE_DEVICES=all, $case (dgx-a100): $stats  peak RSS $((rss / 1024)).$(((rss % 1024) * 10 / 1024)) MiB"
+  echo "hook precreate NVIDIA_VISIBLE_DEVICES=all, $case (dgx-a100): $(bench_stats "$root/$case.json")  peak RSS $(bench_rss sh -c "exec $cmd < $root/bundle/config.json")"
 done
