@@ -73,6 +73,15 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
   if (key == "spec-dirs") return set_list(c.spec_dirs);
   if (key == "annotation-prefixes") return set_list(c.request.annotation_prefixes);
   if (key == "runtimes") return set_list(c.runtimes);
+  if (key == "mps-pipe-roots") {
+    if (auto r = set_list(c.mps_pipe_roots); !r) return r;
+    for (const auto& root : c.mps_pipe_roots) {
+      if (root.size() < 2 || root.front() != '/') {
+        return fail(key + ": \"" + root + "\" is not an absolute directory");
+      }
+    }
+    return {};
+  }
   if (key == "accept-envvar-when-unprivileged") return set_bool(c.request.accept_envvar_when_unprivileged);
   if (key == "accept-volume-mounts") return set_bool(c.request.accept_volume_mounts);
   if (key == "disable-require") return set_bool(c.request.disable_require);

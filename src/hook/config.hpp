@@ -20,6 +20,9 @@ struct Config {
   std::string driver_root = "/";    // `driver-root`: for the in-memory spec when none is installed
   std::string dev_root = "/";       // `dev-root`
   std::vector<std::string> runtimes{"runc", "crun"};  // `runtimes`: the shim execs the first one found
+  // `mps-pipe-roots`: the only host directories (and their subdirectories) a container may have mounted
+  // through CUDA_MPS_PIPE_DIRECTORY; the variable comes from the container, so it must not name /etc.
+  std::vector<std::string> mps_pipe_roots{"/tmp/nvidia-mps", "/run/nvidia/mps"};
   std::string log_file;             // `log-file`: "" logs nothing
   LogLevel log_level = LogLevel::info;  // `log-level`
 };

@@ -261,6 +261,30 @@ void make_hooks_safe(cdi::ContainerEdits& edits) {
   }
 }
 
+// The host directory to mount for CUDA_MPS_PIPE_DIRECTORY. The value comes from the container, so it is
+// honoured only inside a configured MPS pipe root, checked after resolving symlinks on the host: a pod must
+// not get /etc or / mounted writable by naming it.
+Result<std::string> mps_pipe_directory(const std::string& requested, const Config& cfg) {
+  const auto resolved = discover::resolve_in_root(cfg.dev_root, requested);
+  const auto st = resolved ? discover::stat_path(*resolved) : std::nullopt;
+  if (!st || !S_ISDIR(st->st_mode)) {
+    return fail("CUDA_MPS_PIPE_DIRECTORY: " + discover::under_root(cfg.dev_root, requested) +
+                " is not a directory on the host (is the MPS control daemon running?)");
+  }
+  const std::string inside = discover::strip_root(cfg.dev_root, *resolved);
+  for (const auto& root : cfg.mps_pipe_roots) {
+    if (inside == root || inside.starts_with(root + "/")) {
+      return *resolved;
+    }
+  }
+  std::string roots;
+  for (const auto& root : cfg.mps_pipe_roots) {
+    roots += (roots.empty() ? "" : ", ") + root;
+  }
+  return fail("CUDA_MPS_PIPE_DIRECTORY: " + requested + " resolves to " + inside +
+              ", outside the MPS pipe roots (" + roots + "; config key mps-pipe-roots)");
+}
+
 // MIG management capabilities and the MPS pipe directory, which no spec device carries.
 Result<void> add_extras(cdi::ContainerEdits& edits, const Request& request, const Config& cfg) {
   if (request.mig_config || request.mig_monitor) {
@@ -293,12 +317,11 @@ Result<void> add_extras(cdi::ContainerEdits& edits, const Request& request, cons
     }
   }
   if (!request.mps_pipe_directory.empty()) {
-    const std::string host = discover::under_root(cfg.dev_root, request.mps_pipe_directory);
-    const auto st = discover::stat_path(host);
-    if (!st || !S_ISDIR(st->st_mode)) {
-      return fail("CUDA_MPS_PIPE_DIRECTORY: " + host + " is not a directory on the host (is the MPS daemon running?)");
+    auto host = mps_pipe_directory(request.mps_pipe_directory, cfg);
+    if (!host) {
+      return std::unexpected(host.error());
     }
-    edits.mounts.push_back({host, request.mps_pipe_directory, k_ipc_options, ""});
+    edits.mounts.push_back({*host, request.mps_pipe_directory, k_ipc_options, ""});
   }
   return {};
 }

@@ -22,6 +22,7 @@ TEST(HookConfig, ShippedConfigFileIsExactlyTheDefaults) {
   EXPECT_EQ(config->driver_root, defaults.driver_root);
   EXPECT_EQ(config->dev_root, defaults.dev_root);
   EXPECT_EQ(config->runtimes, defaults.runtimes);
+  EXPECT_EQ(config->mps_pipe_roots, defaults.mps_pipe_roots);
   EXPECT_EQ(config->log_file, defaults.log_file);
   EXPECT_EQ(config->log_level, defaults.log_level);
 }

@@ -248,6 +248,30 @@ TEST_F(InjectTest, MigDevicesByIndexAndUuidOnTheDgx) {
   EXPECT_EQ(std::ranges::count_if(paths, [](const std::string& p) { return p.starts_with("/dev/nvidia-caps/"); }), 2);
 }
 
+TEST_F(InjectTest, MpsPipeDirectoryOnlyInsideAnMpsRoot) {
+  install_spec();
+  const std::string pipe = m_cfg.dev_root + "/tmp/nvidia-mps/pipe";
+  std::filesystem::create_directories(pipe);
+  std::filesystem::create_directories(m_cfg.dev_root + "/etc");
+  auto ok = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps/pipe"});
+  ASSERT_TRUE(inject(ok));
+  EXPECT_TRUE(has_mount(ok, "/tmp/nvidia-mps/pipe"));
+
+  auto etc = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "CUDA_MPS_PIPE_DIRECTORY=/etc"});
+  auto refused = inject(etc);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            "CUDA_MPS_PIPE_DIRECTORY: /etc resolves to /etc, outside the MPS pipe roots (/tmp/nvidia-mps, "
+            "/run/nvidia/mps; config key mps-pipe-roots)");
+  // A symlink inside the root that leads out of it is judged by where it leads.
+  std::filesystem::create_symlink("/etc", m_cfg.dev_root + "/tmp/nvidia-mps/escape");
+  auto link = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps/escape"});
+  refused = inject(link);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("resolves to /etc, outside the MPS pipe roots"), std::string::npos)
+      << refused.error().message;
+}
+
 TEST_F(InjectTest, InjectDevicesAppliesQualifiedNames) {
   install_spec();
   auto config = runc_config({});
