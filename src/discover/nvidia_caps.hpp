@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "util/error.hpp"
 
@@ -22,8 +24,16 @@ namespace gpuctk::discover {
 // consecutively ("gpu0/gi0/access 3", "gpu0/gi0/ci0/access 4", …, "gpu31/gi14/ci7/access 4322").
 // Newer drivers append other capabilities (e.g. "fabric-imex-mgmt"); they are kept by name.
 struct MigMinors {
-  std::map<std::string, uint32_t, std::less<>> minors;  // capability name -> minor
+  // The access capabilities, keyed by access_key(gpu_minor, gi, ci) and sorted by it: a flat table,
+  // because the driver lists 4320 of them and a host reads this file on every generate.
+  std::vector<std::pair<uint64_t, uint32_t>> access;
+  // Every other capability ("config", "monitor", "fabric-imex-mgmt", ...) by name.
+  std::map<std::string, uint32_t, std::less<>> named;
 
+  // The key of "gpu<gpu_minor>/gi<gi>/access" (ci absent) or "gpu<gpu_minor>/gi<gi>/ci<ci>/access".
+  static std::optional<uint64_t> access_key(uint32_t gpu_minor, uint32_t gi, std::optional<uint32_t> ci);
+
+  [[nodiscard]] size_t size() const { return access.size() + named.size(); }
   [[nodiscard]] std::optional<uint32_t> minor(std::string_view name) const;
   [[nodiscard]] std::optional<uint32_t> config() const;   // "config": MIG reconfiguration
   [[nodiscard]] std::optional<uint32_t> monitor() const;  // "monitor": MIG-wide monitoring
@@ -32,6 +42,9 @@ struct MigMinors {
   // "gpu<gpu_minor>/gi<gi>/ci<ci>/access": a compute instance inside it.
   [[nodiscard]] std::optional<uint32_t> ci_access(uint32_t gpu_minor, uint32_t gi, uint32_t ci) const;
   bool operator==(const MigMinors&) const = default;
+
+ private:
+  [[nodiscard]] std::optional<uint32_t> find_access(std::optional<uint64_t> key) const;
 };
 
 // Parses mig-minors: lines "<name> <minor>" (any blanks between; blank lines skipped). A line that is

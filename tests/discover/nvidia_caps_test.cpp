@@ -29,7 +29,7 @@ TEST(MigMinors, FullDriverTable) {
   ASSERT_TRUE(text.ends_with("\ngpu31/gi14/ci7/access 4322\n"));
   const auto minors = parse_mig_minors(text);
   ASSERT_TRUE(minors) << minors.error().message;
-  EXPECT_EQ(minors->minors.size(), 4322u);
+  EXPECT_EQ(minors->size(), 4322u);
   EXPECT_EQ(minors->config(), 1u);
   EXPECT_EQ(minors->monitor(), 2u);
   EXPECT_EQ(minors->gi_access(0, 0), 3u);
@@ -79,6 +79,41 @@ TEST(MigMinors, BadLinesNameTheirLine) {
   EXPECT_EQ(mig_error("config 4294967296\n"),
             "mig-minors: line 1: expected \"<name> <minor>\", got \"config 4294967296\"");
   EXPECT_EQ(mig_error("config 1\nmonitor 2\nconfig 3\n"), "mig-minors: line 3: \"config\" listed twice");
+}
+
+TEST(MigMinors, AccessLinesGivenTwiceNameTheLaterLine) {
+  EXPECT_EQ(mig_error("gpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\ngpu0/gi0/access 5\n"),
+            "mig-minors: line 3: \"gpu0/gi0/access\" listed twice");
+  EXPECT_EQ(mig_error("gpu1/gi0/access 3\n\ngpu0/gi2/ci1/access 4\ngpu0/gi2/ci1/access 5\n"),
+            "mig-minors: line 4: \"gpu0/gi2/ci1/access\" listed twice");
+}
+
+TEST(MigMinors, AnyOrderIsFound) {
+  const auto minors =
+      parse_mig_minors("gpu7/gi2/ci1/access 90\nmonitor 2\ngpu0/gi0/access 3\ngpu7/gi2/access 80\n");
+  ASSERT_TRUE(minors) << minors.error().message;
+  EXPECT_EQ(minors->size(), 4u);
+  EXPECT_EQ(minors->ci_access(7, 2, 1), 90u);
+  EXPECT_EQ(minors->gi_access(7, 2), 80u);
+  EXPECT_EQ(minors->gi_access(0, 0), 3u);
+  EXPECT_EQ(minors->minor("gpu7/gi2/ci1/access"), 90u);
+  EXPECT_EQ(minors->ci_access(7, 2, 0), std::nullopt);
+  EXPECT_EQ(minors->gi_access(7, 1), std::nullopt);
+}
+
+TEST(MigMinors, NonCanonicalNamesAreOtherCapabilities) {
+  // Leading zeros, unknown suffixes and numbers beyond the table are not the access lines the driver
+  // writes: they are kept by their exact name and never answer for an access capability.
+  const auto minors = parse_mig_minors(
+      "gpu01/gi0/access 5\ngpu1/gi0/ci0/accessx 6\ngpu1/gi70000/access 7\ngpu1/gi0/ci/access 8\n");
+  ASSERT_TRUE(minors) << minors.error().message;
+  EXPECT_EQ(minors->access.size(), 0u);
+  EXPECT_EQ(minors->named.size(), 4u);
+  EXPECT_EQ(minors->gi_access(1, 0), std::nullopt);
+  EXPECT_EQ(minors->ci_access(1, 0, 0), std::nullopt);
+  EXPECT_EQ(minors->gi_access(1, 70000), std::nullopt);
+  EXPECT_EQ(minors->minor("gpu01/gi0/access"), 5u);
+  EXPECT_EQ(minors->minor("gpu1/gi70000/access"), 7u);
 }
 
 // Dev-style capability files.
