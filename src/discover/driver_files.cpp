@@ -115,7 +115,11 @@ bool is_own_version_library(std::string_view name) {
 class Collector {
  public:
   Collector(const DriverFilesInput& input, std::vector<std::string>& warnings)
-      : m_in(input), m_root(input.driver_root), m_suffix(".so." + input.driver_version), m_warnings(warnings) {}
+      : m_in(input),
+        m_root(input.driver_root),
+        m_resolver(input.driver_root),
+        m_suffix(".so." + input.driver_version),
+        m_warnings(warnings) {}
 
   Result<DriverFiles> run() {
     if (auto r = collect_libraries(false); !r) {
@@ -154,7 +158,7 @@ class Collector {
   std::set<std::string> library_dirs(bool is_32bit) {
     std::set<std::string> dirs;
     const auto add_dir = [&](std::string_view dir) {
-      const auto resolved = resolve_in_root(m_root, dir);
+      const auto resolved = m_resolver.resolve(dir);
       if (resolved && stat_path(*resolved).transform([](const struct stat& st) { return S_ISDIR(st.st_mode); })
                           .value_or(false)) {
         dirs.insert(*resolved);
@@ -176,7 +180,7 @@ class Collector {
       if (entry.is_32bit != is_32bit) {
         continue;
       }
-      const auto resolved = resolve_in_root(m_root, entry.path);
+      const auto resolved = m_resolver.resolve(entry.path);
       if (resolved && resolved->ends_with(m_suffix)) {
         dirs.insert(std::string(dirname_of(*resolved)));
       }
@@ -264,7 +268,7 @@ class Collector {
       bool found = false;
       for (const auto dir : k_binary_dirs) {
         const std::string path = std::string(dir) + "/" + std::string(name);
-        const auto host = resolve_in_root(m_root, path);
+        const auto host = m_resolver.resolve(path);
         if (!host) {
           continue;
         }
@@ -376,6 +380,7 @@ class Collector {
 
   const DriverFilesInput& m_in;
   std::string m_root;
+  RootResolver m_resolver;  // shared by every lookup of this pass
   std::string m_suffix;
   std::vector<std::string>& m_warnings;
   DriverFiles m_out;

@@ -111,6 +111,13 @@ std::optional<std::string> read_link(const std::string& path) {
 }
 
 std::optional<std::string> resolve_in_root(std::string_view root, std::string_view path) {
+  return RootResolver(root).resolve(path);
+}
+
+RootResolver::RootResolver(std::string_view root)
+    : m_root(is_plain_root(root) ? "" : std::string(without_trailing_slash(root))) {}
+
+std::optional<std::string> RootResolver::resolve(std::string_view path) {
   // Components still to walk, last one first.
   std::vector<std::string> pending;
   const auto push_path = [&pending](std::string_view p) {
@@ -123,26 +130,33 @@ std::optional<std::string> resolve_in_root(std::string_view root, std::string_vi
   };
   push_path(path);
   std::vector<std::string> resolved;  // components below root
+  std::string host = m_root;          // m_root + "/" + each of resolved
+  const auto pop = [&] {
+    host.resize(host.size() - 1 - resolved.back().size());
+    resolved.pop_back();
+  };
   int links = 0;
   while (!pending.empty()) {
     std::string part = std::move(pending.back());
     pending.pop_back();
     if (part == "..") {
       if (!resolved.empty()) {
-        resolved.pop_back();
+        pop();
       }
       continue;
     }
+    host.append("/").append(part);
     resolved.push_back(std::move(part));
-    std::string host = std::string(is_plain_root(root) ? "" : without_trailing_slash(root));
-    for (const auto& c : resolved) {
-      host.append("/").append(c);
+    if (m_dirs.contains(host)) {
+      continue;
     }
     const auto st = lstat_path(host);
     if (!st) {
       return std::nullopt;
     }
-    if (S_ISLNK(st->st_mode)) {
+    if (S_ISDIR(st->st_mode)) {
+      m_dirs.insert(host);
+    } else if (S_ISLNK(st->st_mode)) {
       if (++links > 40) {
         return std::nullopt;
       }
@@ -150,16 +164,13 @@ std::optional<std::string> resolve_in_root(std::string_view root, std::string_vi
       if (!target) {
         return std::nullopt;
       }
-      resolved.pop_back();
+      pop();
       if (!target->empty() && target->front() == '/') {
         resolved.clear();
+        host = m_root;
       }
       push_path(*target);
     }
-  }
-  std::string host = std::string(is_plain_root(root) ? "" : without_trailing_slash(root));
-  for (const auto& c : resolved) {
-    host.append("/").append(c);
   }
   return host.empty() ? std::string("/") : host;
 }

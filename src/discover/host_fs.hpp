@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "util/error.hpp"
@@ -43,5 +44,18 @@ std::optional<std::string> read_link(const std::string& path);
 // missing or the chain is longer than 40 links. Used for ld.so.cache values and library links of driver
 // roots such as /run/nvidia/driver, whose absolute links point inside the driver root.
 std::optional<std::string> resolve_in_root(std::string_view root, std::string_view path);
+
+// resolve_in_root for many paths in one root: a directory it has once found to be a real directory (not
+// a link) is not examined again, so the prefix that library paths share costs one lstat, not one per
+// path. For the span of one discovery pass, which reads the host as a snapshot anyway.
+class RootResolver {
+ public:
+  explicit RootResolver(std::string_view root);
+  std::optional<std::string> resolve(std::string_view path);
+
+ private:
+  std::string m_root;                      // without a trailing slash; "" for "/"
+  std::unordered_set<std::string> m_dirs;  // host paths seen to be real directories
+};
 
 }  // namespace gpuctk::discover
