@@ -550,24 +550,27 @@ Json encode(const Device& value) { return encode_object(k_device_fields, value);
 // YAML output from the encoded tree: block style, two-space indent, "- " items; strings always
 // double-quoted; keys plain when they read as the same string (our field names), else quoted.
 
-std::string yaml_scalar(const Json& value) {
+void append_yaml_scalar(const Json& value, std::string& out) {
   if (value.is_string()) {
-    return yaml_quote(value.get_ref<const std::string&>());
+    append_yaml_quoted(out, value.get_ref<const std::string&>());
+  } else if (value.is_object()) {
+    out += "{}";
+  } else if (value.is_array()) {
+    out += "[]";
+  } else {
+    out += value.dump();  // numbers in decimal, true/false
   }
-  if (value.is_object()) {
-    return "{}";
-  }
-  if (value.is_array()) {
-    return "[]";
-  }
-  return value.dump();  // numbers in decimal, true/false
 }
 
-std::string yaml_key(const std::string& key) {
+void append_yaml_key(const std::string& key, std::string& out) {
   const bool plain = !key.empty() && std::ranges::all_of(key, [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
   });
-  return plain && !plain_scalar_reading(key) ? key : yaml_quote(key);
+  if (plain && !plain_scalar_reading(key)) {
+    out += key;
+  } else {
+    append_yaml_quoted(out, key);
+  }
 }
 
 void emit_block(const Json& value, size_t indent, bool after_dash, std::string& out);
@@ -579,7 +582,7 @@ void emit_value(const Json& value, size_t indent, std::string& out) {
     emit_block(value, indent + 2, false, out);
   } else {
     out += ' ';
-    out += yaml_scalar(value);
+    append_yaml_scalar(value, out);
     out += '\n';
   }
 }
@@ -594,7 +597,7 @@ void emit_block(const Json& value, size_t indent, bool after_dash, std::string& 
     }
     first = false;
     if (value.is_object()) {
-      out += yaml_key(key);
+      append_yaml_key(key, out);
       out += ':';
       emit_value(item, indent, out);
     } else if (item.is_structured() && !item.empty()) {

@@ -1,5 +1,6 @@
 #include "cdi/yaml_scalars.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -197,6 +198,11 @@ std::optional<std::string_view> plain_scalar_reading(std::string_view plain) {
   if (contains(k_null_words, plain)) {
     return "null";
   }
+  // Every other reading (numbers, .inf/.nan, timestamps) needs a digit or a dot: most plain scalars,
+  // field names among them, stop here.
+  if (std::ranges::none_of(plain, [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
+    return std::nullopt;
+  }
   if (contains(k_special_floats, plain)) {
     return "a number";
   }
@@ -262,11 +268,20 @@ std::optional<bool> parse_yaml_bool(std::string_view plain) {
   return std::nullopt;
 }
 
-std::string yaml_quote(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
+void append_yaml_quoted(std::string& out, std::string_view text) {
   out.push_back('"');
   for (size_t i = 0; i < text.size();) {
+    // Printable ASCII other than '"' and backslash is copied as it stands, a run at a time.
+    const auto plain = [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; };
+    size_t run = i;
+    while (run < text.size() && plain(text[run])) {
+      ++run;
+    }
+    out.append(text.substr(i, run - i));
+    i = run;
+    if (i == text.size()) {
+      break;
+    }
     const auto cp = decode_utf8(text.substr(i));
     if (!cp) {
       out += "\\uFFFD";
@@ -292,6 +307,12 @@ std::string yaml_quote(std::string_view text) {
     i += cp->length;
   }
   out.push_back('"');
+}
+
+std::string yaml_quote(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  append_yaml_quoted(out, text);
   return out;
 }
 

@@ -39,5 +39,7 @@ std::optional<bool> parse_yaml_bool(std::string_view plain);
 // `text` as a YAML double-quoted scalar: `"`, `\`, control characters, C1 controls and the Unicode
 // line and paragraph separators escaped; other UTF-8 as is; invalid UTF-8 as U+FFFD.
 std::string yaml_quote(std::string_view text);
+// yaml_quote(text) appended to `out`.
+void append_yaml_quoted(std::string& out, std::string_view text);
 
 }  // namespace gpuctk::cdi
