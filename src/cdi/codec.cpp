@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "cdi/doc_tree.hpp"
 #include "cdi/yaml_scalars.hpp"
 #include "util/strings.hpp"
 
@@ -15,20 +16,8 @@ namespace gpuctk::cdi {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// A document tree common to both formats. Mappings keep their members in document order, duplicate
-// keys included, so that the decoder can reject duplicates (nlohmann would drop them silently).
-
-struct Node {
-  enum class Kind { null, boolean, number, string, plain, list, object };
-  Kind kind = Kind::null;
-  std::string text;                             // boolean/number/string/plain: the scalar's text
-  std::vector<Node> items;                      // list
-  std::vector<std::pair<Node, Node>> members;   // object: key, value
-};
-
-// Spec files nest about 6 levels; anything far deeper is hostile (and would overflow the stack).
-constexpr size_t k_max_depth = 64;
+using Node = DocNode;
+constexpr size_t k_max_depth = k_max_doc_depth;
 // YAML aliases can expand a small file into an enormous tree ("billion laughs").
 constexpr size_t k_max_nodes = 1'000'000;
 
@@ -155,19 +144,10 @@ Result<Node> read_yaml(std::string_view text) {
   if (auto ok = check_yaml_text(text); !ok) {
     return std::unexpected(ok.error());
   }
-  try {
-    const YAML::Node document = YAML::Load(std::string(text));
-    YamlConverter converter;
-    return converter.convert(document, 0);
-  } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) {
-      return fail("YAML syntax error: " + e.msg);
-    }
-    return fail("YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
-                std::to_string(e.mark.column + 1) + ": " + e.msg);
-  } catch (const std::exception& e) {
-    return fail(std::string("YAML: ") + e.what());
+  if (auto canonical = read_canonical_yaml(text)) {
+    return std::move(*canonical);
   }
+  return read_yaml_document(text);
 }
 
 Result<Node> read_json(std::string_view text) {
@@ -649,6 +629,22 @@ std::string write_spec(const Spec& spec, Format format) {
   std::string out = "---\n";
   emit_block(tree, 0, false, out);
   return out;
+}
+
+Result<DocNode> read_yaml_document(std::string_view text) {
+  try {
+    const YAML::Node document = YAML::Load(std::string(text));
+    YamlConverter converter;
+    return converter.convert(document, 0);
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) {
+      return fail("YAML syntax error: " + e.msg);
+    }
+    return fail("YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
+                std::to_string(e.mark.column + 1) + ": " + e.msg);
+  } catch (const std::exception& e) {
+    return fail(std::string("YAML: ") + e.what());
+  }
 }
 
 }  // namespace gpuctk::cdi
