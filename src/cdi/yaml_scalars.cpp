@@ -172,6 +172,11 @@ Result<void> check_yaml_text(std::string_view text) {
   size_t line = 1;
   size_t column = 1;
   for (size_t i = 0; i < text.size();) {
+    if (const char c = text[i]; c >= 0x20 && c < 0x7f) {  // printable ASCII: nearly every byte of a spec
+      ++column;
+      ++i;
+      continue;
+    }
     const auto cp = decode_utf8(text.substr(i));
     const auto at = [&] { return " at line " + std::to_string(line) + ", column " + std::to_string(column); };
     if (!cp) {
