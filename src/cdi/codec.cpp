@@ -243,6 +243,26 @@ bool is_unset(const std::optional<T>& value) { return !value.has_value(); }
 template <class T>
 bool is_unset(const std::vector<T>& value) { return value.empty(); }
 
+// Direct YAML output (layout below): yaml_value writes what follows "key:" or "-" on a line; a
+// structured value that is not empty continues as a block (yaml_block) two spaces deeper.
+void yaml_value(const std::string& value, size_t indent, std::string& out);
+void yaml_value(int64_t value, size_t indent, std::string& out);
+void yaml_value(uint32_t value, size_t indent, std::string& out);
+void yaml_value(int value, size_t indent, std::string& out);
+void yaml_value(bool value, size_t indent, std::string& out);
+void yaml_value(const std::map<std::string, std::string>& value, size_t indent, std::string& out);
+template <class T>
+void yaml_value(const std::optional<T>& value, size_t indent, std::string& out);
+template <class T>
+void yaml_value(const std::vector<T>& value, size_t indent, std::string& out);
+void yaml_value(const DeviceNode& value, size_t indent, std::string& out);
+void yaml_value(const Mount& value, size_t indent, std::string& out);
+void yaml_value(const Hook& value, size_t indent, std::string& out);
+void yaml_value(const IntelRdt& value, size_t indent, std::string& out);
+void yaml_value(const NetDevice& value, size_t indent, std::string& out);
+void yaml_value(const ContainerEdits& value, size_t indent, std::string& out);
+void yaml_value(const Device& value, size_t indent, std::string& out);
+
 // Scalars.
 
 Result<void> decode(const Node& node, const Path& path, std::string& out) {
@@ -384,6 +404,8 @@ struct Field {
   std::string_view key;
   Result<void> (*decode)(const Node& node, const Path& path, T& object);
   void (*encode)(const T& object, std::string_view key, Json& out);
+  bool (*written)(const T& object);                                      // whether the key is written
+  void (*write_yaml)(const T& object, size_t indent, std::string& out);  // its value, after "key:"
 };
 
 template <class>
@@ -403,7 +425,9 @@ constexpr auto field(std::string_view key) {
         if (write == Write::always || !is_unset(object.*Member)) {
           out[std::string(name)] = encode(object.*Member);
         }
-      }};
+      },
+      [](const T& object) { return write == Write::always || !is_unset(object.*Member); },
+      [](const T& object, size_t indent, std::string& out) { yaml_value(object.*Member, indent, out); }};
 }
 
 constexpr std::array k_device_node_fields{
@@ -527,22 +551,11 @@ Json encode(const ContainerEdits& value) { return encode_object(k_container_edit
 Json encode(const Device& value) { return encode_object(k_device_fields, value); }
 
 // ---------------------------------------------------------------------------------------------
-// YAML output from the encoded tree: block style, two-space indent, "- " items; strings always
-// double-quoted; keys plain when they read as the same string (our field names), else quoted.
+// YAML output, written straight from the model: block style, two-space indent, "- " items; strings
+// always double-quoted; keys plain when they read as the same string (our field names), else quoted;
+// an empty list or object as [] or {}. read_canonical_yaml reads exactly this layout.
 
-void append_yaml_scalar(const Json& value, std::string& out) {
-  if (value.is_string()) {
-    append_yaml_quoted(out, value.get_ref<const std::string&>());
-  } else if (value.is_object()) {
-    out += "{}";
-  } else if (value.is_array()) {
-    out += "[]";
-  } else {
-    out += value.dump();  // numbers in decimal, true/false
-  }
-}
-
-void append_yaml_key(const std::string& key, std::string& out) {
+void append_yaml_key(std::string_view key, std::string& out) {
   const bool plain = !key.empty() && std::ranges::all_of(key, [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
   });
@@ -553,39 +566,122 @@ void append_yaml_key(const std::string& key, std::string& out) {
   }
 }
 
-void emit_block(const Json& value, size_t indent, bool after_dash, std::string& out);
+void yaml_scalar(std::string_view text, std::string& out) {
+  out += ' ';
+  out += text;
+  out += '\n';
+}
 
-// The value of a "key:" or "-" line: inline when scalar or empty, else a nested block.
-void emit_value(const Json& value, size_t indent, std::string& out) {
-  if (value.is_structured() && !value.empty()) {
-    out += '\n';
-    emit_block(value, indent + 2, false, out);
-  } else {
-    out += ' ';
-    append_yaml_scalar(value, out);
-    out += '\n';
+void yaml_value(const std::string& value, size_t /*indent*/, std::string& out) {
+  out += ' ';
+  append_yaml_quoted(out, value);
+  out += '\n';
+}
+void yaml_value(int64_t value, size_t /*indent*/, std::string& out) { yaml_scalar(std::to_string(value), out); }
+void yaml_value(uint32_t value, size_t /*indent*/, std::string& out) { yaml_scalar(std::to_string(value), out); }
+void yaml_value(int value, size_t /*indent*/, std::string& out) { yaml_scalar(std::to_string(value), out); }
+void yaml_value(bool value, size_t /*indent*/, std::string& out) { yaml_scalar(value ? "true" : "false", out); }
+
+template <class T>
+void yaml_value(const std::optional<T>& value, size_t indent, std::string& out) {
+  yaml_value(*value, indent, out);
+}
+
+void yaml_value(const std::map<std::string, std::string>& value, size_t indent, std::string& out) {
+  if (value.empty()) {
+    yaml_scalar("{}", out);
+    return;
+  }
+  out += '\n';
+  for (const auto& [key, item] : value) {
+    out.append(indent + 2, ' ');
+    append_yaml_key(key, out);
+    out += ':';
+    yaml_value(item, indent + 2, out);
   }
 }
 
-// A non-empty object or list whose lines start at `indent`; `after_dash`: the first line continues
-// a "- " already written.
-void emit_block(const Json& value, size_t indent, bool after_dash, std::string& out) {
+// The members of `object` that are written, from column `indent`; `after_dash`: the first continues a
+// "- " already written.
+template <class T, size_t N>
+void yaml_members(const std::array<Field<T>, N>& fields, const T& object, size_t indent, bool after_dash,
+                  std::string& out) {
   bool first = true;
-  for (const auto& [key, item] : value.items()) {
+  for (const auto& f : fields) {
+    if (!f.written(object)) {
+      continue;
+    }
     if (!(first && after_dash)) {
       out.append(indent, ' ');
     }
     first = false;
-    if (value.is_object()) {
-      append_yaml_key(key, out);
-      out += ':';
-      emit_value(item, indent, out);
-    } else if (item.is_structured() && !item.empty()) {
-      out += "- ";
-      emit_block(item, indent + 2, true, out);
-    } else {
+    append_yaml_key(f.key, out);
+    out += ':';
+    f.write_yaml(object, indent, out);
+  }
+}
+
+template <class T, size_t N>
+bool yaml_empty(const std::array<Field<T>, N>& fields, const T& object) {
+  return std::ranges::none_of(fields, [&](const Field<T>& f) { return f.written(object); });
+}
+
+template <class T, size_t N>
+void yaml_object(const std::array<Field<T>, N>& fields, const T& object, size_t indent, std::string& out) {
+  if (yaml_empty(fields, object)) {
+    yaml_scalar("{}", out);
+    return;
+  }
+  out += '\n';
+  yaml_members(fields, object, indent + 2, false, out);
+}
+
+void yaml_value(const DeviceNode& v, size_t indent, std::string& out) { yaml_object(k_device_node_fields, v, indent, out); }
+void yaml_value(const Mount& v, size_t indent, std::string& out) { yaml_object(k_mount_fields, v, indent, out); }
+void yaml_value(const Hook& v, size_t indent, std::string& out) { yaml_object(k_hook_fields, v, indent, out); }
+void yaml_value(const IntelRdt& v, size_t indent, std::string& out) { yaml_object(k_intel_rdt_fields, v, indent, out); }
+void yaml_value(const NetDevice& v, size_t indent, std::string& out) { yaml_object(k_net_device_fields, v, indent, out); }
+void yaml_value(const ContainerEdits& v, size_t indent, std::string& out) { yaml_object(k_container_edits_fields, v, indent, out); }
+void yaml_value(const Device& v, size_t indent, std::string& out) { yaml_object(k_device_fields, v, indent, out); }
+
+// A list item that is an object with members continues its "- " line; anything else is a value.
+template <class T>
+bool yaml_item_members(const T& item, size_t indent, std::string& out) {
+  const auto write = [&](const auto& fields) {
+    if (yaml_empty(fields, item)) {
+      return false;
+    }
+    out += "- ";
+    yaml_members(fields, item, indent + 2, true, out);
+    return true;
+  };
+  if constexpr (std::is_same_v<T, DeviceNode>) {
+    return write(k_device_node_fields);
+  } else if constexpr (std::is_same_v<T, Mount>) {
+    return write(k_mount_fields);
+  } else if constexpr (std::is_same_v<T, Hook>) {
+    return write(k_hook_fields);
+  } else if constexpr (std::is_same_v<T, NetDevice>) {
+    return write(k_net_device_fields);
+  } else if constexpr (std::is_same_v<T, Device>) {
+    return write(k_device_fields);
+  } else {
+    return false;  // scalars
+  }
+}
+
+template <class T>
+void yaml_value(const std::vector<T>& value, size_t indent, std::string& out) {
+  if (value.empty()) {
+    yaml_scalar("[]", out);
+    return;
+  }
+  out += '\n';
+  for (const auto& item : value) {
+    out.append(indent + 2, ' ');
+    if (!yaml_item_members(item, indent + 2, out)) {
       out += '-';
-      emit_value(item, indent, out);
+      yaml_value(item, indent + 2, out);
     }
   }
 }
@@ -622,12 +718,11 @@ Result<Spec> parse_spec(std::string_view text, Format format) {
 }
 
 std::string write_spec(const Spec& spec, Format format) {
-  const Json tree = encode_object(k_spec_fields, spec);
   if (format == Format::json) {
-    return tree.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+    return encode_object(k_spec_fields, spec).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   }
   std::string out = "---\n";
-  emit_block(tree, 0, false, out);
+  yaml_members(k_spec_fields, spec, 0, false, out);
   return out;
 }
 

@@ -90,6 +90,15 @@ TEST(CanonicalYaml, EveryEscapeTheWriterUsesMatchesYamlCpp) {
   EXPECT_EQ(back->devices[0].container_edits, expected.devices[0].container_edits);
 }
 
+TEST(CanonicalYaml, YamlAndJsonWritersSayTheSame) {
+  const auto spec = awkward_spec();
+  const auto from_yaml = parse_spec(write_spec(spec, Format::yaml), Format::yaml);
+  const auto from_json = parse_spec(write_spec(spec, Format::json), Format::json);
+  ASSERT_TRUE(from_yaml) << from_yaml.error().message;
+  ASSERT_TRUE(from_json) << from_json.error().message;
+  EXPECT_EQ(*from_yaml, *from_json);
+}
+
 // Documents in other layouts: the fast path declines, the codec still reads them through yaml-cpp.
 TEST(CanonicalYaml, OtherLayoutsFallBackToYamlCpp) {
   const std::vector<std::pair<std::string, std::string>> documents = {
