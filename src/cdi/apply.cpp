@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -85,7 +86,6 @@ Result<Json*> array_at(Json& root, std::initializer_list<const char*> keys) {
   return node;
 }
 
-// `path` cleaned lexically: no "//", "." or "dir/.." components, no trailing "/" (except for "/").
 // Whether `path` is already what clean_path makes of it: absolute, no empty, "." or ".." component, no
 // trailing slash. Spec and config paths nearly always are, and checking is far cheaper than cleaning.
 bool is_clean(std::string_view path) {
@@ -109,6 +109,7 @@ bool is_clean(std::string_view path) {
   return true;
 }
 
+// `path` cleaned lexically: no "//", "." or "dir/.." components, no trailing "/" (except for "/").
 std::string clean_path(std::string_view path) {
   if (is_clean(path)) {
     return std::string(path);
@@ -288,6 +289,28 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
   }
   const auto process_uid = container_user_id(config, "uid");
   const auto process_gid = container_user_id(config, "gid");
+  const auto devices = array_at(config, {"linux", "devices"});
+  if (!devices) {
+    return std::unexpected(devices.error());
+  }
+  // The arrays themselves live on the heap: creating linux.resources later moves the Json values that
+  // own them, never the arrays, so these references stay good.
+  auto& list = (*devices)->get_ref<Json::array_t&>();
+  Json::array_t* rules = nullptr;  // linux.resources.devices, looked up when first needed
+  // The rules already there by (major, minor), so a new rule is compared only with those that could
+  // equal it; rules without integer numbers are compared with every new rule.
+  std::multimap<std::pair<int64_t, int64_t>, size_t> rules_by_number;
+  std::vector<size_t> other_rules;
+  const auto index_rule = [&](size_t i) {
+    const Json& rule = (*rules)[i];
+    const auto major = rule.is_object() ? rule.find("major") : rule.end();
+    const auto minor = rule.is_object() ? rule.find("minor") : rule.end();
+    if (major != rule.end() && minor != rule.end() && major->is_number_integer() && minor->is_number_integer()) {
+      rules_by_number.emplace(std::pair(major->get<int64_t>(), minor->get<int64_t>()), i);
+    } else {
+      other_rules.push_back(i);
+    }
+  };
   for (const auto& node : nodes) {
     const auto resolved = resolve_node(node, stat);
     if (!resolved) {
@@ -296,11 +319,6 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
     const auto uid = node.uid ? node.uid : process_uid;
     const auto gid = node.gid ? node.gid : process_gid;
 
-    const auto devices = array_at(config, {"linux", "devices"});
-    if (!devices) {
-      return std::unexpected(devices.error());
-    }
-    auto& list = (*devices)->get_ref<Json::array_t&>();
     const std::string clean = clean_path(node.path);
     std::erase_if(list, [&](const Json& entry) { return same_path(entry, "path", clean); });
     Json device = Json::object();
@@ -320,9 +338,15 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
     list.push_back(std::move(device));
 
     if (resolved->type == "b" || resolved->type == "c") {
-      const auto rules = array_at(config, {"linux", "resources", "devices"});
-      if (!rules) {
-        return std::unexpected(rules.error());
+      if (rules == nullptr) {
+        const auto found = array_at(config, {"linux", "resources", "devices"});
+        if (!found) {
+          return std::unexpected(found.error());
+        }
+        rules = &(*found)->get_ref<Json::array_t&>();
+        for (size_t i = 0; i < rules->size(); ++i) {
+          index_rule(i);
+        }
       }
       Json rule = Json::object();
       rule["allow"] = true;
@@ -330,7 +354,13 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
       rule["major"] = resolved->major;
       rule["minor"] = resolved->minor;
       rule["access"] = node.permissions.empty() ? "rwm" : node.permissions;
-      push_unique(**rules, std::move(rule));
+      const auto same = [&](size_t i) { return same_value((*rules)[i], rule); };
+      const auto [first, last] = rules_by_number.equal_range({resolved->major, resolved->minor});
+      if (std::none_of(first, last, [&](const auto& entry) { return same(entry.second); }) &&
+          std::ranges::none_of(other_rules, same)) {
+        rules->push_back(std::move(rule));
+        index_rule(rules->size() - 1);
+      }
     }
   }
   return {};

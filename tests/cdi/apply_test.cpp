@@ -240,6 +240,22 @@ TEST(ApplyDeviceNodes, CgroupRuleIsAddedOnlyWhenNotAlreadyPresent) {
             R"({"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438}]}})");
 }
 
+TEST(ApplyDeviceNodes, CgroupRulesWithoutIntegerNumbersAreStillCompared) {
+  // A rule written with 195.0 is the same rule to JSON; one with a string minor is not.
+  const std::string config =
+      R"({"linux":{"resources":{"devices":[{"allow":true,"type":"c","major":195.0,"minor":0,"access":"rwm"},)"
+      R"({"allow":true,"type":"c","major":195,"minor":"255","access":"rwm"}]}}})";
+  const ContainerEdits edits{
+      .device_nodes = {{.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0, .file_mode = 0666},
+                       {.path = "/dev/nvidiactl", .type = "c", .major = 195, .minor = 255, .file_mode = 0666}}};
+  EXPECT_EQ(apply(config, edits, no_host()),
+            R"({"linux":{"resources":{"devices":[{"allow":true,"type":"c","major":195.0,"minor":0,"access":"rwm"},)"
+            R"({"allow":true,"type":"c","major":195,"minor":"255","access":"rwm"},)"
+            R"({"allow":true,"type":"c","major":195,"minor":255,"access":"rwm"}]},)"
+            R"("devices":[{"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438},)"
+            R"({"path":"/dev/nvidiactl","type":"c","major":195,"minor":255,"fileMode":438}]}})");
+}
+
 TEST(ApplyDeviceNodes, Idempotent) {
   FakeHost host;
   host.add("/dev/nvidia0", HostNode{.type = 'c', .major = 195, .minor = 0, .mode = 0666});
