@@ -293,9 +293,9 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
   if (!devices) {
     return std::unexpected(devices.error());
   }
-  // The arrays themselves live on the heap: creating linux.resources later moves the Json values that
-  // own them, never the arrays, so these references stay good.
-  auto& list = (*devices)->get_ref<Json::array_t&>();
+  // Adding a key to an object can copy its other members (ordered_map is a vector of pairs with const
+  // keys), so `list` is looked up again once linux.resources.devices has been created.
+  Json::array_t* list = &(*devices)->get_ref<Json::array_t&>();
   Json::array_t* rules = nullptr;  // linux.resources.devices, looked up when first needed
   // The rules already there by (major, minor), so a new rule is compared only with those that could
   // equal it; rules without integer numbers are compared with every new rule.
@@ -320,7 +320,7 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
     const auto gid = node.gid ? node.gid : process_gid;
 
     const std::string clean = clean_path(node.path);
-    std::erase_if(list, [&](const Json& entry) { return same_path(entry, "path", clean); });
+    std::erase_if(*list, [&](const Json& entry) { return same_path(entry, "path", clean); });
     Json device = Json::object();
     device["path"] = node.path;
     device["type"] = resolved->type;
@@ -335,7 +335,7 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
     if (gid) {
       device["gid"] = *gid;
     }
-    list.push_back(std::move(device));
+    list->push_back(std::move(device));
 
     if (resolved->type == "b" || resolved->type == "c") {
       if (rules == nullptr) {
@@ -344,6 +344,11 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
           return std::unexpected(found.error());
         }
         rules = &(*found)->get_ref<Json::array_t&>();
+        const auto again = array_at(config, {"linux", "devices"});
+        if (!again) {
+          return std::unexpected(again.error());
+        }
+        list = &(*again)->get_ref<Json::array_t&>();
         for (size_t i = 0; i < rules->size(); ++i) {
           index_rule(i);
         }
