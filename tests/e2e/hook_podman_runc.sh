@@ -10,41 +10,7 @@ fixture=$2
 e2e_init
 e2e_busybox_rootfs
 
-"$fixture" materialize t4-debian "$LAB/host" >"$LAB/roots"
-grep -qx "nodes=real" "$LAB/roots" || e2e_skip "fixture device nodes are not real char devices"
-driver_root=$(sed -n 's/^driver_root=//p' "$LAB/roots")
-dev_root=$(sed -n 's/^dev_root=//p' "$LAB/roots")
-
-# A static spec generated for the fixture host, in a spec directory of this test only. The hook
-# subcommands the spec would reference are a later issue, so the spec carries none.
-mkdir -p "$LAB/cdi"
-"$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --disable-hook all \
-  --output "$LAB/cdi/nvidia.yaml" 2>/dev/null || e2e_fail "cdi generate failed"
-cat >"$LAB/gpuctk.yaml" <<YAML
-spec-dirs: [$LAB/cdi]
-driver-root: $driver_root
-dev-root: $dev_root
-log-file: $LAB/gpuctk.log
-log-level: debug
-YAML
-
-probe='ls -l /dev/nvidia0 /dev/nvidiactl 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
-for f in /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 /usr/bin/nvidia-smi /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01; do [ -s "$f" ] && echo "file $f"; done
-cat /dev/nvidia0 2>&1 | sed "s/^cat: //"
-echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"'
-
-check_gpu0() {
-  local out=$1 who=$2
-  e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
-  e2e_expect_line "$out" "crw-rw-rw- 195, 255 /dev/nvidiactl"
-  e2e_expect_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
-  e2e_expect_line "$out" "file /usr/bin/nvidia-smi"
-  # NVIDIA_DRIVER_CAPABILITIES defaults to utility,compute: no video libraries.
-  e2e_expect_no_line "$out" "file /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01"
-  e2e_expect_line "$out" "can't open '/dev/nvidia0': No such device or address"
-  e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=void"
-  echo "ok: $who"
-}
+e2e_t4_host_with_spec "$gpuctk" "$fixture"
 
 # --- (1) podman + hooks.d precreate -------------------------------------------------------------
 if command -v podman >/dev/null; then
@@ -57,10 +23,10 @@ if command -v podman >/dev/null; then
  "when": {"always": true}, "stages": ["precreate"]}
 JSON
   PODMAN+=(--hooks-dir "$LAB/hooks.d")
-  out=$(e2e_podman_run -e NVIDIA_VISIBLE_DEVICES=0 --rootfs "$LAB/rootfs" /bin/sh -c "$probe" 2>&1) ||
+  out=$(e2e_podman_run -e NVIDIA_VISIBLE_DEVICES=0 --rootfs "$LAB/rootfs" /bin/sh -c "$e2e_t4_probe" 2>&1) ||
     e2e_fail "podman run with NVIDIA_VISIBLE_DEVICES=0 failed: $out"
-  check_gpu0 "$out" "podman hooks.d precreate"
-  out=$(e2e_podman_run --rootfs "$LAB/rootfs" /bin/sh -c "$probe" 2>&1) || true
+  e2e_check_t4_gpu0 "$out" "podman hooks.d precreate"
+  out=$(e2e_podman_run --rootfs "$LAB/rootfs" /bin/sh -c "$e2e_t4_probe" 2>&1) || true
   e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
   e2e_expect_no_line "$out" "file /usr/bin/nvidia-smi"
   e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES="
@@ -81,10 +47,9 @@ fi
 
 # --- (2) runc through the gpuctk runtime shim --------------------------------------------------
 command -v runc >/dev/null || e2e_skip "runc is not installed"
-mkdir -p "$LAB/bin" "$LAB/bundle"
-ln -s "$gpuctk" "$LAB/bin/gpuctk-runtime"
+mkdir -p "$LAB/bundle"
 (cd "$LAB/bundle" && runc spec)
-python3 - "$LAB/bundle/config.json" "$LAB/rootfs" "$probe" <<'PY'
+python3 - "$LAB/bundle/config.json" "$LAB/rootfs" "$e2e_t4_probe" <<'PY'
 import json, sys
 path, rootfs, probe = sys.argv[1:]
 c = json.load(open(path))
@@ -98,7 +63,7 @@ cp "$LAB/bundle/config.json" "$LAB/config.orig.json"
 export GPUCTK_CONFIG=$LAB/gpuctk.yaml
 e2e_cleanup_add "runc delete -f gpuctk-e2e-$$"
 out=$("$LAB/bin/gpuctk-runtime" run --bundle "$LAB/bundle" "gpuctk-e2e-$$" 2>&1) || e2e_fail "runc via the shim failed: $out"
-check_gpu0 "$out" "runc via gpuctk-runtime"
+e2e_check_t4_gpu0 "$out" "runc via gpuctk-runtime"
 
 # A failing injection leaves config.json exactly as it was and never starts runc.
 cp "$LAB/config.orig.json" "$LAB/bundle/config.json"

@@ -69,3 +69,47 @@ e2e_expect_no_line() {
 $haystack"
   fi
 }
+
+# The t4-debian fixture host in $LAB/host, a static spec for it in $LAB/cdi (no hooks: the hook
+# subcommands are a later issue), a gpuctk config $LAB/gpuctk.yaml that uses both and logs to
+# $LAB/gpuctk.log, and $LAB/bin/gpuctk-runtime, the shim's name for gpuctk. Sets driver_root, dev_root.
+e2e_t4_host_with_spec() {
+  local gpuctk=$1 fixture=$2
+  "$fixture" materialize t4-debian "$LAB/host" >"$LAB/roots"
+  grep -qx "nodes=real" "$LAB/roots" || e2e_skip "fixture device nodes are not real char devices"
+  driver_root=$(sed -n 's/^driver_root=//p' "$LAB/roots")
+  dev_root=$(sed -n 's/^dev_root=//p' "$LAB/roots")
+  mkdir -p "$LAB/cdi" "$LAB/bin"
+  "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --disable-hook all \
+    --output "$LAB/cdi/nvidia.yaml" 2>/dev/null || e2e_fail "cdi generate failed"
+  cat >"$LAB/gpuctk.yaml" <<YAML
+spec-dirs: [$LAB/cdi]
+driver-root: $driver_root
+dev-root: $dev_root
+log-file: $LAB/gpuctk.log
+log-level: debug
+YAML
+  ln -s "$(realpath "$gpuctk")" "$LAB/bin/gpuctk-runtime"
+}
+
+# What a container sees of GPU 0 of the t4-debian host; e2e_check_t4_gpu0 checks it.
+# shellcheck disable=SC2016  # expanded in the container
+e2e_t4_probe='ls -l /dev/nvidia0 /dev/nvidiactl 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
+for f in /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 /usr/bin/nvidia-smi /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01; do [ -s "$f" ] && echo "file $f"; done
+cat /dev/nvidia0 2>&1 | sed "s/^cat: //"
+echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"'
+
+# e2e_check_t4_gpu0 OUTPUT WHO: the probe's output shows GPU 0, its control node, the utility and compute
+# driver files (no video: NVIDIA_DRIVER_CAPABILITIES defaults to utility,compute) and the env.
+e2e_check_t4_gpu0() {
+  local out=$1 who=$2
+  e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
+  e2e_expect_line "$out" "crw-rw-rw- 195, 255 /dev/nvidiactl"
+  e2e_expect_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
+  e2e_expect_line "$out" "file /usr/bin/nvidia-smi"
+  e2e_expect_no_line "$out" "file /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01"
+  # The node is real (195:0) but no driver serves it here.
+  e2e_expect_line "$out" "can't open '/dev/nvidia0': No such device or address"
+  e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=void"
+  echo "ok: $who"
+}
