@@ -2,7 +2,7 @@
 # Whole-process timing of `gpuctk cdi generate` on the DGX-A100-like fixture host (8 GPUs, 4 in MIG mode),
 # in proc and nvml mode, to stdout and to a file (atomic write: two fsyncs): hyperfine (30 runs, no shell)
 # for median and max, peak_rss for memory.
-#   usage: bench/generate.sh [build-dir]      (default build/bench, configured Release here)
+#   usage: bench/generate.sh [build-dir]      (default build/bench-release, configured Release here)
 source "$(dirname "$0")/lib.sh"
 for mode in proc nvml; do
   for out in stdout file; do

@@ -2,7 +2,7 @@
 # Whole-process timing of `gpuctk hook precreate` for NVIDIA_VISIBLE_DEVICES=all on the DGX-A100-like fixture
 # host: with a static spec installed (JSON, then YAML), and with none (the spec is built in memory, proc mode). hyperfine
 # (30 runs, config.json on stdin) for median and max; peak_rss for memory.
-#   usage: bench/hook.sh [build-dir]      (default build/bench, configured Release here)
+#   usage: bench/hook.sh [build-dir]      (default build/bench-release, configured Release here)
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$root/yaml-spec" "$root/json-spec" "$root/no-spec" "$root/bundle"
 for format in yaml json; do

@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh test
-build=${1:-build/bench}
+# Not build/bench: that is where a build in build/ puts its bench/ subdirectory.
+build=${1:-build/bench-release}
 if [ "$#" -eq 0 ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGPUCTK_TESTS=OFF >/dev/null
   cmake --build "$build" -j"$(nproc)" >/dev/null
