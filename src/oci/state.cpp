@@ -24,7 +24,10 @@ Result<void> read_string(const Json& doc, const char* key, std::string& out) {
     return {};
   }
   if (!it->is_string()) {
-    return state_error("\"" + std::string(key) + "\" is " + json_type_phrase(*it) + ", expected a string");
+    // Built by appending: g++ 12 at -O3 warns falsely (-Wrestrict) on "literal" + std::string&&.
+    std::string message = "\"";
+    message.append(key).append("\" is ").append(json_type_phrase(*it)).append(", expected a string");
+    return state_error(message);
   }
   out = it->get<std::string>();
   return {};
