@@ -80,15 +80,7 @@ Result<DriverVersion> version_without_nvml(const std::string& dev_root, const st
                                            const CacheView& cache) {
   const std::string proc = under_root(dev_root, "/proc/driver/nvidia/version");
   if (lstat_path(proc)) {
-    auto text = read_file(proc);
-    if (!text) {
-      return std::unexpected(text.error());
-    }
-    auto parsed = parse_driver_version(*text);
-    if (!parsed) {
-      return fail_with(proc, parsed.error());
-    }
-    return parsed;
+    return read_parsed(proc, parse_driver_version);
   }
   for (const auto& lib : cache.libraries) {
     if (lib.is_32bit || lib.soname != "libcuda.so.1") {
@@ -128,7 +120,7 @@ Result<void> add_gpu_nodes(const std::string& dev_root, Gpu& gpu, std::vector<st
 
 Result<DeviceNode> cap_node(const std::string& dev_root, std::optional<uint32_t> minor, const std::string& what) {
   if (!minor) {
-    return fail(what + ": not listed in " + under_root(dev_root, "/proc/driver/nvidia-caps/mig-minors"));
+    return fail(what + ": not listed in " + under_root(dev_root, k_mig_minors_path));
   }
   const std::string path = capability_device_path(*minor);
   auto node = stat_device_node(dev_root, path);
@@ -139,19 +131,6 @@ Result<DeviceNode> cap_node(const std::string& dev_root, std::optional<uint32_t>
     return fail(what + ": capability node " + under_root(dev_root, path) + " missing");
   }
   return std::move(**node);
-}
-
-Result<MigMinors> load_mig_minors(const std::string& dev_root) {
-  const std::string path = under_root(dev_root, "/proc/driver/nvidia-caps/mig-minors");
-  auto text = read_file(path);
-  if (!text) {
-    return std::unexpected(text.error());
-  }
-  auto minors = parse_mig_minors(*text);
-  if (!minors) {
-    return fail_with(path, minors.error());
-  }
-  return minors;
 }
 
 // Fills the capability nodes of every MIG device; a MIG device without them is an error, never a silent
@@ -187,13 +166,9 @@ Result<std::vector<Gpu>> gpus_from_proc(const std::string& dev_root, std::vector
   std::vector<Gpu> gpus;
   for (const auto& entry : *entries) {
     const std::string path = dir + "/" + entry.name + "/information";
-    auto text = read_file(path);
-    if (!text) {
-      return std::unexpected(text.error());
-    }
-    auto info = parse_gpu_information(*text);
+    auto info = read_parsed(path, parse_gpu_information);
     if (!info) {
-      return fail_with(path, info.error());
+      return std::unexpected(info.error());
     }
     if (info->excluded) {
       warnings.push_back("GPU " + info->bus_location + ": excluded by the driver; skipped");
@@ -349,7 +324,7 @@ Result<Inventory> discover(const DiscoverOptions& options) {
       continue;
     }
     if (!minors) {
-      auto loaded = load_mig_minors(options.dev_root);
+      auto loaded = read_mig_minors(options.dev_root);
       if (!loaded) {
         return std::unexpected(loaded.error());
       }

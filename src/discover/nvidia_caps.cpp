@@ -5,7 +5,9 @@
 #include <limits>
 #include <set>
 
+#include "discover/host_fs.hpp"
 #include "discover/key_value_lines.hpp"
+#include "util/file.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::discover {
@@ -208,6 +210,10 @@ Result<MigMinors> parse_mig_minors(std::string_view text) {
     out.access.emplace_back(entry.key, entry.minor);
   }
   return out;
+}
+
+Result<MigMinors> read_mig_minors(const std::string& dev_root) {
+  return read_parsed(under_root(dev_root, k_mig_minors_path), parse_mig_minors);
 }
 
 Result<CapabilityFile> parse_capability_file(std::string_view text) {

@@ -52,6 +52,12 @@ struct MigMinors {
 // "mig-minors: line <n>: ...".
 Result<MigMinors> parse_mig_minors(std::string_view text);
 
+// Where the driver publishes the table, under the dev root.
+inline constexpr std::string_view k_mig_minors_path = "/proc/driver/nvidia-caps/mig-minors";
+
+// parse_mig_minors of <dev_root>/proc/driver/nvidia-caps/mig-minors; errors name the file.
+Result<MigMinors> read_mig_minors(const std::string& dev_root);
+
 // A dev-style capability file, e.g. /proc/driver/nvidia/capabilities/mig/config:
 //   DeviceFileMinor: 1
 //   DeviceFileMode: 256      (decimal permission bits: 256 = 0400, 292 = 0444, 438 = 0666)

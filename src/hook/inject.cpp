@@ -288,14 +288,9 @@ Result<std::string> mps_pipe_directory(const std::string& requested, const Confi
 // MIG management capabilities and the MPS pipe directory, which no spec device carries.
 Result<void> add_extras(cdi::ContainerEdits& edits, const Request& request, const Config& cfg) {
   if (request.mig_config || request.mig_monitor) {
-    const std::string path = discover::under_root(cfg.dev_root, "/proc/driver/nvidia-caps/mig-minors");
-    auto text = read_file(path);
-    if (!text) {
-      return std::unexpected(text.error());
-    }
-    auto minors = discover::parse_mig_minors(*text);
+    auto minors = discover::read_mig_minors(cfg.dev_root);
     if (!minors) {
-      return fail_with(path, minors.error());
+      return std::unexpected(minors.error());
     }
     struct Wanted {
       bool wanted;
@@ -308,7 +303,8 @@ Result<void> add_extras(cdi::ContainerEdits& edits, const Request& request, cons
         continue;
       }
       if (!minor) {
-        return fail(path + ": no MIG " + what + " capability");
+        return fail(discover::under_root(cfg.dev_root, discover::k_mig_minors_path) + ": no MIG " + what +
+                    " capability");
       }
       cdi::DeviceNode node;
       node.path = discover::capability_device_path(*minor);

@@ -13,6 +13,21 @@ namespace gpuctk {
 // The bytes of `path`. Errors name the path: "read /x: No such file or directory".
 Result<std::string> read_file(const std::string& path);
 
+// read_file(path) given to `parse` (a function of the text returning a Result); a parse error is
+// prefixed with the path: "/proc/driver/nvidia/version: no version line".
+template <class Parse>
+auto read_parsed(const std::string& path, Parse&& parse) -> decltype(parse(std::string_view{})) {
+  auto text = read_file(path);
+  if (!text) {
+    return std::unexpected(text.error());
+  }
+  auto parsed = parse(std::string_view(*text));
+  if (!parsed) {
+    return fail_with(path, parsed.error());
+  }
+  return parsed;
+}
+
 // Replaces `path` with `content` so that no reader ever sees a partial file: writes a temporary file
 // in the same directory, fsyncs it, sets `mode`, renames it over `path` and fsyncs the directory.
 // On any failure the temporary file is removed and `path` is left as it was.
