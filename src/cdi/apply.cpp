@@ -23,16 +23,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The OCI hook lists a CDI hookName may name (OCI runtime-spec "POSIX-platform Hooks").
-constexpr std::array<std::string_view, 6> k_hook_names = {
-    "prestart",         // deprecated in OCI, still run by runc and crun; accepted by CDI
-    "createRuntime",    // runtime namespace, after the container's namespaces exist
-    "createContainer",  // container namespace, before pivot_root
-    "startContainer",   // container namespace, before the user process
-    "poststart",        // after the user process started
-    "poststop",         // after the container is deleted
-};
-
 // "an object", "a string", ... for error messages.
 std::string with_article(const Json& value) {
   const std::string_view name = value.type_name();

@@ -11,10 +11,12 @@
 //
 // Field order follows the reference Go structs; the codec writes keys in this order.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuctk::cdi {
@@ -53,6 +55,16 @@ struct Hook {
   std::optional<int> timeout{};     // seconds; > 0 when set
 
   bool operator==(const Hook&) const = default;
+};
+
+// The OCI hook points a CDI `hookName` may name, exact case (OCI runtime-spec "POSIX-platform Hooks").
+inline constexpr std::array<std::string_view, 6> k_hook_names{
+    "prestart",         // deprecated in OCI, still run by runc and crun; accepted by every CDI library
+    "createRuntime",    // runtime namespace, after the container's namespaces exist
+    "createContainer",  // container namespace, before pivot_root
+    "startContainer",   // container namespace, before the user process
+    "poststart",        // after the user process started
+    "poststop",         // after the container is deleted
 };
 
 // Intel RDT settings (`intelRdt`, 0.7.0). enableCMT/enableMBM exist in 0.7.0 to 1.0.0 only;

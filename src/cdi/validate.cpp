@@ -4,7 +4,6 @@
 #include <array>
 #include <map>
 #include <optional>
-#include <span>
 
 #include "cdi/version.hpp"
 #include "util/strings.hpp"
@@ -12,16 +11,6 @@
 namespace gpuctk::cdi {
 
 namespace {
-
-// OCI hook points a CDI hook may name (exact case).
-constexpr std::array<std::string_view, 6> k_hook_names{
-    "prestart",         // deprecated in OCI, still accepted by every CDI library
-    "createRuntime",    // runtime namespace, after the container is created
-    "createContainer",  // container namespace, before pivot_root
-    "startContainer",   // container namespace, before the user process starts
-    "poststart",        // after the user process started
-    "poststop",         // after the container is deleted
-};
 
 // Device node types.
 constexpr std::array<std::string_view, 5> k_node_types{
@@ -42,14 +31,6 @@ constexpr size_t k_max_clos_id = 4095;
 
 bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 bool is_alnum(char c) { return is_lower_alnum(c) || (c >= 'A' && c <= 'Z'); }
-
-std::string join(std::span<const std::string_view> words) {
-  std::string out;
-  for (const auto word : words) {
-    out.append(out.empty() ? "" : ", ").append(word);
-  }
-  return out;
-}
 
 // DNS-1123 subdomain (already lower-cased): labels of [a-z0-9-], alphanumeric at both ends.
 bool is_dns_subdomain(std::string_view text) {
@@ -136,8 +117,7 @@ class Validator {
       for (const auto& v : known_versions()) {
         known.push_back(v.str());
       }
-      std::vector<std::string_view> views(known.begin(), known.end());
-      add("cdiVersion", "unknown cdiVersion " + quote(m_spec.cdi_version) + " (known: " + join(views) + ")");
+      add("cdiVersion", "unknown cdiVersion " + quote(m_spec.cdi_version) + " (known: " + join(known, ", ") + ")");
       m_declared.reset();
       return;
     }
@@ -257,7 +237,7 @@ class Validator {
 
   void check_hook(const Hook& hook, const std::string& where) {
     if (std::ranges::find(k_hook_names, hook.hook_name) == k_hook_names.end()) {
-      add(where + ".hookName", "invalid hook name " + quote(hook.hook_name) + " (want one of " + join(k_hook_names) + ")");
+      add(where + ".hookName", "invalid hook name " + quote(hook.hook_name) + " (want one of " + join(k_hook_names, ", ") + ")");
     }
     check_absolute(hook.path, "hook path", where + ".path");
     for (size_t i = 0; i < hook.env.size(); ++i) {

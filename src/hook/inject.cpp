@@ -19,6 +19,7 @@
 #include "discover/nvidia_caps.hpp"
 #include "hook/requirements.hpp"
 #include "util/file.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::hook {
 
@@ -358,14 +359,6 @@ Result<InjectResult> apply_resolved(nlohmann::ordered_json& config, const std::v
   return result;
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    out += (out.empty() ? "" : ",") + item;
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config& cfg, const Log& log) {
@@ -422,7 +415,7 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
   }
   auto result = apply_resolved(config, *devices, std::move(edits), resolver.source());
   if (result) {
-    log.info("injected " + (result->devices.empty() ? std::string("driver only") : join(result->devices)) +
+    log.info("injected " + (result->devices.empty() ? std::string("driver only") : join(result->devices, ",")) +
              " from " + result->spec_source);
   }
   return result;

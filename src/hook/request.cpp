@@ -112,17 +112,6 @@ bool is_legacy_cuda_image(const Environment& env) {
   return non_empty(env, k_cuda_version) && !non_empty(env, k_require_cuda);
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view separator = ",") {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) {
-      out += separator;
-    }
-    out += item;
-  }
-  return out;
-}
-
 // ---- device ids ----------------------------------------------------------------------------------
 
 bool is_hex(char c) {
@@ -232,7 +221,7 @@ Result<void> read_annotations(const Json& config, const RequestConfig& rc, Devic
       names.push_back(name->str());
       list.add_cdi(name->str());
     }
-    log.push_back("request from " + context + ": " + join(names));
+    log.push_back("request from " + context + ": " + join(names, ","));
   }
   return {};
 }
@@ -299,7 +288,7 @@ Result<void> read_volume_mounts(const Json& config, const RequestConfig& rc, Dev
                   std::string(k_device_mount_dir) + " (accept_volume_mounts is off)");
   }
   if (!requested.empty()) {
-    log.push_back("request from volume mounts: " + join(requested));
+    log.push_back("request from volume mounts: " + join(requested, ","));
   }
   return {};
 }

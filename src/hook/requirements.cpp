@@ -162,17 +162,6 @@ Result<Constraint> parse_constraint(std::string_view text) {
 
 // ---- evaluation ----------------------------------------------------------------------------------
 
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) {
-      out += separator;
-    }
-    out += item;
-  }
-  return out;
-}
-
 // Whether the known `host_value` satisfies `constraint`; an error when it cannot be compared.
 Result<bool> satisfies(const Constraint& constraint, const PropertyRow& row, const std::string& host_value) {
   if (row.kind == ValueKind::brand) {

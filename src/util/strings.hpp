@@ -15,6 +15,19 @@ std::string_view trim(std::string_view text);
 // `text` split at every `separator`; empty pieces are kept ("a,,b" -> {"a", "", "b"}).
 std::vector<std::string_view> split(std::string_view text, char separator);
 
+// The items (strings or views) with `separator` between them: join({"a", "b"}, ", ") -> "a, b".
+template <class Range>
+std::string join(const Range& items, std::string_view separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) {
+      out += separator;
+    }
+    out += item;
+  }
+  return out;
+}
+
 // The unsigned decimal number that is all of `text`, or nothing (empty, sign, junk or overflow).
 std::optional<uint64_t> parse_unsigned(std::string_view text);
 
