@@ -288,10 +288,8 @@ Result<Inventory> discover(const DiscoverOptions& options) {
     inv.driver_version = nvml->driver_version;
     inv.cuda_version = nvml->cuda_version;
     // The module flavour is only in /proc; it is informational.
-    if (auto text = read_file(under_root(options.dev_root, "/proc/driver/nvidia/version"))) {
-      if (auto parsed = parse_driver_version(*text)) {
-        inv.kernel_module = parsed->kernel_module;
-      }
+    if (auto parsed = read_parsed(under_root(options.dev_root, "/proc/driver/nvidia/version"), parse_driver_version)) {
+      inv.kernel_module = parsed->kernel_module;
     }
     for (const auto& gpu : nvml->gpus) {
       inv.gpus.push_back(from_nvml(gpu));

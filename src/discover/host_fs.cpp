@@ -81,13 +81,7 @@ Result<std::vector<DirEntry>> list_dir(const std::string& path) {
     unsigned char type = entry->d_type;
     if (type == DT_UNKNOWN) {
       const auto st = lstat_path(path + "/" + entry->d_name);
-      type = !st ? DT_UNKNOWN
-             : S_ISDIR(st->st_mode) ? DT_DIR
-             : S_ISLNK(st->st_mode) ? DT_LNK
-             : S_ISREG(st->st_mode) ? DT_REG
-             : S_ISCHR(st->st_mode) ? DT_CHR
-             : S_ISSOCK(st->st_mode) ? DT_SOCK
-                                     : DT_UNKNOWN;
+      type = st ? static_cast<unsigned char>(IFTODT(st->st_mode)) : static_cast<unsigned char>(DT_UNKNOWN);
     }
     entries.push_back({std::string(name), type});
   }

@@ -282,15 +282,7 @@ Result<LdCache> parse_ld_cache(std::string_view bytes) {
 }
 
 Result<LdCache> read_ld_cache(const std::string& path) {
-  const auto bytes = read_file(path);
-  if (!bytes) {
-    return std::unexpected(bytes.error());
-  }
-  auto cache = parse(*bytes);
-  if (!cache) {
-    return fail_with(path, cache.error());
-  }
-  return cache;
+  return read_parsed(path, parse);
 }
 
 }  // namespace gpuctk::discover

@@ -59,7 +59,7 @@ class Session {
 
   Result<NvmlReport> report() {
     NvmlReport out;
-    char buffer[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    char buffer[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
     if (auto r = check(m_api.driver_version(buffer, sizeof buffer), "nvmlSystemGetDriverVersion"); !r) {
       return std::unexpected(r.error());
     }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cdi/registry.hpp"
 #include "hook/log.hpp"
 #include "hook/request.hpp"
 #include "util/error.hpp"
@@ -15,7 +16,8 @@ namespace gpuctk::hook {
 inline constexpr const char* k_default_config_path = "/etc/gpuctk/config.yaml";
 
 struct Config {
-  std::vector<std::string> spec_dirs{"/etc/cdi", "/var/run/cdi"};  // `spec-dirs`, lowest priority first
+  std::vector<std::string> spec_dirs{cdi::k_default_spec_dirs.begin(),
+                                     cdi::k_default_spec_dirs.end()};  // `spec-dirs`, lowest priority first
   RequestConfig request;            // default-kind, annotation-prefixes, accept-*, supported-capabilities, disable-require
   std::string driver_root = "/";    // `driver-root`: for the in-memory spec when none is installed
   std::string dev_root = "/";       // `dev-root`
