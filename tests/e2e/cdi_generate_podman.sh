@@ -10,11 +10,7 @@ e2e_init
 e2e_podman_init
 e2e_busybox_rootfs
 
-host=t4-debian
-"$fixture" materialize "$host" "$LAB/host" >"$LAB/roots"
-grep -qx "nodes=real" "$LAB/roots" || e2e_skip "fixture device nodes are not real char devices"
-driver_root=$(sed -n 's/^driver_root=//p' "$LAB/roots")
-dev_root=$(sed -n 's/^dev_root=//p' "$LAB/roots")
+e2e_t4_host "$fixture"
 
 # The spec must not collide with another nvidia.com/gpu spec: podman drops conflicting devices.
 mkdir -p /etc/cdi
@@ -56,7 +52,9 @@ e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=void"
 
 # Without a device request nothing is injected (runc leaves the empty mount points it made in the
 # shared rootfs directory behind, hence the non-empty checks).
-out=$(e2e_podman_run --rootfs "$LAB/rootfs" /bin/sh -c "$probe" 2>&1) || true
+out=$(e2e_podman_run --rootfs "$LAB/rootfs" /bin/sh -c "$probe" 2>&1) ||
+  e2e_fail "podman run without a device failed: $out"
 e2e_expect_no_line "$out" "file /usr/bin/nvidia-smi"
 e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
+e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES="
 echo "PASS: podman 4.3.1 ran nvidia.com/gpu=0 and nvidia.com/gpu=all from a gpuctk spec"

@@ -70,15 +70,21 @@ $haystack"
   fi
 }
 
-# The t4-debian fixture host in $LAB/host, a static spec for it in $LAB/cdi (no hooks: the hook
-# subcommands are a later issue), a gpuctk config $LAB/gpuctk.yaml that uses both and logs to
-# $LAB/gpuctk.log, and $LAB/bin/gpuctk-runtime, the shim's name for gpuctk. Sets driver_root, dev_root.
-e2e_t4_host_with_spec() {
-  local gpuctk=$1 fixture=$2
+# The t4-debian fixture host in $LAB/host, with real device nodes. Sets driver_root and dev_root.
+e2e_t4_host() {
+  local fixture=$1
   "$fixture" materialize t4-debian "$LAB/host" >"$LAB/roots"
   grep -qx "nodes=real" "$LAB/roots" || e2e_skip "fixture device nodes are not real char devices"
   driver_root=$(sed -n 's/^driver_root=//p' "$LAB/roots")
   dev_root=$(sed -n 's/^dev_root=//p' "$LAB/roots")
+}
+
+# e2e_t4_host, a static spec for it in $LAB/cdi (no hooks: the hook subcommands are a later issue), a
+# gpuctk config $LAB/gpuctk.yaml that uses both and logs to $LAB/gpuctk.log, and $LAB/bin/gpuctk-runtime,
+# the shim's name for gpuctk.
+e2e_t4_host_with_spec() {
+  local gpuctk=$1 fixture=$2
+  e2e_t4_host "$fixture"
   mkdir -p "$LAB/cdi" "$LAB/bin"
   "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --disable-hook all \
     --output "$LAB/cdi/nvidia.yaml" 2>/dev/null || e2e_fail "cdi generate failed"

@@ -64,7 +64,8 @@ e2e_check_t4_gpu0 "$out" "containerd 1.6 with gpuctk-runtime as its runc"
 grep -q "injected nvidia.com/gpu=0 from $LAB/cdi/nvidia.yaml" "$LAB/gpuctk.log" ||
   e2e_fail "the log does not say what was injected: $(cat "$LAB/gpuctk.log")"
 
-out=$(ctr_run "gpuctk-e2e-none-$$" "" /bin/sh -c "$e2e_t4_probe" 2>&1) || true
+out=$(ctr_run "gpuctk-e2e-none-$$" "" /bin/sh -c "$e2e_t4_probe" 2>&1) ||
+  e2e_fail "ctr run without a request failed: $out"
 e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
 e2e_expect_no_line "$out" "file /usr/bin/nvidia-smi"
 e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES="
