@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <map>
@@ -15,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/path.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cdi {
@@ -76,41 +76,6 @@ Result<Json*> array_at(Json& root, std::initializer_list<const char*> keys) {
   return node;
 }
 
-// Whether `path` is already what clean_path makes of it: absolute, no empty, "." or ".." component, no
-// trailing slash. Spec and config paths nearly always are, and checking is far cheaper than cleaning.
-bool is_clean(std::string_view path) {
-  if (path.empty() || path.front() != '/') {
-    return false;
-  }
-  if (path.size() == 1) {
-    return true;
-  }
-  if (path.back() == '/') {
-    return false;
-  }
-  for (size_t start = 1; start <= path.size();) {
-    const auto end = std::min(path.find('/', start), path.size());
-    const auto part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") {
-      return false;
-    }
-    start = end + 1;
-  }
-  return true;
-}
-
-// `path` cleaned lexically: no "//", "." or "dir/.." components, no trailing "/" (except for "/").
-std::string clean_path(std::string_view path) {
-  if (is_clean(path)) {
-    return std::string(path);
-  }
-  std::string clean = std::filesystem::path(path).lexically_normal().string();
-  if (clean.size() > 1 && clean.back() == '/') {
-    clean.pop_back();
-  }
-  return clean;
-}
-
 // The number of components of the cleaned `path`: "/" -> 0, "/a" -> 1, "/a/b/" -> 2.
 size_t path_depth(std::string_view path) {
   const std::string clean = clean_path(path);
@@ -131,7 +96,7 @@ bool same_path(const Json& entry, const char* key, const std::string& clean) {
     return false;
   }
   const auto& path = it->get_ref<const std::string&>();
-  return is_clean(path) ? path == clean : clean_path(path) == clean;
+  return is_clean_path(path) ? path == clean : clean_path(path) == clean;
 }
 
 // Equality that ignores the order of object keys (a runtime may write a hook's keys in any order).

@@ -8,6 +8,7 @@
 #include "cdi/codec.hpp"
 #include "cdi/validate.hpp"
 #include "util/file.hpp"
+#include "util/path.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cdi {
@@ -15,14 +16,6 @@ namespace gpuctk::cdi {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string normalise_dir(const std::string& dir) {
-  std::string out = fs::path(dir).lexically_normal().string();
-  while (out.size() > 1 && out.back() == '/') {
-    out.pop_back();
-  }
-  return out;
-}
 
 bool is_spec_file_name(std::string_view name) { return name.ends_with(".json") || name.ends_with(".yaml"); }
 
@@ -92,7 +85,7 @@ LoadedSpec load_spec_file(const std::string& path) {
 Registry scan_spec_dirs(std::span<const std::string> dirs) {
   Registry registry;
   for (const std::string& raw_dir : dirs) {
-    const std::string dir = normalise_dir(raw_dir);
+    const std::string dir = clean_path(raw_dir);
     const auto files = list_spec_files(dir);
     if (!files) {
       registry.errors.push_back(files.error().message);

@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <filesystem>
 
 #include "oci/json_text.hpp"
 #include "util/file.hpp"
+#include "util/path.hpp"
 
 namespace gpuctk::oci {
 
@@ -93,15 +93,7 @@ Result<std::string> rootfs_path(const nlohmann::ordered_json& config, const std:
   if (path->get_ref<const std::string&>().empty()) {
     return fail("config.json: root.path is empty");
   }
-  std::filesystem::path rootfs(path->get_ref<const std::string&>());
-  if (rootfs.is_relative()) {
-    rootfs = std::filesystem::path(bundle_dir) / rootfs;
-  }
-  std::string clean = rootfs.lexically_normal().string();
-  if (clean.size() > 1 && clean.back() == '/') {
-    clean.pop_back();
-  }
-  return clean;
+  return clean_absolute_path(path->get_ref<const std::string&>(), bundle_dir);
 }
 
 }  // namespace gpuctk::oci

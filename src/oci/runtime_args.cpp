@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <filesystem>
 #include <optional>
 #include <vector>
+
+#include "util/path.hpp"
 
 namespace gpuctk::oci {
 
@@ -93,19 +94,6 @@ template <size_t N>
 const OptionSpec* find_option(const std::array<OptionSpec, N>& table, std::string_view name) {
   const auto it = std::find_if(table.begin(), table.end(), [&](const OptionSpec& spec) { return spec.name == name; });
   return it == table.end() ? nullptr : &*it;
-}
-
-// `path` made absolute against `cwd` and cleaned lexically.
-std::string absolute(std::string_view path, std::string_view cwd) {
-  std::filesystem::path full(path);
-  if (full.is_relative()) {
-    full = std::filesystem::path(cwd) / full;
-  }
-  std::string clean = full.lexically_normal().string();
-  if (clean.size() > 1 && clean.back() == '/') {
-    clean.pop_back();
-  }
-  return clean;
 }
 
 class Parser {
@@ -209,9 +197,9 @@ class Parser {
       m_out.unparseable = "the current directory is unknown";
       return;
     }
-    m_out.bundle = absolute(bundle_arg.empty() ? std::string_view(".") : bundle_arg, m_cwd);
+    m_out.bundle = clean_absolute_path(bundle_arg.empty() ? std::string_view(".") : bundle_arg, m_cwd);
     // crun resolves --config against the directory it was started in (verified with crun 1.8.1).
-    m_out.config_file = config && !config->empty() ? absolute(*config, m_cwd)
+    m_out.config_file = config && !config->empty() ? clean_absolute_path(*config, m_cwd)
                         : m_out.bundle == "/"             ? "/config.json"
                                                           : m_out.bundle + "/config.json";
   }
