@@ -35,15 +35,24 @@ std::string self_path() {
   return n > 0 ? path.substr(0, static_cast<size_t>(n)) : std::string("/usr/bin/gpuctk");
 }
 
-// The running driver's version, from /proc (cheap: one small read). Empty when unknown.
-std::string running_driver_version(const Config& cfg) {
-  auto text = read_file(discover::under_root(cfg.dev_root, "/proc/driver/nvidia/version"));
-  if (!text) {
-    return {};
+// The running driver's version, from /proc, read at most once per request (the requirements and the
+// spec staleness check both want it). Empty when unknown.
+class RunningDriver {
+ public:
+  explicit RunningDriver(const Config& cfg) : m_cfg(cfg) {}
+  const std::string& version() {
+    if (!m_version) {
+      auto parsed = read_parsed(discover::under_root(m_cfg.dev_root, "/proc/driver/nvidia/version"),
+                                discover::parse_driver_version);
+      m_version = parsed ? parsed->version : std::string();
+    }
+    return *m_version;
   }
-  auto parsed = discover::parse_driver_version(*text);
-  return parsed ? parsed->version : std::string();
-}
+
+ private:
+  const Config& m_cfg;
+  std::optional<std::string> m_version;
+};
 
 // The driver version a generated spec was made for: the enable-cuda-compat hook's argument, else the
 // version suffix of the libcuda it mounts. Empty when the spec does not say.
@@ -67,7 +76,7 @@ std::string spec_driver_version(const cdi::Spec& spec) {
 // The devices that can be resolved, from the spec directories or an in-memory spec.
 class Resolver {
  public:
-  Resolver(const Config& cfg, const Log& log) : m_cfg(cfg), m_log(log) {}
+  Resolver(const Config& cfg, const Log& log, RunningDriver& driver) : m_cfg(cfg), m_log(log), m_driver(driver) {}
 
   // Loads the spec directories; replaces the configured kind's devices with an in-memory spec when
   // the installed one is missing or stale.
@@ -88,7 +97,7 @@ class Resolver {
         files.insert(device.spec_file);
       }
     }
-    const std::string running = running_driver_version(m_cfg);
+    const std::string& running = m_driver.version();
     std::string why;
     if (any == nullptr) {
       why = "no spec for " + m_cfg.request.default_kind + " in the spec directories";
@@ -185,6 +194,7 @@ class Resolver {
 
   const Config& m_cfg;
   const Log& m_log;
+  RunningDriver& m_driver;
   cdi::Registry m_registry;
   std::string m_source;
 };
@@ -323,21 +333,24 @@ Result<void> add_extras(cdi::ContainerEdits& edits, const Request& request, cons
   return {};
 }
 
-Result<void> check_host_requirements(const Request& request, const Config& cfg) {
+Result<void> check_host_requirements(const Request& request, const Config& cfg, RunningDriver& driver) {
   if (request.requirements.empty()) {
     return {};
   }
   HostFacts facts;
-  facts.driver_version = running_driver_version(cfg);
+  facts.driver_version = driver.version();
   facts.cuda_version = cuda_version_for_driver(facts.driver_version);
-  auto gpus = discover::list_dir(discover::under_root(cfg.dev_root, "/proc/driver/nvidia/gpus"));
-  if (gpus) {
+  // GPU brands cost a read per GPU: only when a constraint asks for one.
+  const bool wants_brand = std::ranges::any_of(request.requirements, [](const Requirement& r) {
+    return std::ranges::any_of(r.any_of, [](const std::vector<Constraint>& all) {
+      return std::ranges::any_of(all, [](const Constraint& c) { return c.property == "brand"; });
+    });
+  });
+  const std::string gpus_dir = discover::under_root(cfg.dev_root, "/proc/driver/nvidia/gpus");
+  if (auto gpus = wants_brand ? discover::list_dir(gpus_dir) : Result<std::vector<discover::DirEntry>>{}) {
     for (const auto& entry : *gpus) {
-      const auto path = discover::under_root(cfg.dev_root, "/proc/driver/nvidia/gpus/" + entry.name + "/information");
-      if (auto text = read_file(path)) {
-        if (auto info = discover::parse_gpu_information(*text)) {
-          facts.brands.push_back(brand_for_model(info->model));
-        }
+      if (auto info = read_parsed(gpus_dir + "/" + entry.name + "/information", discover::parse_gpu_information)) {
+        facts.brands.push_back(brand_for_model(info->model));
       }
     }
   }
@@ -372,7 +385,8 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
   if (!request->gpu_container) {
     return InjectResult{};
   }
-  if (auto ok = check_host_requirements(*request, cfg); !ok) {
+  RunningDriver driver(cfg);
+  if (auto ok = check_host_requirements(*request, cfg, driver); !ok) {
     return std::unexpected(ok.error());
   }
 
@@ -393,7 +407,7 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
   const bool needs_default_kind =
       request->driver_only || std::ranges::any_of(names, [&](const std::string& n) { return n.starts_with(kind + "="); });
 
-  Resolver resolver(cfg, log);
+  Resolver resolver(cfg, log, driver);
   if (auto loaded = resolver.load(needs_default_kind); !loaded) {
     return std::unexpected(loaded.error());
   }
@@ -429,7 +443,8 @@ Result<InjectResult> inject_devices(nlohmann::ordered_json& config, const std::v
     }
   }
   const std::string prefix = cfg.request.default_kind + "=";
-  Resolver resolver(cfg, log);
+  RunningDriver driver(cfg);
+  Resolver resolver(cfg, log, driver);
   if (auto loaded = resolver.load(std::ranges::any_of(names, [&](const auto& n) { return n.starts_with(prefix); }));
       !loaded) {
     return std::unexpected(loaded.error());

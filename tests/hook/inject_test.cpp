@@ -235,6 +235,14 @@ TEST_F(InjectTest, RequirementsAreCheckedAgainstTheHost) {
   ASSERT_FALSE(result);
   EXPECT_NE(result.error().message.find("NVIDIA_REQUIRE_CUDA"), std::string::npos) << result.error().message;
   EXPECT_NE(result.error().message.find("12.2"), std::string::npos) << result.error().message;
+  // A brand constraint alone reads the GPUs' information files (the T4 is a Tesla).
+  auto tesla = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_BRAND=brand=tesla"});
+  EXPECT_TRUE(inject(tesla));
+  auto geforce = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_BRAND=brand=geforce"});
+  auto no_brand = inject(geforce);
+  ASSERT_FALSE(no_brand);
+  EXPECT_EQ(no_brand.error().message,
+            "unsatisfied requirement NVIDIA_REQUIRE_BRAND=\"brand=geforce\": host GPU brand is tesla");
 }
 
 TEST_F(InjectTest, MigDevicesByIndexAndUuidOnTheDgx) {
