@@ -551,17 +551,21 @@ Result<void> apply_edits(nlohmann::ordered_json& config, const ContainerEdits& e
   return {};
 }
 
+void append(ContainerEdits& into, const ContainerEdits& from) {
+  into.env.insert(into.env.end(), from.env.begin(), from.env.end());
+  into.device_nodes.insert(into.device_nodes.end(), from.device_nodes.begin(), from.device_nodes.end());
+  into.mounts.insert(into.mounts.end(), from.mounts.begin(), from.mounts.end());
+  into.hooks.insert(into.hooks.end(), from.hooks.begin(), from.hooks.end());
+  if (from.intel_rdt) {
+    into.intel_rdt = from.intel_rdt;
+  }
+  into.additional_gids.insert(into.additional_gids.end(), from.additional_gids.begin(), from.additional_gids.end());
+  into.net_devices.insert(into.net_devices.end(), from.net_devices.begin(), from.net_devices.end());
+}
+
 ContainerEdits merge(const ContainerEdits& a, const ContainerEdits& b) {
   ContainerEdits out = a;
-  out.env.insert(out.env.end(), b.env.begin(), b.env.end());
-  out.device_nodes.insert(out.device_nodes.end(), b.device_nodes.begin(), b.device_nodes.end());
-  out.mounts.insert(out.mounts.end(), b.mounts.begin(), b.mounts.end());
-  out.hooks.insert(out.hooks.end(), b.hooks.begin(), b.hooks.end());
-  if (b.intel_rdt) {
-    out.intel_rdt = b.intel_rdt;
-  }
-  out.additional_gids.insert(out.additional_gids.end(), b.additional_gids.begin(), b.additional_gids.end());
-  out.net_devices.insert(out.net_devices.end(), b.net_devices.begin(), b.net_devices.end());
+  append(out, b);
   return out;
 }
 

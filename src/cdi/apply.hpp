@@ -76,5 +76,7 @@ Result<void> apply_edits(nlohmann::ordered_json& config, const ContainerEdits& e
 // then `b`'s (no dedupe here; apply_edits handles duplicates), intelRdt is `b`'s when set, else `a`'s.
 // Callers merge a spec's spec-wide edits once, before that spec's first requested device.
 ContainerEdits merge(const ContainerEdits& a, const ContainerEdits& b);
+// merge in place: `from` added to the end of `into` (no copy of what `into` holds).
+void append(ContainerEdits& into, const ContainerEdits& from);
 
 }  // namespace gpuctk::cdi

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "cdi/apply.hpp"
 #include "cdi/version.hpp"
 
 namespace gpuctk::cdi {
@@ -18,7 +19,6 @@ using discover::MigDevice;
 // Mount options. Driver files are read-only and must not carry setuid bits or devices; rprivate keeps
 // the container's mounts from propagating back to the host. IPC sockets must be writable to connect.
 const std::vector<std::string> k_file_options{"ro", "nosuid", "nodev", "rbind", "rprivate"};
-const std::vector<std::string> k_ipc_options{"nosuid", "nodev", "rbind", "rprivate", "noexec"};
 
 // Every hook we write carries this explicit environment: a hook must never inherit the container's
 // (an image's LD_PRELOAD would run inside the privileged hook, CVE-2025-23266).
@@ -45,7 +45,7 @@ DeviceNode to_cdi(const discover::DeviceNode& node) {
 }
 
 Mount to_mount(const DriverFile& file) {
-  return {file.host_path, file.container_path, file.kind == FileKind::ipc ? k_ipc_options : k_file_options, ""};
+  return {file.host_path, file.container_path, file.kind == FileKind::ipc ? k_ipc_mount_options : k_file_options, ""};
 }
 
 class Builder {
@@ -247,13 +247,6 @@ class Builder {
     return edits;
   }
 
-  static void append(ContainerEdits& into, const ContainerEdits& from) {
-    into.env.insert(into.env.end(), from.env.begin(), from.env.end());
-    into.device_nodes.insert(into.device_nodes.end(), from.device_nodes.begin(), from.device_nodes.end());
-    into.mounts.insert(into.mounts.end(), from.mounts.begin(), from.mounts.end());
-    into.hooks.insert(into.hooks.end(), from.hooks.begin(), from.hooks.end());
-  }
-
   // Sorted, without duplicates. Hooks keep their order (it is the order they must run in); the
   // create-symlinks hooks of several devices merge into one.
   static void normalise(ContainerEdits& edits) {
@@ -275,14 +268,13 @@ class Builder {
   }
 
   static void merge_link_hooks(std::vector<Hook>& hooks) {
-    const auto is_links = [](const Hook& h) { return h.args.size() > 2 && h.args[2] == k_hook_create_symlinks; };
-    const auto first = std::ranges::find_if(hooks, is_links);
+    const auto first = std::ranges::find_if(hooks, is_create_symlinks_hook);
     if (first == hooks.end()) {
       return;
     }
     std::vector<std::string> pairs;
     for (const auto& h : hooks) {
-      if (is_links(h)) {
+      if (is_create_symlinks_hook(h)) {
         for (size_t i = 4; i < h.args.size(); i += 2) {
           pairs.push_back(h.args[i]);
         }
@@ -297,7 +289,7 @@ class Builder {
       merged.args.push_back(std::move(pair));
     }
     const auto index = first - hooks.begin();
-    std::erase_if(hooks, is_links);
+    std::erase_if(hooks, is_create_symlinks_hook);
     hooks.insert(hooks.begin() + index, std::move(merged));
   }
 
@@ -341,6 +333,10 @@ Result<NameStrategy> parse_name_strategy(std::string_view text) {
   if (text == "uuid") return NameStrategy::uuid;
   if (text == "type-index") return NameStrategy::type_index;
   return fail("unknown device name strategy \"" + std::string(text) + "\" (want index, uuid or type-index)");
+}
+
+bool is_create_symlinks_hook(const Hook& hook) {
+  return hook.args.size() > 2 && hook.args[2] == k_hook_create_symlinks;
 }
 
 Result<void> check_hook_name(std::string_view name) {

@@ -29,6 +29,13 @@ inline constexpr std::string_view k_hook_enable_cuda_compat = "enable-cuda-compa
 inline constexpr std::string_view k_hook_update_ldcache = "update-ldcache";
 inline constexpr std::string_view k_hook_disable_device_node_modification = "disable-device-node-modification";
 
+// Whether `hook` runs `gpuctk hook create-symlinks` (args: gpuctk, hook, create-symlinks, --link, ...).
+bool is_create_symlinks_hook(const Hook& hook);
+
+// Mount options of IPC sockets and directories (persistenced, fabricmanager, MPS): writable, since
+// clients connect to them, but never executable, setuid or device-bearing.
+inline const std::vector<std::string> k_ipc_mount_options{"nosuid", "nodev", "rbind", "rprivate", "noexec"};
+
 // Checks a --disable-hook value: one of the hook names above, or "all".
 Result<void> check_hook_name(std::string_view name);
 

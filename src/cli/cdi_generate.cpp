@@ -1,6 +1,4 @@
 // gpuctk cdi generate: discover the host and write its CDI spec.
-#include <unistd.h>
-
 #include <cstdio>
 #include <memory>
 
@@ -30,17 +28,6 @@ struct GenerateArgs {
   std::vector<std::string> library_search_paths;
   std::vector<std::string> disabled_hooks;
 };
-
-// The absolute path of this gpuctk binary: what generated hooks run by default.
-Result<std::string> own_path() {
-  std::string path(4096, '\0');
-  const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size());
-  if (n <= 0 || static_cast<size_t>(n) >= path.size()) {
-    return fail_errno("read /proc/self/exe", errno);
-  }
-  path.resize(static_cast<size_t>(n));
-  return path;
-}
 
 Result<cdi::Format> output_format(const GenerateArgs& args) {
   if (!args.format.empty()) {
@@ -103,7 +90,7 @@ Result<void> generate(const GenerateArgs& args) {
     }
     build.hook_path = args.hook_path;
   } else {
-    auto self = own_path();
+    auto self = self_exe_path();
     if (!self) {
       return std::unexpected(self.error());
     }

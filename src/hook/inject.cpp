@@ -1,7 +1,5 @@
 #include "hook/inject.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -27,13 +25,6 @@ namespace {
 
 // What a hook we write runs with when a spec gave it no environment: never the container's.
 const std::vector<std::string> k_safe_hook_env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
-const std::vector<std::string> k_ipc_options{"nosuid", "nodev", "rbind", "rprivate", "noexec"};
-
-std::string self_path() {
-  std::string path(4096, '\0');
-  const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size());
-  return n > 0 ? path.substr(0, static_cast<size_t>(n)) : std::string("/usr/bin/gpuctk");
-}
 
 // The running driver's version, from /proc, read at most once per request (the requirements and the
 // spec staleness check both want it). Empty when unknown.
@@ -172,7 +163,7 @@ class Resolver {
     cdi::BuildOptions build;
     build.vendor = kind->vendor;
     build.klass = kind->klass;
-    build.hook_path = self_path();
+    build.hook_path = self_exe_path().value_or("/usr/bin/gpuctk");
     auto spec = cdi::build_spec(*inventory, build);
     if (!spec) {
       return fail_with(why + "; building it in memory failed", spec.error());
@@ -222,7 +213,7 @@ void filter_capabilities(cdi::ContainerEdits& edits, const discover::CapabilityS
   });
   // A link whose target is a dropped file (directly or through another dropped link) goes too.
   for (auto& hook : edits.hooks) {
-    if (hook.args.size() < 3 || hook.args[2] != "create-symlinks") {
+    if (!cdi::is_create_symlinks_hook(hook)) {
       continue;
     }
     bool removed = true;
@@ -248,7 +239,7 @@ void filter_capabilities(cdi::ContainerEdits& edits, const discover::CapabilityS
       }
     }
   }
-  std::erase_if(edits.hooks, [](const cdi::Hook& h) { return h.args.size() == 3 && h.args[2] == "create-symlinks"; });
+  std::erase_if(edits.hooks, [](const cdi::Hook& h) { return cdi::is_create_symlinks_hook(h) && h.args.size() == 3; });
 }
 
 // Spec-wide edits of each spec once, before its first device; then the device's own (CDI order).
@@ -257,9 +248,9 @@ cdi::ContainerEdits collect(const std::vector<const cdi::ResolvedDevice*>& devic
   std::set<const cdi::Spec*> seen;
   for (const auto* device : devices) {
     if (seen.insert(device->spec.get()).second) {
-      edits = cdi::merge(edits, device->spec->container_edits);
+      cdi::append(edits, device->spec->container_edits);
     }
-    edits = cdi::merge(edits, device->device().container_edits);
+    cdi::append(edits, device->device().container_edits);
   }
   return edits;
 }
@@ -328,7 +319,7 @@ Result<void> add_extras(cdi::ContainerEdits& edits, const Request& request, cons
     if (!host) {
       return std::unexpected(host.error());
     }
-    edits.mounts.push_back({*host, request.mps_pipe_directory, k_ipc_options, ""});
+    edits.mounts.push_back({*host, request.mps_pipe_directory, cdi::k_ipc_mount_options, ""});
   }
   return {};
 }

@@ -101,4 +101,14 @@ Result<void> write_file_atomic(const std::string& path, std::string_view content
   return {};
 }
 
+Result<std::string> self_exe_path() {
+  std::string path(4096, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size());
+  if (n <= 0 || static_cast<size_t>(n) >= path.size()) {
+    return fail_errno("read /proc/self/exe", errno);
+  }
+  path.resize(static_cast<size_t>(n));
+  return path;
+}
+
 }  // namespace gpuctk

@@ -28,6 +28,9 @@ auto read_parsed(const std::string& path, Parse&& parse) -> decltype(parse(std::
   return parsed;
 }
 
+// The absolute path of the running executable (/proc/self/exe); errors name /proc/self/exe.
+Result<std::string> self_exe_path();
+
 // Replaces `path` with `content` so that no reader ever sees a partial file: writes a temporary file
 // in the same directory, fsyncs it, sets `mode`, renames it over `path` and fsyncs the directory.
 // On any failure the temporary file is removed and `path` is left as it was.
