@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "oci/json_text.hpp"
 #include "util/path.hpp"
 #include "util/strings.hpp"
 
@@ -23,15 +24,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// "an object", "a string", ... for error messages.
-std::string with_article(const Json& value) {
-  const std::string_view name = value.type_name();
-  const bool vowel = !name.empty() && std::string_view("aeiou").find(name.front()) != std::string_view::npos;
-  return std::string(vowel ? "an " : "a ").append(name);
-}
-
 std::unexpected<Error> wrong_type(std::string_view where, const Json& value, std::string_view expected) {
-  return fail("OCI config: " + std::string(where) + " is " + with_article(value) + ", expected " +
+  return fail("OCI config: " + std::string(where) + " is " + oci::json_type_phrase(value) + ", expected " +
               std::string(expected));
 }
 
@@ -516,7 +510,7 @@ Result<HostNode> stat_host_node(const std::string& host_path) {
 
 Result<void> apply_edits(nlohmann::ordered_json& config, const ContainerEdits& edits, const StatNode& stat) {
   if (!config.is_object()) {
-    return fail("OCI config: the document is " + with_article(config) + ", expected an object");
+    return fail("OCI config: the document is " + oci::json_type_phrase(config) + ", expected an object");
   }
   // Work on a copy so that an error leaves the caller's config untouched.
   Json work = config;

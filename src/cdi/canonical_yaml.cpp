@@ -5,26 +5,18 @@
 #include <array>
 
 #include "cdi/doc_tree.hpp"
+#include "cdi/yaml_scalars.hpp"
 
 namespace gpuctk::cdi {
 namespace {
 
-bool is_key_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
 // Characters of the plain scalars the writer uses: decimal numbers and true/false.
 bool is_plain_char(char c) {
-  return is_key_char(c) || c == '-' || c == '+' || c == '.';
-}
-
-// yaml-cpp reads these plain scalars (and nothing at all) as null.
-bool is_null_word(std::string_view text) {
-  return text == "null" || text == "Null" || text == "NULL";
+  return is_plain_key_char(c) || c == '-' || c == '+' || c == '.';
 }
 
 DocNode plain_node(std::string_view text) {
-  if (is_null_word(text)) {
+  if (is_yaml_null(text)) {  // yaml-cpp reads these as null too
     return DocNode{};
   }
   return DocNode{DocNode::Kind::plain, std::string(text), {}, {}};
@@ -267,7 +259,7 @@ class Reader {
       return true;
     }
     size_t n = 0;
-    while (n < text.size() && is_key_char(text[n])) {
+    while (n < text.size() && is_plain_key_char(text[n])) {
       ++n;
     }
     if (n == 0 || n >= text.size() || text[n] != ':') {
@@ -297,7 +289,7 @@ class Reader {
       if (text.empty()) {
         return false;
       }
-      const bool lone_dash = text.front() == '-' && (text.size() == 1 || !(is_key_char(text[1]) || text[1] == '.'));
+      const bool lone_dash = text.front() == '-' && (text.size() == 1 || !(is_plain_key_char(text[1]) || text[1] == '.'));
       if (lone_dash) {
         return false;
       }

@@ -244,7 +244,7 @@ template <class T>
 bool is_unset(const std::vector<T>& value) { return value.empty(); }
 
 // Direct YAML output (layout below): yaml_value writes what follows "key:" or "-" on a line; a
-// structured value that is not empty continues as a block (yaml_block) two spaces deeper.
+// structured value that is not empty continues on the next lines as a block two spaces deeper.
 void yaml_value(const std::string& value, size_t indent, std::string& out);
 void yaml_value(int64_t value, size_t indent, std::string& out);
 void yaml_value(uint32_t value, size_t indent, std::string& out);
@@ -403,8 +403,8 @@ template <class T>
 struct Field {
   std::string_view key;
   Result<void> (*decode)(const Node& node, const Path& path, T& object);
-  void (*encode)(const T& object, std::string_view key, Json& out);
   bool (*written)(const T& object);                                      // whether the key is written
+  Json (*encode)(const T& object);                                       // its value, for JSON
   void (*write_yaml)(const T& object, size_t indent, std::string& out);  // its value, after "key:"
 };
 
@@ -421,12 +421,8 @@ constexpr auto field(std::string_view key) {
   return Field<T>{
       key,
       [](const Node& node, const Path& path, T& object) { return decode(node, path, object.*Member); },
-      [](const T& object, std::string_view name, Json& out) {
-        if (write == Write::always || !is_unset(object.*Member)) {
-          out[std::string(name)] = encode(object.*Member);
-        }
-      },
       [](const T& object) { return write == Write::always || !is_unset(object.*Member); },
+      [](const T& object) { return encode(object.*Member); },
       [](const T& object, size_t indent, std::string& out) { yaml_value(object.*Member, indent, out); }};
 }
 
@@ -529,7 +525,9 @@ template <class T, size_t N>
 Json encode_object(const std::array<Field<T>, N>& fields, const T& object) {
   Json out = Json::object();
   for (const auto& f : fields) {
-    f.encode(object, f.key, out);
+    if (f.written(object)) {
+      out[std::string(f.key)] = f.encode(object);
+    }
   }
   return out;
 }
@@ -556,9 +554,7 @@ Json encode(const Device& value) { return encode_object(k_device_fields, value);
 // an empty list or object as [] or {}. read_canonical_yaml reads exactly this layout.
 
 void append_yaml_key(std::string_view key, std::string& out) {
-  const bool plain = !key.empty() && std::ranges::all_of(key, [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  });
+  const bool plain = !key.empty() && std::ranges::all_of(key, is_plain_key_char);
   if (plain && !plain_scalar_reading(key)) {
     out += key;
   } else {

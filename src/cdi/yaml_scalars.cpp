@@ -200,7 +200,7 @@ std::optional<std::string_view> plain_scalar_reading(std::string_view plain) {
   if (parse_yaml_bool(plain)) {
     return "a boolean";
   }
-  if (contains(k_null_words, plain)) {
+  if (is_yaml_null(plain)) {
     return "null";
   }
   // Every other reading (numbers, .inf/.nan, timestamps) needs a digit or a dot: most plain scalars,
@@ -261,6 +261,10 @@ std::optional<YamlInteger> parse_yaml_integer(std::string_view text) {
     return std::nullopt;
   }
   return result;
+}
+
+bool is_yaml_null(std::string_view plain) {
+  return contains(k_null_words, plain);
 }
 
 std::optional<bool> parse_yaml_bool(std::string_view plain) {

@@ -33,6 +33,15 @@ struct YamlInteger {
 };
 std::optional<YamlInteger> parse_yaml_integer(std::string_view text);
 
+// Whether the plain scalar `plain` is null to YAML readers: empty, "~", "null", "Null" or "NULL".
+bool is_yaml_null(std::string_view plain);
+
+// The characters of a key the spec writer leaves unquoted (and the canonical reader reads unquoted):
+// ASCII letters and digits.
+constexpr bool is_plain_key_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
 // The YAML 1.1 boolean `plain` (true/false, yes/no, on/off, y/n in three cases); nothing otherwise.
 std::optional<bool> parse_yaml_bool(std::string_view plain);
 
