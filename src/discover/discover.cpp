@@ -87,9 +87,8 @@ Result<DriverVersion> version_without_nvml(const std::string& dev_root, const st
       continue;
     }
     if (const auto real = resolve_in_root(driver_root, lib.path)) {
-      const auto base = real->substr(real->rfind('/') + 1);
-      if (base.starts_with("libcuda.so.") && base.size() > 11) {
-        return DriverVersion{base.substr(11), KernelModule::unknown};
+      if (auto version = library_driver_version(real->substr(real->rfind('/') + 1), "libcuda.so.")) {
+        return DriverVersion{std::move(*version), KernelModule::unknown};
       }
     }
   }

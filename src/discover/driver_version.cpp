@@ -81,4 +81,11 @@ Result<DriverVersion> parse_driver_version(std::string_view text) {
       .kernel_module = before.ends_with("Open") ? KernelModule::open : KernelModule::proprietary};
 }
 
+std::optional<std::string> library_driver_version(std::string_view file_name, std::string_view stem) {
+  if (!file_name.starts_with(stem) || !is_driver_version(file_name.substr(stem.size()))) {
+    return std::nullopt;
+  }
+  return std::string(file_name.substr(stem.size()));
+}
+
 }  // namespace gpuctk::discover

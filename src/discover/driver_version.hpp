@@ -1,6 +1,7 @@
 #pragma once
 // The kernel driver's identity from /proc/driver/nvidia/version.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,5 +25,10 @@ struct DriverVersion {
 // "for <arch>" when present) and must be 2 or 3 dot-separated decimal numbers. Errors start with
 // "driver version: " and say what was expected.
 Result<DriverVersion> parse_driver_version(std::string_view text);
+
+// The driver version a library file name carries after `stem`: ("libcuda.so.550.54.15", "libcuda.so.")
+// -> "550.54.15". Nothing when the rest is not a driver version (2 or 3 dot-separated numbers), as for
+// the SONAME "libcuda.so.1".
+std::optional<std::string> library_driver_version(std::string_view file_name, std::string_view stem);
 
 }  // namespace gpuctk::discover

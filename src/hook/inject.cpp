@@ -56,9 +56,9 @@ std::string spec_driver_version(const cdi::Spec& spec) {
   }
   for (const auto& mount : spec.container_edits.mounts) {
     const auto slash = mount.container_path.rfind('/');
-    const std::string_view name = std::string_view(mount.container_path).substr(slash + 1);
-    if (name.starts_with("libcuda.so.") && std::ranges::count(name, '.') >= 3) {
-      return std::string(name.substr(11));
+    if (auto version =
+            discover::library_driver_version(std::string_view(mount.container_path).substr(slash + 1), "libcuda.so.")) {
+      return *version;
     }
   }
   return {};

@@ -82,5 +82,14 @@ TEST(DriverVersion, GarbageSaysWhatWasExpected) {
             "driver version: expected a version like 550.54.15 after \"Kernel Module\", got \"550.54.1a\"");
 }
 
+TEST(LibraryDriverVersion, OnlyADriverVersionAfterTheStem) {
+  EXPECT_EQ(library_driver_version("libcuda.so.550.54.15", "libcuda.so."), "550.54.15");
+  EXPECT_EQ(library_driver_version("libcuda.so.390.157", "libcuda.so."), "390.157");
+  EXPECT_EQ(library_driver_version("libcuda.so.1", "libcuda.so."), std::nullopt);  // the SONAME
+  EXPECT_EQ(library_driver_version("libcuda.so.", "libcuda.so."), std::nullopt);
+  EXPECT_EQ(library_driver_version("libcuda.so.550.54.15.bak", "libcuda.so."), std::nullopt);
+  EXPECT_EQ(library_driver_version("libnvcuvid.so.550.54.15", "libcuda.so."), std::nullopt);
+}
+
 }  // namespace
 }  // namespace gpuctk::discover
