@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
     // every argument belongs to runc.
     const std::string_view name = argv[0];
     if (name == "gpuctk-runtime" || name.ends_with("/gpuctk-runtime")) {
-      return gpuctk::cli::run_runtime_shim(std::vector<std::string>(argv + 1, argv + argc), "");
+      return gpuctk::cli::run_runtime_shim(std::vector<std::string>(argv + 1, argv + argc));
     }
     return gpuctk::cli::run(argc, argv);
   } catch (const std::exception& e) {

@@ -42,8 +42,8 @@ Action define_hook_precreate(CLI::App& command);
 Action define_runtime(CLI::App& command);
 
 // The runtime shim: injects on create/run, then execs the real runtime with `args` (never returns on
-// success). `config_path` empty: $GPUCTK_CONFIG or the default file.
-int run_runtime_shim(const std::vector<std::string>& args, const std::string& config_path);
+// success). The config is $GPUCTK_CONFIG or the default file.
+int run_runtime_shim(const std::vector<std::string>& args);
 
 // Loads the config and log, runs `body`, and reports its error once (stderr and log).
 int run_with_log(const std::string& config_path,

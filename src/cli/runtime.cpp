@@ -10,7 +10,6 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 
 #include <nlohmann/json.hpp>
 
@@ -55,11 +54,7 @@ Result<std::string> find_runtime(const std::vector<std::string>& runtimes) {
       }
     }
   }
-  std::string names;
-  for (const auto& r : runtimes) {
-    names += (names.empty() ? "" : ", ") + r;
-  }
-  return fail("no low-level runtime found (tried " + names + " on PATH " + search + ")");
+  return fail("no low-level runtime found (tried " + join(runtimes, ", ") + " on PATH " + search + ")");
 }
 
 // The engine reads errors from the --log file it passed (JSON lines with --log-format json).
@@ -69,12 +64,8 @@ void log_to_engine(const oci::RuntimeArgs& args, const std::string& message) {
   }
   std::string line;
   if (args.log_format == "json") {
-    char stamp[32] = {};
-    const std::time_t now = std::time(nullptr);
-    std::tm utc{};
-    ::gmtime_r(&now, &utc);
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    line = nlohmann::json{{"level", "error"}, {"msg", "gpuctk: " + message}, {"time", stamp}}.dump() + "\n";
+    line = nlohmann::json{{"level", "error"}, {"msg", "gpuctk: " + message}, {"time", hook::utc_timestamp()}}.dump() +
+           "\n";
   } else {
     line = "gpuctk: error: " + message + "\n";
   }
@@ -102,31 +93,32 @@ Result<void> edit_bundle(const oci::RuntimeArgs& args, const hook::Config& cfg, 
 
 }  // namespace
 
-int run_runtime_shim(const std::vector<std::string>& args, const std::string& config_path) {
+int run_runtime_shim(const std::vector<std::string>& args) {
   const auto parsed = oci::parse_runtime_args(args);
-  auto cfg = hook::load_config(config_path);
+  // Every failure goes to the engine's --log as well as to stderr.
+  const auto fail_shim = [&parsed](const std::string& message) {
+    log_to_engine(parsed, message);
+    return report(Error{message});
+  };
+  auto cfg = hook::load_config("");  // $GPUCTK_CONFIG or the default file: an engine passes no flags of ours
   if (!cfg) {
-    log_to_engine(parsed, cfg.error().message);
-    return report(cfg.error());
+    return fail_shim(cfg.error().message);
   }
   // Arguments we do not understand go to the runtime untouched: it reports them better than we can.
   if (parsed.unparseable.empty() && parsed.creates_container()) {
     auto log = hook::Log::open(cfg->log_file, cfg->log_level);
     if (!log) {
-      log_to_engine(parsed, log.error().message);
-      return report(log.error());
+      return fail_shim(log.error().message);
     }
     if (auto edited = edit_bundle(parsed, *cfg, *log); !edited) {
       const std::string message = "could not inject GPUs into " + parsed.config_file + ": " + edited.error().message;
       log->error(message);
-      log_to_engine(parsed, message);
-      return report(Error{message});
+      return fail_shim(message);
     }
   }
   auto runtime = find_runtime(cfg->runtimes);
   if (!runtime) {
-    log_to_engine(parsed, runtime.error().message);
-    return report(runtime.error());
+    return fail_shim(runtime.error().message);
   }
   std::vector<char*> argv;
   std::string argv0 = *runtime;
@@ -147,7 +139,7 @@ Action define_runtime(CLI::App& command) {
       "On create/run the bundle's config.json gets the requested GPUs first. The config file comes from "
       "$GPUCTK_CONFIG or /etc/gpuctk/config.yaml.");
   return [&command] {
-    return run_runtime_shim(command.remaining(), "");
+    return run_runtime_shim(command.remaining());
   };
 }
 

@@ -29,19 +29,23 @@ Result<Log> Log::open(const std::string& path, LogLevel level) {
   return log;
 }
 
-void Log::write(LogLevel level, std::string_view message) const {
-  if (!enabled(level)) {
-    return;
-  }
-  static constexpr const char* k_names[] = {"error", "warning", "info", "debug"};
+std::string utc_timestamp() {
   char stamp[32] = {};
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
   ::gmtime_r(&now, &utc);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return stamp;
+}
+
+void Log::write(LogLevel level, std::string_view message) const {
+  if (!enabled(level)) {
+    return;
+  }
+  static constexpr const char* k_names[] = {"error", "warning", "info", "debug"};
   std::string line;
   line.reserve(message.size() + 64);
-  line.append(stamp).append(" gpuctk[").append(std::to_string(::getpid())).append("] ");
+  line.append(utc_timestamp()).append(" gpuctk[").append(std::to_string(::getpid())).append("] ");
   line.append(k_names[static_cast<int>(level)]).append(": ").append(message).push_back('\n');
   // A log that cannot be written must not fail the container; the error still reaches stderr.
   [[maybe_unused]] const ssize_t n = ::write(m_fd.get(), line.data(), line.size());

@@ -13,6 +13,9 @@ namespace gpuctk::hook {
 
 enum class LogLevel { error = 0, warning = 1, info = 2, debug = 3 };
 
+// The current time as log lines carry it: "2026-11-22T06:19:32Z".
+std::string utc_timestamp();
+
 // Parses "error", "warning", "info", "debug".
 Result<LogLevel> parse_log_level(std::string_view text);
 
