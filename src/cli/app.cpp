@@ -1,3 +1,4 @@
+#include <cerrno>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -35,6 +36,13 @@ const CommandRow k_commands[] = {
 int report(const Error& error) {
   std::fprintf(stderr, "gpuctk: error: %s\n", error.message.c_str());
   return k_exit_failure;
+}
+
+Result<void> write_stdout(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    return fail_errno("write standard output", errno);
+  }
+  return {};
 }
 
 int run(int argc, char** argv) {

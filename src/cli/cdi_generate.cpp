@@ -116,8 +116,8 @@ Result<void> generate(const GenerateArgs& args) {
   }
   const std::string text = cdi::write_spec(*spec, *format);
   if (args.output == "-") {
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-      return fail_errno("write standard output", errno);
+    if (auto written = write_stdout(text); !written) {
+      return written;
     }
   } else if (auto written = write_file_atomic(args.output, text, 0644); !written) {
     return written;

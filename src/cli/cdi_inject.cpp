@@ -1,6 +1,5 @@
 // gpuctk cdi inject: apply CDI devices to a config.json — of a bundle (replaced atomically), or from
 // stdin to stdout. A tool for people and tests; the runtime paths use the same injection code.
-#include <cstdio>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -53,11 +52,7 @@ Action define_cdi_inject(CLI::App& command) {
       if (!args->bundle.empty()) {
         return oci::write_config(args->bundle, *config);
       }
-      const std::string text = oci::dump_config(*config);
-      if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-        return fail_errno("write standard output", errno);
-      }
-      return {};
+      return write_stdout(oci::dump_config(*config));
     });
   };
 }

@@ -4,6 +4,7 @@
 // action that runs the command after a successful parse.
 
 #include <functional>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -28,6 +29,9 @@ struct CommandRow {
 
 // Prints "gpuctk: error: <message>" on stderr and returns k_exit_failure.
 int report(const Error& error);
+
+// `text` to stdout, flushed; a short write is "write standard output: <errno text>".
+Result<void> write_stdout(std::string_view text);
 
 // Runs gpuctk with the given arguments; returns the process exit code.
 int run(int argc, char** argv);

@@ -32,13 +32,6 @@ Result<std::string> read_stdin() {
   }
 }
 
-Result<void> write_stdout(std::string_view text) {
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-    return fail_errno("write standard output", errno);
-  }
-  return {};
-}
-
 }  // namespace
 
 int run_with_log(const std::string& config_path, const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body) {
