@@ -198,7 +198,7 @@ Result<void> migs_from_proc(const std::string& dev_root, Gpu& gpu) {
   }
   std::vector<std::pair<uint32_t, uint32_t>> instances;
   for (const auto& gi : *gis) {
-    const auto gi_id = gi.name.starts_with("gi") ? parse_unsigned(std::string_view(gi.name).substr(2)) : std::nullopt;
+    const auto gi_id = gi.name.starts_with("gi") ? parse_u32(std::string_view(gi.name).substr(2)) : std::nullopt;
     if (!gi_id) {
       continue;
     }
@@ -207,9 +207,9 @@ Result<void> migs_from_proc(const std::string& dev_root, Gpu& gpu) {
       return std::unexpected(cis.error());
     }
     for (const auto& ci : *cis) {
-      const auto ci_id = ci.name.starts_with("ci") ? parse_unsigned(std::string_view(ci.name).substr(2)) : std::nullopt;
+      const auto ci_id = ci.name.starts_with("ci") ? parse_u32(std::string_view(ci.name).substr(2)) : std::nullopt;
       if (ci_id) {
-        instances.emplace_back(static_cast<uint32_t>(*gi_id), static_cast<uint32_t>(*ci_id));
+        instances.emplace_back(*gi_id, *ci_id);
       }
     }
   }

@@ -1,6 +1,5 @@
 #include "discover/gpu_information.hpp"
 
-#include <limits>
 #include <map>
 
 #include "discover/key_value_lines.hpp"
@@ -94,11 +93,11 @@ Result<GpuInformation> parse_gpu_information(std::string_view text) {
   if (!minor_text) {
     return std::unexpected(minor_text.error());
   }
-  const auto minor = parse_unsigned(*minor_text);
-  if (!minor || *minor > std::numeric_limits<uint32_t>::max()) {
+  const auto minor = parse_u32(*minor_text);
+  if (!minor) {
     return field_error("Device Minor", "expected a decimal number, got " + quote(*minor_text));
   }
-  info.minor = static_cast<uint32_t>(*minor);
+  info.minor = *minor;
 
   if (const auto firmware = field("GPU Firmware"); firmware && !firmware->empty() && *firmware != "N/A") {
     info.firmware = std::string(*firmware);

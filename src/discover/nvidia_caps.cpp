@@ -16,14 +16,6 @@ namespace {
 constexpr std::string_view k_mig_context = "mig-minors";
 constexpr std::string_view k_cap_context = "capability file";
 
-std::optional<uint32_t> parse_u32(std::string_view text) {
-  const auto value = parse_unsigned(text);
-  if (!value || *value > std::numeric_limits<uint32_t>::max()) {
-    return std::nullopt;
-  }
-  return static_cast<uint32_t>(*value);
-}
-
 std::unexpected<Error> mig_line_error(size_t line, const std::string& message) {
   return fail(std::string(k_mig_context) + ": line " + std::to_string(line) + ": " + message);
 }

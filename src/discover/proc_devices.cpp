@@ -1,6 +1,5 @@
 #include "discover/proc_devices.hpp"
 
-#include <limits>
 #include <vector>
 
 #include "util/strings.hpp"
@@ -52,12 +51,12 @@ Result<CharDevices> parse_proc_devices(std::string_view text) {
       return line_error(i + 1, "expected \"" + std::string(k_char_header) + "\", got " + quote(line));
     }
     const auto space = line.find_first_of(" \t");
-    const auto major = parse_unsigned(line.substr(0, space));
+    const auto major = parse_u32(line.substr(0, space));
     const auto name = space == std::string_view::npos ? std::string_view() : trim(line.substr(space));
-    if (!major || *major > std::numeric_limits<uint32_t>::max() || name.empty()) {
+    if (!major || name.empty()) {
       return line_error(i + 1, "expected \"<major> <name>\", got " + quote(line));
     }
-    const auto [it, inserted] = devices.majors.emplace(std::string(name), static_cast<uint32_t>(*major));
+    const auto [it, inserted] = devices.majors.emplace(std::string(name), *major);
     if (!inserted) {
       return line_error(i + 1, quote(name) + " listed twice (majors " + std::to_string(it->second) + " and " +
                                    std::to_string(*major) + ")");

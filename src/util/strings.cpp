@@ -1,6 +1,7 @@
 #include "util/strings.hpp"
 
 #include <charconv>
+#include <limits>
 
 namespace gpuctk {
 
@@ -36,6 +37,14 @@ std::optional<uint64_t> parse_unsigned(std::string_view text) {
     return std::nullopt;
   }
   return value;
+}
+
+std::optional<uint32_t> parse_u32(std::string_view text) {
+  const auto value = parse_unsigned(text);
+  if (!value || *value > std::numeric_limits<uint32_t>::max()) {
+    return std::nullopt;
+  }
+  return static_cast<uint32_t>(*value);
 }
 
 std::string quote(std::string_view text) {

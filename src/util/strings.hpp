@@ -31,6 +31,9 @@ std::string join(const Range& items, std::string_view separator) {
 // The unsigned decimal number that is all of `text`, or nothing (empty, sign, junk or overflow).
 std::optional<uint64_t> parse_unsigned(std::string_view text);
 
+// parse_unsigned limited to 32 bits (device numbers, instance ids): nothing above UINT32_MAX.
+std::optional<uint32_t> parse_u32(std::string_view text);
+
 // `text` with every character that is not printable ASCII escaped, quoted: "a\nb" -> "\"a\\nb\"".
 std::string quote(std::string_view text);
 

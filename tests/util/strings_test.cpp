@@ -21,6 +21,14 @@ TEST(Strings, SplitKeepsEmptyPieces) {
   EXPECT_EQ(split("", ',').size(), 1u);
 }
 
+TEST(Strings, ParseU32StopsAt32Bits) {
+  EXPECT_EQ(parse_u32("0"), 0u);
+  EXPECT_EQ(parse_u32("4294967295"), 4294967295u);
+  EXPECT_EQ(parse_u32("4294967296"), std::nullopt);  // would wrap to 0 as a uint32_t
+  EXPECT_EQ(parse_u32("-1"), std::nullopt);
+  EXPECT_EQ(parse_u32(""), std::nullopt);
+}
+
 TEST(Strings, ParseUnsignedAcceptsOnlyWholeDecimalNumbers) {
   EXPECT_EQ(parse_unsigned("0"), 0u);
   EXPECT_EQ(parse_unsigned("195"), 195u);
