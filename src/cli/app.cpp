@@ -1,9 +1,11 @@
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <map>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::cli {
 
@@ -17,7 +19,7 @@ struct GroupRow {
 // Command groups: a group alone is a usage error that lists its commands.
 constexpr GroupRow k_groups[] = {
     {"cdi", "Container Device Interface specs: generate, validate, list, inject"},
-    {"hook", "OCI hooks: injection at precreate"},
+    {"hook", "OCI hooks: injection at precreate, and the createContainer hooks that specs reference"},
 };
 
 // Every command, in the order --help lists them.
@@ -27,6 +29,11 @@ const CommandRow k_commands[] = {
     {"cdi", "list", "List the qualified device names resolvable from the CDI spec directories", define_cdi_list},
     {"cdi", "inject", "Apply CDI devices to an OCI config.json (of a bundle, or stdin to stdout)", define_cdi_inject},
     {"hook", "precreate", "config.json on stdin -> config.json with the requested GPUs on stdout", define_hook_precreate},
+    {"hook", "create-symlinks", "createContainer hook: create symlinks inside the container root", define_hook_create_symlinks},
+    {"hook", "update-ldcache", "createContainer hook: add library directories to the container's linker cache (sandboxed host ldconfig)", define_hook_update_ldcache},
+    {"hook", "enable-cuda-compat", "createContainer hook: use the image's CUDA forward-compat libraries when they fit the host driver", define_hook_enable_cuda_compat},
+    {"hook", "disable-device-node-modification", "createContainer hook: hide ModifyDeviceFiles from the container's driver libraries", define_hook_disable_device_node_modification},
+    {"hook", "chmod", "createContainer hook: set the mode of paths inside the container root", define_hook_chmod},
     {"", "runtime", "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun", define_runtime},
     {"", "info", "Show what discovery finds: driver, GPUs, MIG devices, driver files, warnings", define_info},
 };
@@ -46,6 +53,19 @@ Result<void> write_stdout(std::string_view text) {
 }
 
 int run(int argc, char** argv) {
+  // A spec written by a newer gpuctk may name a hook this binary does not have: starting the container
+  // without it beats refusing it (the hooks are refinements), so warn and succeed.
+  if (argc >= 3 && std::string_view(argv[1]) == "hook" && argv[2][0] != '-') {
+    const std::string_view name = argv[2];
+    const bool known = std::ranges::any_of(k_commands, [&](const CommandRow& row) {
+      return std::string_view(row.group) == "hook" && name == row.name;
+    });
+    if (!known) {
+      std::fprintf(stderr, "gpuctk: warning: unknown hook %s ignored (a spec from a newer gpuctk?)\n",
+                   quote(name).c_str());
+      return k_exit_ok;
+    }
+  }
   CLI::App app{"gpuctk: gives containers their GPUs (CDI spec generator and OCI hook)", "gpuctk"};
   app.set_version_flag("--version", "gpuctk " GPUCTK_VERSION);
   app.require_subcommand(1);

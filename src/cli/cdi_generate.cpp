@@ -90,9 +90,14 @@ Result<void> generate(const GenerateArgs& args) {
     }
     build.hook_path = args.hook_path;
   } else {
+    // This binary, by the path it was started from: the installed one, unless an upgrade replaced it.
     auto self = self_exe_path();
     if (!self) {
       return std::unexpected(self.error());
+    }
+    if (self->ends_with(" (deleted)")) {
+      return fail("--hook-path: this gpuctk (" + *self + ") was replaced since it started; name the installed "
+                  "binary with --hook-path");
     }
     build.hook_path = *self;
   }

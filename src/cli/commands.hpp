@@ -10,6 +10,7 @@
 
 #include "hook/config.hpp"
 #include "hook/log.hpp"
+#include "rootfs/in_root.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::cli {
@@ -44,6 +45,23 @@ Action define_info(CLI::App& command);
 Action define_cdi_inject(CLI::App& command);
 Action define_hook_precreate(CLI::App& command);
 Action define_runtime(CLI::App& command);
+Action define_hook_create_symlinks(CLI::App& command);
+Action define_hook_update_ldcache(CLI::App& command);
+Action define_hook_enable_cuda_compat(CLI::App& command);
+Action define_hook_disable_device_node_modification(CLI::App& command);
+Action define_hook_chmod(CLI::App& command);
+
+// The --config option every hook has.
+void add_config_option(CLI::App& command, std::string& config_path);
+
+// An in-container hook's body: the opened container root, the config and the log.
+using ContainerHookBody =
+    std::function<Result<void>(const rootfs::Root& root, const hook::Config& config, const hook::Log& log)>;
+
+// Runs an in-container (createContainer) hook: loads the config and log, reads the OCI state on stdin
+// (bounded), opens the container root it names, runs `body`; errors are prefixed with `name` and
+// reported once (stderr and log).
+int run_container_hook(const std::string& config_path, const std::string& name, const ContainerHookBody& body);
 
 // The runtime shim: injects on create/run, then execs the real runtime with `args` (never returns on
 // success). The config is $GPUCTK_CONFIG or the default file.

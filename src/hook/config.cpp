@@ -86,6 +86,8 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
   if (key == "accept-volume-mounts") return set_bool(c.request.accept_volume_mounts);
   if (key == "disable-require") return set_bool(c.request.disable_require);
   if (key == "driver-root") return set_path(c.driver_root);
+  if (key == "hook-path") return set_path(c.hook_path);
+  if (key == "allow-ldconfig-from-container") return set_bool(c.allow_ldconfig_from_container);
   if (key == "dev-root") return set_path(c.dev_root);
   if (key == "default-kind") {
     auto kind = scalar(value, key);

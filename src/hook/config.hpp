@@ -14,6 +14,11 @@
 namespace gpuctk::hook {
 
 inline constexpr const char* k_default_config_path = "/etc/gpuctk/config.yaml";
+#ifndef GPUCTK_INSTALLED_BINARY
+#define GPUCTK_INSTALLED_BINARY "/usr/bin/gpuctk"
+#endif
+// Where `cmake --install` puts gpuctk (CMAKE_INSTALL_PREFIX/bin/gpuctk).
+inline constexpr const char* k_default_hook_path = GPUCTK_INSTALLED_BINARY;
 
 struct Config {
   std::vector<std::string> spec_dirs{cdi::k_default_spec_dirs.begin(),
@@ -25,6 +30,12 @@ struct Config {
   // `mps-pipe-roots`: the only host directories (and their subdirectories) a container may have mounted
   // through CUDA_MPS_PIPE_DIRECTORY; the variable comes from the container, so it must not name /etc.
   std::vector<std::string> mps_pipe_roots{"/tmp/nvidia-mps", "/run/nvidia/mps"};
+  // `hook-path`: the gpuctk binary the in-memory spec's createContainer hooks run: the installed path,
+  // never /proc/self/exe (which reads "... (deleted)" after an upgrade replaced the binary).
+  std::string hook_path = k_default_hook_path;
+  // `allow-ldconfig-from-container`: whether update-ldcache may run an ldconfig of the image (a path
+  // without "@"). Off: only the host's ldconfig ever runs on a container root.
+  bool allow_ldconfig_from_container = false;
   std::string log_file;             // `log-file`: "" logs nothing
   LogLevel log_level = LogLevel::info;  // `log-level`
 };

@@ -163,7 +163,7 @@ class Resolver {
     cdi::BuildOptions build;
     build.vendor = kind->vendor;
     build.klass = kind->klass;
-    build.hook_path = self_exe_path().value_or("/usr/bin/gpuctk");
+    build.hook_path = m_cfg.hook_path;
     auto spec = cdi::build_spec(*inventory, build);
     if (!spec) {
       return fail_with(why + "; building it in memory failed", spec.error());

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "util/fd.hpp"
 
@@ -43,26 +44,48 @@ std::string parent_dir(const std::string& path) {
 
 }  // namespace
 
+Result<std::string> read_fd(int fd, const std::string& what, size_t max_size) {
+  std::string content;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return fail_errno("read " + what, errno);
+    }
+    if (n == 0) {
+      return content;
+    }
+    if (static_cast<size_t>(n) > max_size - content.size()) {
+      return fail("read " + what + ": larger than " + std::to_string(max_size) + " bytes");
+    }
+    content.append(buffer, static_cast<size_t>(n));
+  }
+}
+
 Result<std::string> read_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     return fail_errno("read " + path, errno);
   }
-  std::string content;
-  char buffer[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return fail_errno("read " + path, errno);
-    }
-    if (n == 0) {
-      return content;
-    }
-    content.append(buffer, static_cast<size_t>(n));
+  return read_fd(fd.get(), path, SIZE_MAX);
+}
+
+Result<std::string> read_file_nofollow(const std::string& path, size_t max_size) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
+    return fail_errno("read " + path, errno == ELOOP ? ELOOP : errno);
   }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return fail_errno("read " + path, errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail("read " + path + ": not a regular file");
+  }
+  return read_fd(fd.get(), path, max_size);
 }
 
 Result<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode) {

@@ -13,6 +13,13 @@ namespace gpuctk {
 // The bytes of `path`. Errors name the path: "read /x: No such file or directory".
 Result<std::string> read_file(const std::string& path);
 
+// Everything readable from `fd`, at most `max_size` bytes ("read <what>: larger than N bytes" beyond).
+Result<std::string> read_fd(int fd, const std::string& what, size_t max_size);
+
+// The bytes of the regular file `path`, opened without following a symlink as its last component
+// (O_NOFOLLOW), at most `max_size` of them. For files in directories others can write (bundles).
+Result<std::string> read_file_nofollow(const std::string& path, size_t max_size);
+
 // read_file(path) given to `parse` (a function of the text returning a Result); a parse error is
 // prefixed with the path: "/proc/driver/nvidia/version: no version line".
 template <class Parse>

@@ -1,0 +1,277 @@
+#include "hook/container_hooks.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+
+#include "hook/cuda_compat.hpp"
+#include "oci/bundle.hpp"
+#include "oci/state.hpp"
+#include "rootfs/file_mount.hpp"
+#include "rootfs/sandbox.hpp"
+#include "util/file.hpp"
+#include "util/path.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::hook {
+
+namespace {
+
+// The largest compat library mapped to read its ELF note (a real libcuda is about 30 MiB).
+constexpr off_t k_max_compat_library = 512 << 20;
+
+// A read-only private mapping of a file, unmapped on destruction.
+class Mapping {
+ public:
+  Mapping(int fd, size_t size) : m_size(size) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    m_data = p == MAP_FAILED ? nullptr : p;
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (m_data != nullptr) {
+      ::munmap(m_data, m_size);
+    }
+  }
+  [[nodiscard]] bool ok() const { return m_data != nullptr; }
+  [[nodiscard]] std::string_view bytes() const { return {static_cast<const char*>(m_data), m_size}; }
+
+ private:
+  void* m_data = nullptr;
+  size_t m_size = 0;
+};
+
+// Names of the regular files in the directory `dir` (an fd opened for reading; consumed).
+std::vector<std::string> regular_files(UniqueFd dir) {
+  std::vector<std::string> names;
+  DIR* stream = ::fdopendir(dir.get());
+  if (stream == nullptr) {
+    return names;
+  }
+  dir.release();
+  while (const dirent* entry = ::readdir(stream)) {
+    struct stat st {};
+    if (::fstatat(::dirfd(stream), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+      names.emplace_back(entry->d_name);
+    }
+  }
+  ::closedir(stream);
+  return names;
+}
+
+}  // namespace
+
+Result<std::string> container_root_from_state(std::string_view state_json) {
+  auto state = oci::parse_state(state_json);
+  if (!state) {
+    return std::unexpected(state.error());
+  }
+  if (state->bundle.empty() || state->bundle.front() != '/') {
+    return fail("OCI state: bundle " + quote(state->bundle) + " is not an absolute path");
+  }
+  if (!state->root.empty()) {
+    return clean_absolute_path(state->root, state->bundle);
+  }
+  const std::string path = oci::config_path(state->bundle);
+  auto text = read_file_nofollow(path, k_max_config_size);
+  if (!text) {
+    return std::unexpected(text.error());
+  }
+  auto config = oci::parse_config(*text);
+  if (!config) {
+    return fail_with(path, config.error());
+  }
+  return oci::rootfs_path(*config, state->bundle);
+}
+
+Result<std::vector<Link>> parse_links(const std::vector<std::string>& values) {
+  if (values.size() > k_max_hook_args) {
+    return fail("too many links: " + std::to_string(values.size()));
+  }
+  std::map<std::string, std::string> by_link;
+  std::vector<Link> links;
+  for (const auto& value : values) {
+    const size_t sep = value.find("::");
+    if (sep == std::string::npos || sep == 0 || sep + 2 == value.size() ||
+        value.find("::", sep + 2) != std::string::npos) {
+      return fail("--link " + quote(value) + ": expected TARGET::LINK");
+    }
+    Link link{value.substr(0, sep), value.substr(sep + 2)};
+    if (auto parts = rootfs::split_container_path(link.link); !parts) {
+      return fail_with("--link " + quote(value), parts.error());
+    }
+    const auto [it, inserted] = by_link.emplace(link.link, link.target);
+    if (!inserted) {
+      if (it->second != link.target) {
+        return fail("--link: " + quote(link.link) + " is given two targets, " + quote(it->second) + " and " +
+                    quote(link.target));
+      }
+      continue;
+    }
+    links.push_back(std::move(link));
+  }
+  return links;
+}
+
+Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>& links) {
+  size_t changed = 0;
+  for (const auto& link : links) {
+    auto result = rootfs::create_symlink(root, link.target, link.link);
+    if (!result) {
+      return std::unexpected(result.error());
+    }
+    changed += *result == rootfs::LinkResult::created ? 1 : 0;
+  }
+  return changed;
+}
+
+Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root, const Config& config) {
+  if (ldconfig_path.starts_with('@')) {
+    std::string host(ldconfig_path.substr(1));
+    if (host.empty() || host.front() != '/') {
+      return fail("--ldconfig-path " + quote(ldconfig_path) + ": expected @ and an absolute host path");
+    }
+    if (const std::string real = host + ".real"; ::access(real.c_str(), X_OK) == 0) {
+      host = real;
+    }
+    return rootfs::seal_host_program(host);
+  }
+  if (!config.allow_ldconfig_from_container) {
+    return fail("--ldconfig-path " + quote(ldconfig_path) +
+                ": an ldconfig of the container is not run (allow-ldconfig-from-container is false); use @" +
+                std::string(ldconfig_path) + " for the host's");
+  }
+  // The image's program, opened inside the root; it still runs only in the sandbox.
+  auto fd = rootfs::open_in_root(root, ldconfig_path, O_PATH, rootfs::FollowLast::yes);
+  if (!fd) {
+    return std::unexpected(fd.error());
+  }
+  return rootfs::seal_host_program("/proc/self/fd/" + std::to_string(fd->get()));
+}
+
+Result<bool> enable_cuda_compat(const rootfs::Root& root, std::string_view host_driver_version,
+                                std::string_view compat_dir) {
+  if (host_driver_version.empty()) {
+    return false;
+  }
+  auto dir = rootfs::open_in_root(root, compat_dir, O_RDONLY | O_DIRECTORY, rootfs::FollowLast::yes);
+  if (!dir) {
+    return false;  // no compat directory (or not one we may read safely): nothing to enable
+  }
+  const int dir_fd = dir->get();
+  UniqueFd listing(::dup(dir_fd));
+  if (!listing) {
+    return fail_errno("dup", errno);
+  }
+  ::fcntl(listing.get(), F_SETFD, FD_CLOEXEC);
+  const auto version = compat_library_version(regular_files(std::move(listing)));
+  if (!version) {
+    return false;
+  }
+  const std::string name = "libcuda.so." + *version;
+  UniqueFd file(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+      st.st_size > k_max_compat_library) {
+    return false;
+  }
+  const Mapping mapping(file.get(), static_cast<size_t>(st.st_size));
+  if (!mapping.ok()) {
+    return fail_errno("map " + std::string(compat_dir) + "/" + name, errno);
+  }
+  auto note = parse_cuda_compat_note(mapping.bytes());
+  if (!note) {
+    return fail_with(std::string(compat_dir) + "/" + name, note.error());
+  }
+  if (!use_cuda_compat(*version, *note, host_driver_version)) {
+    return false;
+  }
+  if (auto r = rootfs::write_file(root, k_cuda_compat_dropin, std::string(compat_dir) + "\n", 0644); !r) {
+    return std::unexpected(r.error());
+  }
+  return true;
+}
+
+std::optional<std::string> params_without_device_modification(std::string_view params) {
+  std::string out;
+  bool changed = false;
+  for (const auto line : split(params, '\n')) {
+    const size_t colon = line.find(':');
+    if (colon != std::string_view::npos && trim(line.substr(0, colon)) == "ModifyDeviceFiles" &&
+        trim(line.substr(colon + 1)) != "0") {
+      out.append("ModifyDeviceFiles: 0");
+      changed = true;
+    } else {
+      out.append(line);
+    }
+    out += '\n';
+  }
+  if (!changed) {
+    return std::nullopt;
+  }
+  out.pop_back();  // split() gives one more piece than there are newlines
+  return out;
+}
+
+Result<bool> disable_device_node_modification(const rootfs::Root& root, const std::string& host_params) {
+  constexpr const char* k_params = "/proc/driver/nvidia/params";
+  auto text = read_file_nofollow(host_params, 1 << 20);
+  if (!text) {
+    if (::access(host_params.c_str(), F_OK) != 0 && errno == ENOENT) {
+      return false;  // no driver loaded: nothing can create nodes
+    }
+    return std::unexpected(text.error());
+  }
+  const auto rewritten = params_without_device_modification(*text);
+  if (!rewritten) {
+    return false;
+  }
+  if (!rootfs::open_in_root(root, k_params, O_PATH, rootfs::FollowLast::no)) {
+    return false;  // the container sees no params file (its /proc has no driver directory)
+  }
+  if (auto r = rootfs::mount_readonly_file(root, k_params, *rewritten); !r) {
+    return std::unexpected(r.error());
+  }
+  return true;
+}
+
+Result<size_t> chmod_paths(const rootfs::Root& root, unsigned mode, const std::vector<std::string>& paths) {
+  if (mode > 07777) {
+    return fail("--mode " + std::to_string(mode) + ": not a file mode");
+  }
+  size_t changed = 0;
+  for (const auto& path : paths) {
+    auto fd = rootfs::open_in_root(root, path, O_PATH, rootfs::FollowLast::no);
+    if (!fd) {
+      return std::unexpected(fd.error());
+    }
+    struct stat st {};
+    if (::fstat(fd->get(), &st) != 0) {
+      return fail_errno("chmod " + path, errno);
+    }
+    if (S_ISLNK(st.st_mode)) {
+      return fail("chmod " + path + " in container root " + root.path() + ": is a symlink");
+    }
+    if ((st.st_mode & 07777) == mode) {
+      continue;
+    }
+    const std::string self = "/proc/self/fd/" + std::to_string(fd->get());
+    if (::chmod(self.c_str(), static_cast<mode_t>(mode)) != 0) {
+      if (errno == EPERM) {
+        continue;
+      }
+      return fail_errno("chmod " + path + " in container root " + root.path(), errno);
+    }
+    ++changed;
+  }
+  return changed;
+}
+
+}  // namespace gpuctk::hook

@@ -1,0 +1,73 @@
+#pragma once
+// The in-container hooks that generated specs reference, run by the engine as `createContainer` hooks
+// (in the container's mount namespace, before pivot_root: the container root is visible at its host
+// path, and so is the host). What to do is decided here; how to do it safely inside the root is
+// rootfs/. Every path inside the container root is attacker-controlled (see rootfs/in_root.hpp).
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hook/config.hpp"
+#include "hook/log.hpp"
+#include "rootfs/in_root.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace gpuctk::hook {
+
+// Bounds on what reaches a hook (the state comes from the runtime, config.json from the bundle).
+inline constexpr size_t k_max_state_size = 1 << 20;
+inline constexpr size_t k_max_config_size = 16 << 20;
+inline constexpr size_t k_max_hook_args = 8192;
+
+// The container root of the OCI state `state_json`: crun's non-standard `root` when present, else
+// `root.path` of <bundle>/config.json (read with O_NOFOLLOW, at most k_max_config_size bytes), made
+// absolute against the bundle. Errors start with "OCI state: " or name the config file.
+Result<std::string> container_root_from_state(std::string_view state_json);
+
+// One `--link TARGET::LINK` of create-symlinks.
+struct Link {
+  std::string target;  // stored verbatim as the link's text
+  std::string link;    // absolute container path, no "." or ".."
+};
+
+// Parses "TARGET::LINK" values: exactly one "::", both sides non-empty, LINK absolute without "." or
+// "..". Duplicates are dropped; the same LINK with two targets is an error.
+Result<std::vector<Link>> parse_links(const std::vector<std::string>& values);
+
+// Creates every link in the root (rootfs::create_symlink); returns how many were created or replaced.
+Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>& links);
+
+// The program update-ldcache runs, from `--ldconfig-path`: "@/sbin/ldconfig" (the default) is a host path;
+// "/sbin/ldconfig.real" is preferred beside "/sbin/ldconfig" when it exists (Ubuntu's ldconfig is a
+// script around it). A path without "@" names the image's ldconfig and is refused unless the config
+// has allow-ldconfig-from-container: true. Returns the program sealed in a memfd.
+Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root, const Config& config);
+
+// enable-cuda-compat: when the image has forward-compat libraries in `compat_dir` that are newer than
+// `host_driver_version` and made for it, writes /etc/ld.so.conf.d/00-gpuctk-compat.conf (sorted before
+// update-ldcache's drop-in) naming the directory. Returns whether it did. No directory, no library, or
+// an empty host version: nothing to do.
+inline constexpr const char* k_cuda_compat_dir = "/usr/local/cuda/compat";
+inline constexpr const char* k_cuda_compat_dropin = "/etc/ld.so.conf.d/00-gpuctk-compat.conf";
+Result<bool> enable_cuda_compat(const rootfs::Root& root, std::string_view host_driver_version,
+                                std::string_view compat_dir = k_cuda_compat_dir);
+
+// The text of /proc/driver/nvidia/params with `ModifyDeviceFiles: 0`, or nullopt when it already says 0
+// or does not say (nothing to hide).
+std::optional<std::string> params_without_device_modification(std::string_view params);
+
+// disable-device-node-modification: when the host's `host_params` (normally /proc/driver/nvidia/params)
+// lets the driver create device nodes, mounts a read-only copy that does not over the container's
+// /proc/driver/nvidia/params. Returns whether it did. No host file (no driver) or no file in the
+// container: nothing to do.
+Result<bool> disable_device_node_modification(const rootfs::Root& root, const std::string& host_params);
+
+// chmod: sets `mode` on each path inside the root (never following a symlink as the last component).
+// EPERM is ignored (a /dev bind-mounted from the host). Returns how many changed.
+Result<size_t> chmod_paths(const rootfs::Root& root, unsigned mode, const std::vector<std::string>& paths);
+
+}  // namespace gpuctk::hook

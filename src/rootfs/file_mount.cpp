@@ -1,0 +1,89 @@
+#include "rootfs/file_mount.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace gpuctk::rootfs {
+
+Result<void> mount_readonly_file(const Root& root, std::string_view path, std::string_view content) {
+  const std::string what = "mount over " + std::string(path) + " in container root " + root.path();
+  auto target = open_in_root(root, path, O_PATH, FollowLast::no);
+  if (!target) {
+    return std::unexpected(target.error());
+  }
+  struct stat st {};
+  if (::fstat(target->get(), &st) != 0) {
+    return fail_errno(what, errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail(what + ": not a regular file");
+  }
+  const auto failed = [&](std::string_view step) {
+    const int err = errno;
+    if (err == ENOSYS) {
+      return fail(what + ": " + std::string(step) + " needs Linux 5.2 or later");
+    }
+    return fail_errno(what + ": " + std::string(step), err);
+  };
+  UniqueFd fs(::fsopen("tmpfs", FSOPEN_CLOEXEC));
+  if (!fs) {
+    return failed("fsopen tmpfs");
+  }
+  if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, "size", "1m", 0) != 0 ||
+      ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
+      ::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    return failed("create tmpfs");
+  }
+  UniqueFd tmpfs(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
+  if (!tmpfs) {
+    return failed("fsmount");
+  }
+  {
+    UniqueFd file(::openat(tmpfs.get(), "file", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0444));
+    if (!file) {
+      return failed("create the file");
+    }
+    for (size_t done = 0; done < content.size();) {
+      const ssize_t n = ::write(file.get(), content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n <= 0) {
+        return failed("write the file");
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  UniqueFd tree(::open_tree(tmpfs.get(), "file", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+  if (!tree) {
+    return failed("open_tree");
+  }
+  // Read-only and private before it is attached: no write, and no later mount event propagates.
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+  attr.propagation = MS_PRIVATE;
+  const bool attr_set = ::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) == 0;
+  if (!attr_set && errno != ENOSYS) {
+    return failed("mount_setattr");
+  }
+  if (::move_mount(tree.get(), "", target->get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    return failed("move_mount");
+  }
+  if (!attr_set) {
+    // Linux 5.2 to 5.11: remount the attached file read-only through its fd.
+    const std::string self = "/proc/self/fd/" + std::to_string(tree.get());
+    if (::mount(nullptr, self.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                nullptr) != 0) {
+      const int err = errno;
+      ::umount2(self.c_str(), MNT_DETACH);
+      return fail_errno(what + ": remount read-only", err);
+    }
+  }
+  return {};
+}
+
+}  // namespace gpuctk::rootfs

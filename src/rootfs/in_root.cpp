@@ -1,0 +1,332 @@
+#include "rootfs/in_root.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <deque>
+
+#include "util/strings.hpp"
+
+namespace gpuctk::rootfs {
+
+namespace {
+
+// Symlinks expanded in one resolution before ELOOP, as the kernel allows (MAXSYMLINKS).
+constexpr int k_max_links = 40;
+
+using FdOrErrno = std::expected<UniqueFd, int>;
+
+// Whether openat2 is known to be missing (ENOSYS once seen: every later call walks).
+bool g_no_openat2 = false;
+
+FdOrErrno openat2_in_root(int root_fd, std::string_view path, int flags) {
+  const size_t start = path.find_first_not_of('/');
+  const std::string relative = start == std::string_view::npos ? "." : std::string(path.substr(start));
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  const long fd = ::syscall(SYS_openat2, root_fd, relative.c_str(), &how, sizeof how);
+  if (fd < 0) {
+    return std::unexpected(errno);
+  }
+  return UniqueFd(static_cast<int>(fd));
+}
+
+// The link text of the symlink that `link_fd` (an O_PATH fd of the link itself) is.
+std::expected<std::string, int> read_link_fd(int link_fd) {
+  std::string text(PATH_MAX, '\0');
+  const ssize_t n = ::readlinkat(link_fd, "", text.data(), text.size());
+  if (n < 0) {
+    return std::unexpected(errno);
+  }
+  if (static_cast<size_t>(n) >= text.size()) {
+    return std::unexpected(ENAMETOOLONG);
+  }
+  text.resize(static_cast<size_t>(n));
+  return text;
+}
+
+// The portable resolution: see the file comment of in_root.hpp.
+FdOrErrno walk_in_root(int root_fd, std::string_view path, int flags, FollowLast follow) {
+  std::deque<std::string> todo;
+  for (const auto part : split(path, '/')) {
+    if (!part.empty()) {
+      todo.emplace_back(part);
+    }
+  }
+  std::vector<UniqueFd> stack;  // directories below the root; the current one is the last
+  int links = 0;
+  while (!todo.empty()) {
+    const std::string name = std::move(todo.front());
+    todo.pop_front();
+    if (name == ".") {
+      continue;
+    }
+    if (name == "..") {
+      if (!stack.empty()) {
+        stack.pop_back();  // ".." of the root is the root
+      }
+      continue;
+    }
+    const int current = stack.empty() ? root_fd : stack.back().get();
+    UniqueFd fd(::openat(current, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) {
+      return std::unexpected(errno);
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+      return std::unexpected(errno);
+    }
+    const bool last = todo.empty();
+    if (S_ISLNK(st.st_mode) && (!last || follow == FollowLast::yes)) {
+      if (++links > k_max_links) {
+        return std::unexpected(ELOOP);
+      }
+      auto text = read_link_fd(fd.get());
+      if (!text) {
+        return std::unexpected(text.error());
+      }
+      if (text->empty()) {
+        return std::unexpected(ENOENT);
+      }
+      if (text->front() == '/') {
+        stack.clear();  // absolute: from the container's root, never the host's
+      }
+      const auto parts = split(*text, '/');
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+        if (!it->empty()) {
+          todo.emplace_front(*it);
+        }
+      }
+      continue;
+    }
+    if (last) {
+      // Reopen with the wanted flags; O_NOFOLLOW turns a link swapped in meanwhile into an error.
+      UniqueFd out(::openat(current, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC));
+      if (!out) {
+        return std::unexpected(errno);
+      }
+      return out;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return std::unexpected(ENOTDIR);
+    }
+    stack.push_back(std::move(fd));
+  }
+  UniqueFd out(::openat(stack.empty() ? root_fd : stack.back().get(), ".", flags | O_CLOEXEC));
+  if (!out) {
+    return std::unexpected(errno);
+  }
+  return out;
+}
+
+FdOrErrno resolve(const Root& root, std::string_view path, int flags, FollowLast follow) {
+  const int all_flags = flags | (follow == FollowLast::no ? O_NOFOLLOW : 0);
+  if (root.resolver() == Resolver::automatic && !g_no_openat2) {
+    auto fd = openat2_in_root(root.fd(), path, all_flags);
+    if (fd || fd.error() != ENOSYS) {
+      return fd;
+    }
+    g_no_openat2 = true;
+  }
+  return walk_in_root(root.fd(), path, flags, follow);
+}
+
+std::string describe(const Root& root, std::string_view path) {
+  return std::string(path) + " in container root " + root.path();
+}
+
+}  // namespace
+
+Result<Root> Root::open(const std::string& host_path, Resolver resolver) {
+  if (host_path.empty() || host_path.front() != '/') {
+    return fail("container root " + quote(host_path) + ": not an absolute path");
+  }
+  Root root;
+  root.m_fd.reset(::open(host_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.m_fd) {
+    return fail_errno("container root " + host_path, errno);
+  }
+  struct stat mine {};
+  struct stat host {};
+  if (::fstat(root.m_fd.get(), &mine) != 0 || ::stat("/", &host) != 0) {
+    return fail_errno("container root " + host_path, errno);
+  }
+  if (mine.st_dev == host.st_dev && mine.st_ino == host.st_ino) {
+    return fail("container root " + quote(host_path) + ": refusing the host's root");
+  }
+  root.m_path = host_path;
+  root.m_resolver = resolver;
+  return root;
+}
+
+Result<std::vector<std::string_view>> split_container_path(std::string_view path) {
+  if (path.empty() || path.front() != '/') {
+    return fail(quote(path) + ": not an absolute path");
+  }
+  if (path.size() >= PATH_MAX) {
+    return fail(quote(path.substr(0, 64)) + "...: longer than PATH_MAX");
+  }
+  std::vector<std::string_view> parts;
+  for (const auto part : split(path, '/')) {
+    if (part.empty()) {
+      continue;
+    }
+    if (part == "." || part == "..") {
+      return fail(quote(path) + ": \".\" and \"..\" are not allowed in a container path");
+    }
+    if (part.find('\0') != std::string_view::npos) {
+      return fail(quote(path) + ": contains a NUL byte");
+    }
+    parts.push_back(part);
+  }
+  return parts;
+}
+
+Result<UniqueFd> open_in_root(const Root& root, std::string_view path, int flags, FollowLast follow) {
+  if (auto parts = split_container_path(path); !parts) {
+    return std::unexpected(parts.error());
+  }
+  auto fd = resolve(root, path, flags, follow);
+  if (!fd) {
+    return fail_errno(describe(root, path), fd.error());
+  }
+  return std::move(*fd);
+}
+
+Result<UniqueFd> make_dirs(const Root& root, std::string_view dir, mode_t mode) {
+  auto parts = split_container_path(dir);
+  if (!parts) {
+    return std::unexpected(parts.error());
+  }
+  UniqueFd current(::openat(root.fd(), ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!current) {
+    return fail_errno(describe(root, "/"), errno);
+  }
+  std::string prefix;
+  for (const auto part : *parts) {
+    prefix.append("/").append(part);
+    auto next = resolve(root, prefix, O_PATH | O_DIRECTORY, FollowLast::yes);
+    if (!next && next.error() == ENOENT) {
+      const std::string name(part);
+      if (::mkdirat(current.get(), name.c_str(), mode) != 0 && errno != EEXIST) {
+        return fail_errno("create directory " + describe(root, prefix), errno);
+      }
+      // What is there now must be a directory, not a link (a dangling one, or one raced in).
+      next = UniqueFd(::openat(current.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!*next) {
+        next = std::unexpected(errno == ELOOP ? ENOTDIR : errno);
+      }
+    }
+    if (!next) {
+      return fail_errno(describe(root, prefix), next.error());
+    }
+    current = std::move(*next);
+  }
+  return current;
+}
+
+Result<Parent> open_parent(const Root& root, std::string_view path, mode_t dir_mode) {
+  auto parts = split_container_path(path);
+  if (!parts) {
+    return std::unexpected(parts.error());
+  }
+  if (parts->empty()) {
+    return fail(describe(root, path) + ": is the root itself");
+  }
+  const std::string_view name = parts->back();
+  const std::string_view dir = path.substr(0, static_cast<size_t>(name.data() - path.data()));
+  auto fd = make_dirs(root, dir, dir_mode);
+  if (!fd) {
+    return std::unexpected(fd.error());
+  }
+  return Parent{std::move(*fd), std::string(name)};
+}
+
+std::string temporary_name(std::string_view name) {
+  unsigned char bytes[6]{};
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    // The O_EXCL create still makes a clash an error, never an overwrite.
+    const auto pid = static_cast<unsigned>(::getpid());
+    for (size_t i = 0; i < sizeof bytes; ++i) {
+      bytes[i] = static_cast<unsigned char>(pid >> (8 * (i % 4)));
+    }
+  }
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out = ".";
+  out.append(name.substr(0, 200)).append(".gpuctk-");
+  for (const unsigned char b : bytes) {
+    out += k_hex[b >> 4];
+    out += k_hex[b & 15];
+  }
+  return out;
+}
+
+Result<void> write_file(const Root& root, std::string_view path, std::string_view content, mode_t mode) {
+  auto parent = open_parent(root, path, 0755);
+  if (!parent) {
+    return std::unexpected(parent.error());
+  }
+  const std::string temp = temporary_name(parent->name);
+  const int dir = parent->dir.get();
+  UniqueFd fd(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) {
+    return fail_errno("write " + describe(root, path), errno);
+  }
+  int err = 0;
+  for (size_t done = 0; done < content.size() && err == 0;) {
+    const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+    if (n < 0 && errno != EINTR) {
+      err = errno;
+    } else if (n > 0) {
+      done += static_cast<size_t>(n);
+    }
+  }
+  if (err == 0 && ::fchmod(fd.get(), mode) != 0) {  // the umask must not narrow what readers need
+    err = errno;
+  }
+  fd.reset();
+  if (err == 0 && ::renameat(dir, temp.c_str(), dir, parent->name.c_str()) != 0) {
+    err = errno;
+  }
+  if (err != 0) {
+    ::unlinkat(dir, temp.c_str(), 0);
+    return fail_errno("write " + describe(root, path), err);
+  }
+  return {};
+}
+
+Result<LinkResult> create_symlink(const Root& root, std::string_view target, std::string_view link) {
+  if (target.empty() || target.size() >= PATH_MAX || target.find('\0') != std::string_view::npos) {
+    return fail("link " + quote(link) + ": bad target " + quote(target));
+  }
+  auto parent = open_parent(root, link, 0755);
+  if (!parent) {
+    return std::unexpected(parent.error());
+  }
+  const int dir = parent->dir.get();
+  std::string existing(PATH_MAX, '\0');
+  const ssize_t n = ::readlinkat(dir, parent->name.c_str(), existing.data(), existing.size());
+  if (n >= 0 && std::string_view(existing.data(), static_cast<size_t>(n)) == target) {
+    return LinkResult::unchanged;
+  }
+  const std::string temp = temporary_name(parent->name);
+  const std::string target_text(target);
+  if (::symlinkat(target_text.c_str(), dir, temp.c_str()) != 0) {
+    return fail_errno("create link " + describe(root, link), errno);
+  }
+  if (::renameat(dir, temp.c_str(), dir, parent->name.c_str()) != 0) {
+    const int err = errno;
+    ::unlinkat(dir, temp.c_str(), 0);
+    return fail_errno("create link " + describe(root, link), err);
+  }
+  return LinkResult::created;
+}
+
+}  // namespace gpuctk::rootfs

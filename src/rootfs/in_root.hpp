@@ -1,0 +1,91 @@
+#pragma once
+// Safe file operations inside a container's root filesystem. Knows nothing of GPUs.
+//
+// Everything under a container root is attacker-controlled: any directory may be a symlink to "/", to
+// "../../..", to a host directory or to /proc/self/root, and may be swapped while we work. So a path
+// inside the root is never handed to the kernel as a host path string. Each path is resolved from an
+// O_PATH fd of the root, with the root acting as "/" for absolute symlinks and ".." (clamped there):
+//   - openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) where the kernel has it (Linux >= 5.6);
+//   - else a component-by-component walk: every component opened with O_NOFOLLOW from the fd of its
+//     parent, symlinks read with readlinkat and expanded by us inside the root (a magic link's text,
+//     e.g. "/" for /proc/self/root, is then just a path inside the root), ".." popped from our own
+//     stack of directory fds, never looked up by the kernel.
+// The last component of a path that is created or replaced is never followed: files are created with
+// O_EXCL | O_NOFOLLOW under a temporary name and renamed into place inside the resolved parent.
+//
+// Container paths given to these functions must be absolute, without "." or ".." components: a spec
+// or argument that names "/a/../b" is refused, since no legitimate caller writes one.
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace gpuctk::rootfs {
+
+// How paths are resolved. `automatic` uses openat2 when the kernel has it; `walk` forces the portable
+// walk (tests run every case both ways).
+enum class Resolver { automatic, walk };
+
+// Whether the last component of a path may be a symlink that is followed (inside the root).
+enum class FollowLast { yes, no };
+
+// An open container root: an O_PATH directory fd and the host path it was opened from (for messages).
+class Root {
+ public:
+  // Opens `host_path` (absolute, an existing directory). Refuses "" and "/" (a hook must never treat
+  // the host's own root as a container's) with "container root \"/\": refusing the host's root".
+  static Result<Root> open(const std::string& host_path, Resolver resolver = Resolver::automatic);
+
+  [[nodiscard]] int fd() const { return m_fd.get(); }
+  [[nodiscard]] const std::string& path() const { return m_path; }
+  [[nodiscard]] Resolver resolver() const { return m_resolver; }
+
+ private:
+  UniqueFd m_fd;
+  std::string m_path;
+  Resolver m_resolver = Resolver::automatic;
+};
+
+// The components of a container path: "/usr/lib/x" -> {"usr", "lib", "x"}; "/" -> {}. Empty
+// components ("//") are skipped. Errors: not absolute, or a "." or ".." component, or longer than PATH_MAX.
+Result<std::vector<std::string_view>> split_container_path(std::string_view path);
+
+// `path` resolved inside `root` and opened with `flags` (O_CLOEXEC is always added). With
+// FollowLast::no and a symlink as the last component, an O_PATH open returns the link itself and any
+// other open fails with ELOOP. Errors name the container path: "/etc/x: No such file or directory".
+Result<UniqueFd> open_in_root(const Root& root, std::string_view path, int flags, FollowLast follow);
+
+// The directory `dir` inside `root`, created (with `mode`, and any missing parents) as needed; returns
+// an O_PATH directory fd. An existing non-directory, or a dangling symlink, is an error.
+Result<UniqueFd> make_dirs(const Root& root, std::string_view dir, mode_t mode);
+
+// The parent directory of `path` (created as needed with `mode`) and the last component's name.
+struct Parent {
+  UniqueFd dir;      // O_PATH directory fd, usable as the dirfd of *at() calls
+  std::string name;  // the last component; never "", "." or ".."
+};
+Result<Parent> open_parent(const Root& root, std::string_view path, mode_t dir_mode);
+
+// Replaces the file at `path` with `content` (mode `mode`) atomically: a temporary file created with
+// O_EXCL | O_NOFOLLOW beside it, then renamed over it. A symlink at `path` is replaced, never followed;
+// a directory there is an error. No fsync: the file lives as long as the container. On error nothing
+// is left behind.
+Result<void> write_file(const Root& root, std::string_view path, std::string_view content, mode_t mode);
+
+// What create_symlink did.
+enum class LinkResult { created, unchanged };
+
+// Makes `link` a symlink whose text is exactly `target` (stored verbatim, never resolved). A link that
+// already reads `target` is left alone; anything else at `link` that is not a directory is replaced
+// atomically (temporary link + rename); parent directories are created with mode 0755.
+Result<LinkResult> create_symlink(const Root& root, std::string_view target, std::string_view link);
+
+// A name for a temporary file beside `name`: ".<name>.gpuctk-<random>".
+std::string temporary_name(std::string_view name);
+
+}  // namespace gpuctk::rootfs

@@ -1,0 +1,117 @@
+#include "rootfs/ld_cache_update.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "rootfs/sandbox.hpp"
+
+namespace gpuctk::rootfs {
+
+namespace {
+
+// The library directories an image may keep its own libraries in, in the order glibc searches them.
+#if defined(__x86_64__)
+#define GPUCTK_TRIPLET "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define GPUCTK_TRIPLET "aarch64-linux-gnu"
+#else
+#define GPUCTK_TRIPLET ""
+#endif
+constexpr const char* k_system_dirs[] = {
+    "/lib/" GPUCTK_TRIPLET,      // Debian-like multiarch
+    "/usr/lib/" GPUCTK_TRIPLET,  // Debian-like multiarch
+    "/lib64",                    // RHEL-like
+    "/usr/lib64",                // RHEL-like
+    "/lib",
+    "/usr/lib",
+};
+
+bool is_dir_in_root(const Root& root, std::string_view path) {
+  return open_in_root(root, path, O_PATH | O_DIRECTORY, FollowLast::yes).has_value();
+}
+
+}  // namespace
+
+Result<void> remove_file(const Root& root, std::string_view path) {
+  auto parts = split_container_path(path);
+  if (!parts) {
+    return std::unexpected(parts.error());
+  }
+  if (parts->empty()) {
+    return fail("remove " + std::string(path) + ": is the root");
+  }
+  const std::string_view name = parts->back();
+  const std::string dir(path.substr(0, static_cast<size_t>(name.data() - path.data())));
+  auto fd = open_in_root(root, dir.empty() ? "/" : dir, O_PATH | O_DIRECTORY, FollowLast::yes);
+  if (!fd) {
+    return {};
+  }
+  if (::unlinkat(fd->get(), std::string(name).c_str(), 0) != 0 && errno != ENOENT) {
+    return fail_errno("remove " + std::string(path) + " in container root " + root.path(), errno);
+  }
+  return {};
+}
+
+Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders, const UniqueFd& ldconfig) {
+  std::vector<std::string> unique;
+  for (const auto& folder : folders) {
+    if (auto parts = split_container_path(folder); !parts) {
+      return fail_with("--folder", parts.error());
+    }
+    if (folder.find('\n') != std::string::npos) {
+      return fail("--folder " + folder + ": contains a newline");
+    }
+    if (std::ranges::find(unique, folder) == unique.end()) {
+      unique.push_back(folder);
+    }
+  }
+  if (!is_dir_in_root(root, "/etc")) {
+    return fail("the container has no /etc directory, so its linker cache cannot be updated (container root " +
+                root.path() + ")");
+  }
+  std::vector<std::string> created;
+  const auto undo = [&](const Error& error) {
+    for (const auto& path : created) {
+      (void)remove_file(root, path);
+    }
+    return std::unexpected(error);
+  };
+  auto conf = open_in_root(root, k_ld_so_conf, O_PATH, FollowLast::yes);
+  if (!conf) {
+    if (auto r = write_file(root, k_ld_so_conf, k_ld_so_conf_text, 0644); !r) {
+      return undo(r.error());
+    }
+    created.emplace_back(k_ld_so_conf);
+  }
+  std::string text;
+  for (const auto& folder : unique) {
+    text.append(folder).append("\n");
+  }
+  if (!unique.empty()) {
+    if (auto r = write_file(root, k_ld_conf_dropin, text, 0644); !r) {
+      return undo(r.error());
+    }
+    created.emplace_back(k_ld_conf_dropin);
+  }
+  std::string system;
+  for (const char* dir : k_system_dirs) {
+    if (is_dir_in_root(root, dir)) {
+      system.append(dir).append("\n");
+    }
+  }
+  if (!system.empty()) {
+    if (auto r = write_file(root, k_ld_conf_system_dropin, system, 0644); !r) {
+      return undo(r.error());
+    }
+    created.emplace_back(k_ld_conf_system_dropin);
+  }
+  if (auto r = run_sandboxed(root, ldconfig, {"ldconfig", "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache"}); !r) {
+    return undo(r.error());
+  }
+  return {};
+}
+
+}  // namespace gpuctk::rootfs
