@@ -253,11 +253,12 @@ class Collector {
         m_out.links.push_back({target, container_dir + "/" + name});
       }
     }
-    // Links CUDA applications expect even when the host lacks them.
-    if (links.contains("libcuda.so.1")) {
+    // Links applications expect even when the host lacks them. Only when it lacks them: a link name
+    // gets one target (create-symlinks refuses a spec that gives it two).
+    if (links.contains("libcuda.so.1") && !links.contains("libcuda.so")) {
       m_out.links.push_back({"libcuda.so.1", container_dir + "/libcuda.so"});
     }
-    if (links.contains("libGLX_nvidia.so.0")) {
+    if (links.contains("libGLX_nvidia.so.0") && !links.contains("libGLX_indirect.so.0")) {
       m_out.links.push_back({"libGLX_nvidia.so.0", container_dir + "/libGLX_indirect.so.0"});
     }
     return true;

@@ -10,6 +10,7 @@
 #include "cdi/codec.hpp"
 #include "cdi/validate.hpp"
 #include "discover/discover.hpp"
+#include "hook/container_hooks.hpp"
 #include "fixtures/builder/hosts.hpp"
 #include "util/file.hpp"
 
@@ -99,6 +100,28 @@ TEST(GoldenSpecFiles, AreValidAndAtMostVersion050) {
       ADD_FAILURE() << path << ": " << problem.where << ": " << problem.what;
     }
     EXPECT_EQ(spec->cdi_version, "0.5.0") << path;
+    // Every create-symlinks hook is one the hook accepts: no link is given two targets, no link path has
+    // "." or "..", every value is TARGET::LINK.
+    std::vector<const Hook*> hooks;
+    for (const auto& h : spec->container_edits.hooks) {
+      hooks.push_back(&h);
+    }
+    for (const auto& d : spec->devices) {
+      for (const auto& h : d.container_edits.hooks) {
+        hooks.push_back(&h);
+      }
+    }
+    for (const Hook* h : hooks) {
+      ASSERT_GE(h->args.size(), 3u) << path;
+      if (h->args[2] == "create-symlinks") {
+        std::vector<std::string> values;
+        for (size_t i = 4; i < h->args.size(); i += 2) {
+          values.push_back(h->args[i]);
+        }
+        auto links = hook::parse_links(values);
+        EXPECT_TRUE(links) << path << ": " << (links ? "" : links.error().message);
+      }
+    }
     ++checked;
   }
   EXPECT_EQ(checked, 8u);
