@@ -138,6 +138,19 @@ FdOrErrno resolve(const Root& root, std::string_view path, int flags, FollowLast
   return walk_in_root(root.fd(), path, flags, follow);
 }
 
+// Whether `name` in `dir` is a regular file (not a link) with exactly `content` and permission bits `mode`.
+bool holds(int dir, const std::string& name, std::string_view content, mode_t mode) {
+  UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode ||
+      static_cast<uint64_t>(st.st_size) != content.size()) {
+    return false;
+  }
+  std::string existing(content.size() + 1, '\0');
+  const ssize_t n = ::pread(fd.get(), existing.data(), existing.size(), 0);
+  return n == static_cast<ssize_t>(content.size()) && std::string_view(existing.data(), content.size()) == content;
+}
+
 std::string describe(const Root& root, std::string_view path) {
   return std::string(path) + " in container root " + root.path();
 }
@@ -273,8 +286,13 @@ Result<void> write_file(const Root& root, std::string_view path, std::string_vie
   if (!parent) {
     return std::unexpected(parent.error());
   }
-  const std::string temp = temporary_name(parent->name);
   const int dir = parent->dir.get();
+  if (holds(dir, parent->name, content, mode)) {
+    // Already in place (a restarted container): no write, and no rename, which on ext4 flushes the
+    // new file's data before replacing an old one (auto_da_alloc) and costs milliseconds.
+    return {};
+  }
+  const std::string temp = temporary_name(parent->name);
   UniqueFd fd(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) {
     return fail_errno("write " + describe(root, path), errno);

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Whole-process timing of the createContainer hooks on the DGX-A100-like fixture host, with the arguments
+# the generated spec gives them, on a container root holding the spec's driver libraries and glibc:
+#   create-symlinks     every link of the spec, first run (links absent) and again (all present: no-op)
+#   update-ldcache      every folder of the spec, with the host ldconfig; and with a static no-op program as
+#                       ldconfig, which is what gpuctk itself costs (drop-ins, memfd, namespaces, pivot_root,
+#                       capabilities, seccomp)
+#   enable-cuda-compat, disable-device-node-modification
+# and what the hooks add to a `podman run` (spec with hooks vs. the same spec with --disable-hook all).
+# hyperfine for median and max, peak_rss for memory.
+#   usage: bench/container_hooks.sh [build-dir]      (default build/bench-release, configured Release here)
+source "$(dirname "$0")/lib.sh"
+spec=$root/spec.json
+"$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --format json --output "$spec" 2>/dev/null
+mkdir -p "$root/bundle/rootfs/etc" "$root/bundle/rootfs/usr/lib/x86_64-linux-gnu"
+cp /lib/x86_64-linux-gnu/libc.so.6 "$root/bundle/rootfs/usr/lib/x86_64-linux-gnu/"
+echo '{"root":{"path":"rootfs"}}' >"$root/bundle/config.json"
+echo "{\"ociVersion\":\"1.0.2\",\"id\":\"bench\",\"pid\":1,\"bundle\":\"$root/bundle\"}" >"$root/state.json"
+# The driver files the spec mounts, copied to their container paths (what the runtime's bind mounts show);
+# each hook's arguments, one per line, in $root/<hook>.args.
+python3 - "$spec" "$root/bundle/rootfs" "$root" <<'PY'
+import json, os, shutil, sys
+spec, rootfs, out = sys.argv[1:]
+s = json.load(open(spec))
+edits = s["containerEdits"]
+for m in edits.get("mounts", []):
+    if m["hostPath"].endswith(".json") or "/run/" in m["containerPath"]:
+        continue
+    dst = rootfs + m["containerPath"]
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if os.path.isfile(m["hostPath"]):
+        shutil.copy(m["hostPath"], dst)
+links = []
+for h in edits.get("hooks", []) + [h for d in s["devices"] for h in d["containerEdits"].get("hooks", [])]:
+    name = h["args"][2]
+    if name == "create-symlinks":
+        links += h["args"][3:]
+    else:
+        open(f"{out}/{name}.args", "w").write("\n".join(h["args"][3:]) + "\n")
+open(f"{out}/create-symlinks.args", "w").write("\n".join(links) + "\n")
+print(f"{len(links) // 2} links, {sum(1 for a in open(out + '/update-ldcache.args') if a.strip() == '--folder')} ldcache folders")
+PY
+printf 'int main(void) { return 0; }\n' >"$root/true.c"
+cc -static -O2 -o "$root/static-true" "$root/true.c"
+
+run() {  # run NAME PREPARE ARGS...: one hyperfine line
+  local name=$1 prepare=$2
+  shift 2
+  local cmd="$gpuctk hook $* < $root/state.json"
+  hyperfine --warmup 3 --runs 40 --output=null ${prepare:+--prepare "$prepare"} --export-json "$root/h.json" "$cmd" \
+    >/dev/null 2>&1 || { echo "$name: FAILED: $(sh -c "$cmd" 2>&1)"; return; }
+  echo "$name: $(bench_stats "$root/h.json")  peak RSS $(bench_rss sh -c "exec $cmd")"
+}
+links=$(tr '\n' ' ' <"$root/create-symlinks.args")
+folders=$(tr '\n' ' ' <"$root/update-ldcache.args")
+remove_links=$(python3 -c 'import sys; a=open(sys.argv[1]).read().split(); print(" ".join(sys.argv[2] + a[i].split("::")[1] for i in range(1, len(a), 2)))' \
+  "$root/create-symlinks.args" "$root/bundle/rootfs")
+run "create-symlinks (links absent)" "rm -f $remove_links" create-symlinks $links
+run "create-symlinks (links present)" "" create-symlinks $links
+run "update-ldcache, host ldconfig" "" update-ldcache $folders
+run "update-ldcache, no-op ldconfig (gpuctk's own cost)" "" update-ldcache --ldconfig-path "@$root/static-true" $folders
+run "enable-cuda-compat" "" enable-cuda-compat $(tr '\n' ' ' <"$root/enable-cuda-compat.args")
+run "disable-device-node-modification" "" disable-device-node-modification
+
+# What the hooks add to a podman start (busybox, NVIDIA device 0 by CDI), if podman is here.
+if command -v podman >/dev/null && [ "$(id -u)" -eq 0 ] && command -v busybox >/dev/null; then
+  mkdir -p "$root/img/bin" "$root/img/etc" "$root/img/proc" "$root/img/dev" "$root/img/sys" "$root/cdi"
+  cp "$(command -v busybox)" "$root/img/bin/busybox"
+  ln -s busybox "$root/img/bin/true"
+  P=(podman --root "$root/podman/root" --runroot "$root/podman/runroot" --cgroup-manager=cgroupfs
+    --events-backend=file --runtime runc)
+  for variant in hooks no-hooks; do
+    extra=()
+    [ "$variant" = no-hooks ] && extra=(--disable-hook all)
+    "$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --vendor bench.gpuctk.dev \
+      --output "$root/cdi/$variant.yaml" "${extra[@]}" 2>/dev/null
+    sed -i "s|bench.gpuctk.dev/gpu|bench.gpuctk.dev/$variant|" "$root/cdi/$variant.yaml"
+  done
+  # podman 4.3.1 reads CDI specs only from /etc/cdi and /var/run/cdi.
+  mkdir -p /var/run/cdi
+  cp "$root/cdi/hooks.yaml" /var/run/cdi/gpuctk-bench-hooks.yaml
+  cp "$root/cdi/no-hooks.yaml" /var/run/cdi/gpuctk-bench-no-hooks.yaml
+  trap 'rm -f /var/run/cdi/gpuctk-bench-*.yaml; umount "$root/podman/root/overlay" 2>/dev/null; rm -rf "$root"' EXIT
+  for variant in no-hooks hooks; do
+    hyperfine --warmup 2 --runs 10 --output=null --export-json "$root/p.json" \
+      "${P[*]} run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 --device bench.gpuctk.dev/$variant=0 --rootfs $root/img /bin/true" \
+      >/dev/null 2>&1 || { echo "podman run ($variant): FAILED"; continue; }
+    echo "podman run --device …=0 ($variant): $(bench_stats "$root/p.json")"
+  done
+fi
