@@ -1,37 +1,47 @@
 #!/usr/bin/env bash
-# End to end: `gpuctk cdi generate` on a materialised fixture host writes a spec that real podman 4.3.1
-# (CDI library 0.5.x, strict parsing, cdiVersion <= 0.5.0) accepts, and a busybox container started with
-# --device nvidia.com/gpu=0 / =all sees the device nodes, the mounted driver files and the env.
+# End to end: `gpuctk cdi generate` on a materialised fixture host writes a spec (default output, with its
+# createContainer hooks) that real podman 4.3.1 (CDI library 0.5.x, strict parsing, cdiVersion <= 0.5.0)
+# accepts, and a glibc container started with --device nvidia.com/gpu=0 / =all sees the device nodes, the
+# mounted driver files and the env, loads the host's libcuda.so.1 and gets its CUDA version, has the
+# driver libraries in its ld.so.cache and GPU 0's /dev/dri/by-path links.
 #   usage: cdi_generate_podman.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 fixture=$2
 e2e_init
 e2e_podman_init
-e2e_busybox_rootfs
+e2e_glibc_rootfs
 
 e2e_t4_host "$fixture"
 
 # The spec must not collide with another nvidia.com/gpu spec: podman drops conflicting devices.
+if [ ! -d /etc/cdi ]; then
+  e2e_cleanup_add "rmdir /etc/cdi"  # runs after the spec's removal (cleanups run last first)
+fi
 mkdir -p /etc/cdi
 if grep -ls 'kind: *"\?nvidia.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json 2>/dev/null; then
   e2e_skip "another nvidia.com/gpu spec is installed; it would conflict"
 fi
 spec=/etc/cdi/gpuctk-e2e-$$.yaml
 e2e_cleanup_add "rm -f '$spec'"
-# The hook subcommands (create-symlinks, update-ldcache, ...) are not part of this test.
-"$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --disable-hook all --output "$spec" \
+# Default output: the spec's createContainer hooks run this gpuctk (create-symlinks, update-ldcache, ...).
+"$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --output "$spec" \
   2>"$LAB/generate.err" || e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
 [ "$(stat -c %a "$spec")" = 644 ] || e2e_fail "spec mode is $(stat -c %a "$spec"), want 644"
 grep -qx 'cdiVersion: "0.5.0"' "$spec" || e2e_fail "spec is not cdiVersion 0.5.0"
+for hook in create-symlinks update-ldcache; do
+  grep -qE "^ *- \"$hook\"\$" "$spec" || e2e_fail "the spec has no $hook hook"
+done
 
 probe='ls -l /dev/nvidia0 /dev/nvidiactl /dev/nvidia-uvm | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
 for f in /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01 /usr/bin/nvidia-smi /etc/vulkan/icd.d/nvidia_icd.json; do [ -s "$f" ] && echo "file $f"; done
 grep -q " /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 .*ro," /proc/self/mountinfo && echo "libcuda read-only"
 cat /dev/nvidia0 2>&1 | sed "s/^cat: //"
 echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"'
+# ... and the driver library load, the linker cache and GPU 0's by-path links.
+probe+=$'\n'$e2e_t4_probe
 
-out=$(e2e_podman_run --device nvidia.com/gpu=0 --rootfs "$LAB/rootfs" /bin/sh -c "$probe" 2>&1) ||
+out=$(e2e_podman_run --device nvidia.com/gpu=0 --rootfs "$(e2e_rootfs_copy gpu0)" /bin/sh -c "$probe" 2>&1) ||
   e2e_fail "podman run --device nvidia.com/gpu=0 failed: $out"
 e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
 e2e_expect_line "$out" "crw-rw-rw- 195, 255 /dev/nvidiactl"
@@ -43,18 +53,19 @@ e2e_expect_line "$out" "libcuda read-only"
 # The node is real and allowed by the device cgroup: the missing driver answers ENXIO, not EPERM.
 e2e_expect_line "$out" "can't open '/dev/nvidia0': No such device or address"
 e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=void"
+e2e_check_t4_driver_loads "$out"
+echo "ok: podman --device nvidia.com/gpu=0"
 
-out=$(e2e_podman_run --device nvidia.com/gpu=all --rootfs "$LAB/rootfs" /bin/sh -c "$probe" 2>&1) ||
+out=$(e2e_podman_run --device nvidia.com/gpu=all --rootfs "$(e2e_rootfs_copy all)" /bin/sh -c "$probe" 2>&1) ||
   e2e_fail "podman run --device nvidia.com/gpu=all failed: $out"
 e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
 e2e_expect_line "$out" "file /usr/bin/nvidia-smi"
 e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=void"
+e2e_check_t4_driver_loads "$out"
+echo "ok: podman --device nvidia.com/gpu=all"
 
-# Without a device request nothing is injected (runc leaves the empty mount points it made in the
-# shared rootfs directory behind, hence the non-empty checks).
-out=$(e2e_podman_run --rootfs "$LAB/rootfs" /bin/sh -c "$probe" 2>&1) ||
+# Without a device request nothing is injected and no hook runs.
+out=$(e2e_podman_run --rootfs "$(e2e_rootfs_copy none)" /bin/sh -c "$probe" 2>&1) ||
   e2e_fail "podman run without a device failed: $out"
-e2e_expect_no_line "$out" "file /usr/bin/nvidia-smi"
-e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
-e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES="
-echo "PASS: podman 4.3.1 ran nvidia.com/gpu=0 and nvidia.com/gpu=all from a gpuctk spec"
+e2e_check_t4_nothing "$out" "podman without a device"
+echo "PASS: podman 4.3.1 ran nvidia.com/gpu=0 and nvidia.com/gpu=all from a gpuctk spec; libcuda.so.1 loads"
