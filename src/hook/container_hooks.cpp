@@ -121,15 +121,12 @@ Result<std::vector<Link>> parse_links(const std::vector<std::string>& values) {
 }
 
 Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>& links) {
-  size_t changed = 0;
+  std::vector<rootfs::LinkSpec> specs;
+  specs.reserve(links.size());
   for (const auto& link : links) {
-    auto result = rootfs::create_symlink(root, link.target, link.link);
-    if (!result) {
-      return std::unexpected(result.error());
-    }
-    changed += *result == rootfs::LinkResult::created ? 1 : 0;
+    specs.push_back({link.target, link.link});
   }
-  return changed;
+  return rootfs::create_symlinks(root, specs);
 }
 
 Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root, const Config& config) {

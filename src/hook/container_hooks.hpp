@@ -25,7 +25,8 @@ inline constexpr size_t k_max_hook_args = 8192;
 
 // The container root of the OCI state `state_json`: crun's non-standard `root` when present, else
 // `root.path` of <bundle>/config.json (read with O_NOFOLLOW, at most k_max_config_size bytes), made
-// absolute against the bundle. Errors start with "OCI state: " or name the config file.
+// absolute against the bundle. Errors start with "OCI state: ", or name the config file when it cannot be
+// read or parsed, or are oci::rootfs_path's ("config.json: root.path is missing").
 Result<std::string> container_root_from_state(std::string_view state_json);
 
 // One `--link TARGET::LINK` of create-symlinks.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <climits>
 #include <deque>
+#include <map>
 
 #include "util/strings.hpp"
 
@@ -320,31 +321,83 @@ Result<void> write_file(const Root& root, std::string_view path, std::string_vie
   return {};
 }
 
-Result<LinkResult> create_symlink(const Root& root, std::string_view target, std::string_view link) {
-  if (target.empty() || target.size() >= PATH_MAX || target.find('\0') != std::string_view::npos) {
-    return fail("link " + quote(link) + ": bad target " + quote(target));
+namespace {
+
+// Makes `name` in `dir` a symlink reading `target`: created directly when nothing is there, else via a
+// temporary link renamed over it (atomic for readers); unchanged when it already reads `target`.
+std::expected<LinkResult, int> link_at(int dir, const std::string& name, const std::string& target) {
+  if (::symlinkat(target.c_str(), dir, name.c_str()) == 0) {
+    return LinkResult::created;
   }
-  auto parent = open_parent(root, link, 0755);
-  if (!parent) {
-    return std::unexpected(parent.error());
+  if (errno != EEXIST) {
+    return std::unexpected(errno);
   }
-  const int dir = parent->dir.get();
   std::string existing(PATH_MAX, '\0');
-  const ssize_t n = ::readlinkat(dir, parent->name.c_str(), existing.data(), existing.size());
+  const ssize_t n = ::readlinkat(dir, name.c_str(), existing.data(), existing.size());
   if (n >= 0 && std::string_view(existing.data(), static_cast<size_t>(n)) == target) {
     return LinkResult::unchanged;
   }
-  const std::string temp = temporary_name(parent->name);
-  const std::string target_text(target);
-  if (::symlinkat(target_text.c_str(), dir, temp.c_str()) != 0) {
-    return fail_errno("create link " + describe(root, link), errno);
+  const std::string temp = temporary_name(name);
+  if (::symlinkat(target.c_str(), dir, temp.c_str()) != 0) {
+    return std::unexpected(errno);
   }
-  if (::renameat(dir, temp.c_str(), dir, parent->name.c_str()) != 0) {
+  if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) {
     const int err = errno;
     ::unlinkat(dir, temp.c_str(), 0);
-    return fail_errno("create link " + describe(root, link), err);
+    return std::unexpected(err);
   }
   return LinkResult::created;
+}
+
+Result<void> check_target(std::string_view target, std::string_view link) {
+  if (target.empty() || target.size() >= PATH_MAX || target.find('\0') != std::string_view::npos) {
+    return fail("link " + quote(link) + ": bad target " + quote(target));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<LinkResult> create_symlink(const Root& root, std::string_view target, std::string_view link) {
+  const LinkSpec one{target, link};
+  auto created = create_symlinks(root, std::span(&one, 1));
+  if (!created) {
+    return std::unexpected(created.error());
+  }
+  return *created == 1 ? LinkResult::created : LinkResult::unchanged;
+}
+
+Result<size_t> create_symlinks(const Root& root, std::span<const LinkSpec> links) {
+  std::map<std::string, UniqueFd, std::less<>> parents;  // resolved once per directory
+  size_t created = 0;
+  for (const auto& [target, link] : links) {
+    if (auto r = check_target(target, link); !r) {
+      return std::unexpected(r.error());
+    }
+    auto parts = split_container_path(link);
+    if (!parts) {
+      return std::unexpected(parts.error());
+    }
+    if (parts->empty()) {
+      return fail(describe(root, link) + ": is the root itself");
+    }
+    const std::string name(parts->back());
+    const std::string_view dir = link.substr(0, static_cast<size_t>(parts->back().data() - link.data()));
+    auto parent = parents.find(dir);
+    if (parent == parents.end()) {
+      auto fd = make_dirs(root, dir, 0755);
+      if (!fd) {
+        return std::unexpected(fd.error());
+      }
+      parent = parents.emplace(std::string(dir), std::move(*fd)).first;
+    }
+    auto result = link_at(parent->second.get(), name, std::string(target));
+    if (!result) {
+      return fail_errno("create link " + describe(root, link), result.error());
+    }
+    created += *result == LinkResult::created ? 1 : 0;
+  }
+  return created;
 }
 
 }  // namespace gpuctk::rootfs

@@ -18,6 +18,7 @@
 
 #include <sys/types.h>
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,8 +38,9 @@ enum class FollowLast { yes, no };
 // An open container root: an O_PATH directory fd and the host path it was opened from (for messages).
 class Root {
  public:
-  // Opens `host_path` (absolute, an existing directory). Refuses "" and "/" (a hook must never treat
-  // the host's own root as a container's) with "container root \"/\": refusing the host's root".
+  // Opens `host_path` (absolute, an existing directory). Refuses "/" or anything that is the host's root
+  // directory ("container root \"/\": refusing the host's root"; a hook must never treat the host's own
+  // root as a container's) and a relative or empty path ("container root \"\": not an absolute path").
   static Result<Root> open(const std::string& host_path, Resolver resolver = Resolver::automatic);
 
   [[nodiscard]] int fd() const { return m_fd.get(); }
@@ -57,7 +59,8 @@ Result<std::vector<std::string_view>> split_container_path(std::string_view path
 
 // `path` resolved inside `root` and opened with `flags` (O_CLOEXEC is always added). With
 // FollowLast::no and a symlink as the last component, an O_PATH open returns the link itself and any
-// other open fails with ELOOP. Errors name the container path: "/etc/x: No such file or directory".
+// other open fails with ELOOP. Errors name the container path and the root:
+// "/etc/x in container root /b/rootfs: No such file or directory".
 Result<UniqueFd> open_in_root(const Root& root, std::string_view path, int flags, FollowLast follow);
 
 // The directory `dir` inside `root`, created (with `mode`, and any missing parents) as needed; returns
@@ -84,6 +87,14 @@ enum class LinkResult { created, unchanged };
 // already reads `target` is left alone; anything else at `link` that is not a directory is replaced
 // atomically (temporary link + rename); parent directories are created with mode 0755.
 Result<LinkResult> create_symlink(const Root& root, std::string_view target, std::string_view link);
+
+// create_symlink for many links, each parent directory resolved once; returns how many were created
+// or replaced. Stops at the first error (links made before it stay: each is complete on its own).
+struct LinkSpec {
+  std::string_view target;
+  std::string_view link;
+};
+Result<size_t> create_symlinks(const Root& root, std::span<const LinkSpec> links);
 
 // A name for a temporary file beside `name`: ".<name>.gpuctk-<random>".
 std::string temporary_name(std::string_view name);

@@ -29,6 +29,9 @@ constexpr const char* k_system_dirs[] = {
     "/usr/lib",
 };
 
+constexpr const char* k_ld_conf_dir = "/etc/ld.so.conf.d";
+constexpr const char* k_ld_cache_temp = "/etc/ld.so.cache~";  // ldconfig writes here, then renames
+
 bool is_dir_in_root(const Root& root, std::string_view path) {
   return open_in_root(root, path, O_PATH | O_DIRECTORY, FollowLast::yes).has_value();
 }
@@ -73,9 +76,19 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
                 root.path() + ")");
   }
   std::vector<std::string> created;
+  const bool had_conf_dir = is_dir_in_root(root, k_ld_conf_dir);
+  const bool had_cache_temp = open_in_root(root, k_ld_cache_temp, O_PATH, FollowLast::no).has_value();
   const auto undo = [&](const Error& error) {
     for (const auto& path : created) {
       (void)remove_file(root, path);
+    }
+    if (!had_cache_temp) {
+      (void)remove_file(root, k_ld_cache_temp);  // what a failed ldconfig leaves
+    }
+    if (!had_conf_dir) {
+      if (auto etc = open_in_root(root, "/etc", O_PATH | O_DIRECTORY, FollowLast::yes)) {
+        ::unlinkat(etc->get(), "ld.so.conf.d", AT_REMOVEDIR);  // only if empty
+      }
     }
     return std::unexpected(error);
   };

@@ -36,7 +36,8 @@ Result<void> restrict_self(std::span<const cap_value_t> keep);
 
 // A copy of the host program `host_path` in a sealed, close-on-exec memfd, after checking that it is a
 // statically linked ELF executable (a dynamically linked one would load the container's ld.so once
-// inside the root). Errors: "ldconfig /sbin/ldconfig: dynamically linked (needs /lib64/ld-linux-x86-64.so.2)".
+// inside the root). Errors: "host program /bin/true: dynamically linked; only a statically linked program
+// can run inside a container root without loading the image's dynamic loader".
 Result<UniqueFd> seal_host_program(const std::string& host_path);
 
 // Runs `program` (from seal_host_program) with `argv` in the sandbox described above, on `root`, and

@@ -1,0 +1,353 @@
+#include "hook/container_hooks.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "rootfs/rootfs_test_support.hpp"
+
+namespace gpuctk::hook {
+namespace {
+
+using test::host_kind;
+using test::host_listing;
+using test::host_readlink;
+using test::make_host_dirs;
+using test::make_host_link;
+using test::write_host_file;
+
+std::string state_with_bundle(const std::string& bundle, const std::string& extra = "") {
+  return R"({"ociVersion":"1.0.2","id":"x","pid":1,"bundle":")" + bundle + "\"" + extra + "}";
+}
+
+// --- container_root_from_state ----------------------------------------------------------------------
+
+TEST(ContainerRootFromState, ReadsRootPathFromTheBundlesConfig) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  temp.write("config.json", R"({"ociVersion":"1.0.2","root":{"path":"rootfs"}})");
+  auto root = container_root_from_state(state_with_bundle(temp.path()));
+  ASSERT_TRUE(root) << root.error().message;
+  EXPECT_EQ(*root, temp.path() + "/rootfs");
+  temp.write("config.json", R"({"ociVersion":"1.0.2","root":{"path":"/var/lib/containers/x/merged/"}})");
+  auto absolute = container_root_from_state(state_with_bundle(temp.path()));
+  ASSERT_TRUE(absolute) << absolute.error().message;
+  EXPECT_EQ(*absolute, "/var/lib/containers/x/merged");
+}
+
+TEST(ContainerRootFromState, PrefersCrunsRoot) {
+  // No config.json at all: crun's root is enough.
+  auto root = container_root_from_state(state_with_bundle("/run/b", R"(,"root":"rootfs")"));
+  ASSERT_TRUE(root) << root.error().message;
+  EXPECT_EQ(*root, "/run/b/rootfs");
+  // Cleaned lexically: a root that climbs out of the bundle ends at "/", which Root::open refuses.
+  auto up = container_root_from_state(state_with_bundle("/run/b", R"(,"root":"../../../..")"));
+  ASSERT_TRUE(up) << up.error().message;
+  EXPECT_EQ(*up, "/");
+}
+
+TEST(ContainerRootFromState, Errors) {
+  auto relative = container_root_from_state(state_with_bundle("run/b"));
+  ASSERT_FALSE(relative);
+  EXPECT_EQ(relative.error().message, "OCI state: bundle \"run/b\" is not an absolute path");
+  auto not_json = container_root_from_state("[]");
+  ASSERT_FALSE(not_json);
+  EXPECT_EQ(not_json.error().message, "OCI state: the document is an array, expected an object");
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  auto missing = container_root_from_state(state_with_bundle(temp.path()));
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "read " + temp.path() + "/config.json: No such file or directory");
+  // A config.json that is a symlink (to a host file) is not followed.
+  const std::string host = temp.write("host.json", R"({"root":{"path":"/"}})");
+  make_host_link(host, temp.path() + "/config.json");
+  auto link = container_root_from_state(state_with_bundle(temp.path()));
+  ASSERT_FALSE(link);
+  EXPECT_EQ(link.error().message, "read " + temp.path() + "/config.json: Too many levels of symbolic links");
+  ::unlink((temp.path() + "/config.json").c_str());
+  temp.write("config.json", R"({"ociVersion":"1.0.2"})");
+  auto no_root = container_root_from_state(state_with_bundle(temp.path()));
+  ASSERT_FALSE(no_root);
+  EXPECT_EQ(no_root.error().message, "config.json: root.path is missing");
+}
+
+TEST(ContainerRootFromState, TheCliRefusesARootThatIsTheHostsRoot) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  test::TempDir scratch;
+  temp.write("config.json", R"({"ociVersion":"1.0.2","root":{"path":"../../../../../../.."}})");
+  const std::string config = scratch.write("config.yaml", "log-level: info\n");
+  const test::HookRun run =
+      test::run_hook({"create-symlinks", "--config", config, "--link", "x::/gpuctk-test-never"}, temp.path(),
+                     scratch.path());
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.err, "gpuctk: error: create-symlinks: container root \"/\": refusing the host's root\n");
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(host_kind("/gpuctk-test-never"), "missing");
+}
+
+// --- parse_links / create_symlinks --------------------------------------------------------------------
+
+TEST(ParseLinks, ParsesAndDropsDuplicates) {
+  auto links = parse_links({"libcuda.so.1::/usr/lib/libcuda.so", "../card0::/dev/dri/by-path/x",
+                            "libcuda.so.1::/usr/lib/libcuda.so"});
+  ASSERT_TRUE(links) << links.error().message;
+  ASSERT_EQ(links->size(), 2U);
+  EXPECT_EQ((*links)[0].target, "libcuda.so.1");
+  EXPECT_EQ((*links)[0].link, "/usr/lib/libcuda.so");
+  EXPECT_EQ((*links)[1].target, "../card0");
+  EXPECT_EQ((*links)[1].link, "/dev/dri/by-path/x");
+}
+
+TEST(ParseLinks, Errors) {
+  const auto error = [](const std::string& value) {
+    auto r = parse_links({value});
+    return r ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(error("a"), "--link \"a\": expected TARGET::LINK");
+  EXPECT_EQ(error("::/b"), "--link \"::/b\": expected TARGET::LINK");
+  EXPECT_EQ(error("a::"), "--link \"a::\": expected TARGET::LINK");
+  EXPECT_EQ(error("a::/b::/c"), "--link \"a::/b::/c\": expected TARGET::LINK");
+  EXPECT_EQ(error("a::b"), "--link \"a::b\": \"b\": not an absolute path");
+  EXPECT_EQ(error("x::/usr/../../etc/passwd"),
+            "--link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a "
+            "container path");
+  auto twice = parse_links({"a::/l", "b::/l"});
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message, "--link: \"/l\" is given two targets, \"a\" and \"b\"");
+  auto many = parse_links(std::vector<std::string>(k_max_hook_args + 1, "a::/l"));
+  ASSERT_FALSE(many);
+  EXPECT_EQ(many.error().message, "too many links: 8193");
+}
+
+TEST(CreateSymlinks, CountsWhatItCreatedOrReplaced) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root_path = temp.path() + "/rootfs";
+  make_host_link("libcuda.so.1", root_path + "/usr/lib/libcuda.so");
+  write_host_file(root_path + "/usr/lib/libnvidia-ml.so", "a file");
+  auto root = rootfs::Root::open(root_path);
+  ASSERT_TRUE(root) << root.error().message;
+  auto changed = create_symlinks(*root, {{"libcuda.so.1", "/usr/lib/libcuda.so"},
+                                         {"libnvidia-ml.so.1", "/usr/lib/libnvidia-ml.so"},
+                                         {"../card0", "/dev/dri/by-path/pci-card"}});
+  ASSERT_TRUE(changed) << changed.error().message;
+  EXPECT_EQ(*changed, 2U);
+  EXPECT_EQ(host_readlink(root_path + "/usr/lib/libnvidia-ml.so"), "libnvidia-ml.so.1");
+  EXPECT_EQ(host_readlink(root_path + "/dev/dri/by-path/pci-card"), "../card0");
+  // The first error stops: a directory where a link goes.
+  make_host_dirs(root_path + "/dir");
+  auto failed = create_symlinks(*root, {{"x", "/dir"}, {"y", "/after"}});
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().message, "create link /dir in container root " + root_path + ": Is a directory");
+  EXPECT_EQ(host_kind(root_path + "/after"), "missing");
+}
+
+// --- open_ldconfig ----------------------------------------------------------------------------------
+
+TEST(OpenLdconfig, TheDefaultIsTheHostsAndAnImagesIsRefused) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root_path = temp.path() + "/rootfs";
+  write_host_file(root_path + "/sbin/ldconfig", "#!/bin/sh\n", 0755);
+  auto root = rootfs::Root::open(root_path);
+  ASSERT_TRUE(root) << root.error().message;
+  Config config;
+  auto host = open_ldconfig("@/sbin/ldconfig", *root, config);
+  ASSERT_TRUE(host) << host.error().message;
+  EXPECT_EQ(read_file("/proc/self/fd/" + std::to_string(host->get())).value_or(""),
+            read_file(::access("/sbin/ldconfig.real", X_OK) == 0 ? "/sbin/ldconfig.real" : "/sbin/ldconfig").value_or("x"));
+  auto image = open_ldconfig("/sbin/ldconfig", *root, config);
+  ASSERT_FALSE(image);
+  EXPECT_EQ(image.error().message,
+            "--ldconfig-path \"/sbin/ldconfig\": an ldconfig of the container is not run "
+            "(allow-ldconfig-from-container is false); use @/sbin/ldconfig for the host's");
+  auto bad = open_ldconfig("@sbin/ldconfig", *root, config);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "--ldconfig-path \"@sbin/ldconfig\": expected @ and an absolute host path");
+  auto bare = open_ldconfig("@", *root, config);
+  ASSERT_FALSE(bare);
+  EXPECT_EQ(bare.error().message, "--ldconfig-path \"@\": expected @ and an absolute host path");
+}
+
+TEST(OpenLdconfig, AnAllowedImageLdconfigIsOpenedInsideTheRoot) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root_path = temp.path() + "/rootfs";
+  write_host_file(root_path + "/sbin/ldconfig", read_file("/sbin/ldconfig").value_or(""), 0755);
+  // An absolute link in the image to the host's program is resolved inside the root (and is missing).
+  make_host_link("/sbin/ldconfig", root_path + "/usr/sbin/ldconfig");
+  make_host_link(temp.path() + "/outside", root_path + "/sbin/ldconfig.out");
+  write_host_file(temp.path() + "/outside", read_file("/sbin/ldconfig").value_or(""), 0755);
+  auto root = rootfs::Root::open(root_path);
+  ASSERT_TRUE(root) << root.error().message;
+  Config config;
+  config.allow_ldconfig_from_container = true;
+  auto image = open_ldconfig("/sbin/ldconfig", *root, config);
+  ASSERT_TRUE(image) << image.error().message;
+  auto linked = open_ldconfig("/usr/sbin/ldconfig", *root, config);
+  ASSERT_TRUE(linked) << linked.error().message;
+  auto outside = open_ldconfig("/sbin/ldconfig.out", *root, config);
+  ASSERT_FALSE(outside);
+  EXPECT_EQ(outside.error().message,
+            "/sbin/ldconfig.out in container root " + root_path + ": No such file or directory");
+  auto dotdot = open_ldconfig("/sbin/../sbin/ldconfig", *root, config);
+  ASSERT_FALSE(dotdot);
+  EXPECT_EQ(dotdot.error().message,
+            "\"/sbin/../sbin/ldconfig\": \".\" and \"..\" are not allowed in a container path");
+}
+
+// --- enable_cuda_compat (the decision itself is tested in cuda_compat_test) -------------------------
+
+TEST(EnableCudaCompat, NothingToDoWithoutAVersionOrADirectory) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root_path = temp.path() + "/rootfs";
+  make_host_dirs(root_path + "/etc");
+  auto root = rootfs::Root::open(root_path);
+  ASSERT_TRUE(root) << root.error().message;
+  auto no_version = enable_cuda_compat(*root, "");
+  ASSERT_TRUE(no_version) << no_version.error().message;
+  EXPECT_FALSE(*no_version);
+  auto no_dir = enable_cuda_compat(*root, "550.54.15");
+  ASSERT_TRUE(no_dir) << no_dir.error().message;
+  EXPECT_FALSE(*no_dir);
+  // A compat directory that is a link to a host directory is not one inside the root.
+  make_host_dirs(temp.path() + "/host-compat");
+  write_host_file(temp.path() + "/host-compat/libcuda.so.999.1.1", "x");
+  make_host_link(temp.path() + "/host-compat", root_path + "/usr/local/cuda/compat");
+  auto linked = enable_cuda_compat(*root, "550.54.15");
+  ASSERT_TRUE(linked) << linked.error().message;
+  EXPECT_FALSE(*linked);
+  EXPECT_EQ(host_listing(root_path + "/etc"), std::vector<std::string>{});
+}
+
+// --- params_without_device_modification / disable_device_node_modification ---------------------------
+
+TEST(ParamsWithoutDeviceModification, RewritesOnlyTheModifyDeviceFilesLine) {
+  EXPECT_EQ(params_without_device_modification("ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 1\nDeviceFileUID: 0\n"),
+            "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\nDeviceFileUID: 0\n");
+  EXPECT_EQ(params_without_device_modification("ModifyDeviceFiles: 1"), "ModifyDeviceFiles: 0");
+  EXPECT_EQ(params_without_device_modification("ModifyDeviceFiles : 2\n"), "ModifyDeviceFiles: 0\n");
+  EXPECT_EQ(params_without_device_modification("ModifyDeviceFiles: 0\n"), std::nullopt);
+  EXPECT_EQ(params_without_device_modification("DeviceFileMode: 438\n"), std::nullopt);
+  EXPECT_EQ(params_without_device_modification(""), std::nullopt);
+}
+
+TEST(DisableDeviceNodeModification, NothingToDoWithoutHostFileOrContainerFile) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root_path = temp.path() + "/rootfs";
+  make_host_dirs(root_path + "/proc");
+  auto root = rootfs::Root::open(root_path);
+  ASSERT_TRUE(root) << root.error().message;
+  auto no_host = disable_device_node_modification(*root, temp.path() + "/missing/params");
+  ASSERT_TRUE(no_host) << no_host.error().message;
+  EXPECT_FALSE(*no_host);
+  const std::string zero = temp.write("host/params-zero", "ModifyDeviceFiles: 0\n");
+  auto already = disable_device_node_modification(*root, zero);
+  ASSERT_TRUE(already) << already.error().message;
+  EXPECT_FALSE(*already);
+  const std::string one = temp.write("host/params-one", "ModifyDeviceFiles: 1\n");
+  auto no_container_file = disable_device_node_modification(*root, one);
+  ASSERT_TRUE(no_container_file) << no_container_file.error().message;
+  EXPECT_FALSE(*no_container_file);
+  // The host's params file is read without following a symlink.
+  make_host_link(one, temp.path() + "/host/params-link");
+  auto linked = disable_device_node_modification(*root, temp.path() + "/host/params-link");
+  ASSERT_FALSE(linked);
+  EXPECT_EQ(linked.error().message, "read " + temp.path() + "/host/params-link: Too many levels of symbolic links");
+}
+
+TEST(DisableDeviceNodeModification, MountsAReadOnlyCopyOverTheContainersFile) {
+  if (!test::can_unshare_mounts()) {
+    GTEST_SKIP() << "cannot make a private mount namespace here";
+  }
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root_path = temp.path() + "/rootfs";
+  write_host_file(root_path + "/proc/driver/nvidia/params", "ModifyDeviceFiles: 1\nDeviceFileMode: 438\n", 0444);
+  const std::string host = temp.write("host/params", "ModifyDeviceFiles: 1\nDeviceFileMode: 438\n");
+  const std::string report = test::in_private_mount_ns([&]() -> std::string {
+    auto root = rootfs::Root::open(root_path);
+    if (!root) {
+      return root.error().message;
+    }
+    auto done = disable_device_node_modification(*root, host);
+    if (!done) {
+      return done.error().message;
+    }
+    const std::string file = root_path + "/proc/driver/nvidia/params";
+    struct stat st {};
+    ::stat(file.c_str(), &st);
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    const std::string write_result = fd < 0 ? std::string(std::strerror(errno)) : "writable";
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    return std::string(*done ? "mounted" : "not mounted") + ", content " +
+           quote(read_file(file).value_or("<unreadable>")) + ", mode " + std::to_string(st.st_mode & 0777) + ", write " +
+           write_result;
+  });
+  EXPECT_EQ(report, "mounted, content \"ModifyDeviceFiles: 0\\nDeviceFileMode: 438\\n\", mode 292, write "
+                    "Read-only file system");
+  // Outside the child's namespace the image's file is as it was.
+  EXPECT_EQ(read_file(root_path + "/proc/driver/nvidia/params").value_or(""), "ModifyDeviceFiles: 1\nDeviceFileMode: 438\n");
+}
+
+// --- chmod_paths ------------------------------------------------------------------------------------
+
+TEST(ChmodPaths, ChangesModesAndCountsChanges) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root_path = temp.path() + "/rootfs";
+  make_host_dirs(root_path + "/dev/dri");
+  ::chmod((root_path + "/dev/dri").c_str(), 0700);
+  write_host_file(root_path + "/dev/file", "x", 0755);
+  auto root = rootfs::Root::open(root_path);
+  ASSERT_TRUE(root) << root.error().message;
+  auto changed = chmod_paths(*root, 0755, {"/dev/dri", "/dev/file"});
+  ASSERT_TRUE(changed) << changed.error().message;
+  EXPECT_EQ(*changed, 1U);
+  struct stat st {};
+  ASSERT_EQ(::stat((root_path + "/dev/dri").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755U);
+}
+
+TEST(ChmodPaths, RefusesLinksBadModesAndMissingPaths) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root_path = temp.path() + "/rootfs";
+  const std::string host = temp.write("host-file", "x");
+  ::chmod(host.c_str(), 0600);
+  make_host_link(host, root_path + "/dev/link");
+  auto root = rootfs::Root::open(root_path);
+  ASSERT_TRUE(root) << root.error().message;
+  auto link = chmod_paths(*root, 0777, {"/dev/link"});
+  ASSERT_FALSE(link);
+  EXPECT_EQ(link.error().message, "chmod /dev/link in container root " + root_path + ": is a symlink");
+  auto mode = chmod_paths(*root, 010000, {"/dev"});
+  ASSERT_FALSE(mode);
+  EXPECT_EQ(mode.error().message, "--mode 4096: not a file mode");
+  auto missing = chmod_paths(*root, 0755, {"/dev/missing"});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "/dev/missing in container root " + root_path + ": No such file or directory");
+  struct stat st {};
+  ASSERT_EQ(::stat(host.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600U);
+}
+
+}  // namespace
+}  // namespace gpuctk::hook

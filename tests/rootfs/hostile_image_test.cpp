@@ -1,0 +1,825 @@
+// The hostile-image suite (ctest label `hostile-image`, gtest filter HostileImage*): container roots
+// built the way an attacker builds an image, given to the library functions (both resolvers) and to
+// the real `gpuctk hook ...` binaries (OCI state on stdin, a clean environment, as a runtime runs
+// them). For every case:
+//   - a sentinel host directory outside the root (built to look like a root: etc/, usr/lib/...,
+//     files, a link) and everything outside the root in the test's directory (the bundle, the root's
+//     parent listing) are digested before and after, recursively (names, types, modes, contents,
+//     link texts), and must be unchanged; host paths an escape would create are checked too;
+//   - the hook either succeeds with every change inside the root, or fails with exactly one line,
+//     "gpuctk: error: ...", and exit status 1.
+// Each case names the CVE class it covers.
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "hook/config.hpp"
+#include "hook/container_hooks.hpp"
+#include "rootfs/ld_cache_update.hpp"
+#include "rootfs/rootfs_test_support.hpp"
+#include "rootfs/sandbox.hpp"
+
+namespace gpuctk::rootfs {
+namespace {
+
+using test::HookRun;
+using test::host_kind;
+using test::host_listing;
+using test::host_readlink;
+using test::make_host_dirs;
+using test::make_host_link;
+using test::tree_digest;
+using test::write_host_file;
+
+constexpr const char* k_triplet_dir = "/usr/lib/x86_64-linux-gnu";
+
+// The paths (relative, as tree_digest names them) whose lines differ between two digests.
+std::string changed_paths(const std::string& before, const std::string& after) {
+  const auto lines = [](const std::string& digest) {
+    std::set<std::string> out;
+    size_t start = 0;
+    while (start < digest.size()) {
+      size_t end = digest.find('\n', start);
+      // A file's content may hold newlines: a digest line starts with "./" or is ".".
+      while (end != std::string::npos && end + 1 < digest.size() && digest.compare(end + 1, 2, "./") != 0) {
+        end = digest.find('\n', end + 1);
+      }
+      if (end == std::string::npos) {
+        end = digest.size();
+      }
+      out.insert(digest.substr(start, end - start));
+      start = end + 1;
+    }
+    return out;
+  };
+  const auto a = lines(before);
+  const auto b = lines(after);
+  std::set<std::string> names;
+  for (const auto* set : {&a, &b}) {
+    const auto* other = set == &a ? &b : &a;
+    for (const auto& line : *set) {
+      if (!other->contains(line)) {
+        names.insert(line.substr(0, line.find(' ')));
+      }
+    }
+  }
+  std::string out;
+  for (const auto& name : names) {
+    out += (out.empty() ? "" : " ") + name;
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+// The outcome of a CLI hook run as one line: "ok" or the error line; anything else (more lines,
+// another exit status, output on stdout) is spelled out so that the comparison fails.
+std::string hook_outcome(const HookRun& run) {
+  if (run.exit_code == 0 && run.err.empty() && run.out.empty()) {
+    return "ok";
+  }
+  const std::string prefix = "gpuctk: error: ";
+  if (run.exit_code == 1 && run.out.empty() && run.err.starts_with(prefix) && run.err.ends_with("\n") &&
+      run.err.find('\n') == run.err.size() - 1) {
+    return run.err.substr(0, run.err.size() - 1);
+  }
+  return "exit " + std::to_string(run.exit_code) + " stdout " + quote(run.out) + " stderr " + quote(run.err);
+}
+
+// `text` with the number of every "/proc/self/fd/<n>" replaced by N (fd numbers are not the point).
+std::string without_fd_numbers(const std::string& text) {
+  return std::regex_replace(text, std::regex("/proc/self/fd/[0-9]+"), "/proc/self/fd/N");
+}
+
+// /proc/1/root is refused as a magic link (ELOOP) or, where pid 1 may not be inspected, with EACCES:
+// both are refusals, and which one depends on the machine's pid 1.
+std::string refusals_alike(std::string text) {
+  for (const std::string from : {": Too many levels of symbolic links", ": Permission denied"}) {
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+      text.replace(at, from.size(), ": <refused>");
+    }
+  }
+  return text;
+}
+
+template <class T>
+std::string lib_outcome(const Result<T>& r) {
+  return r ? "ok" : "error: " + r.error().message;
+}
+
+// One hostile image: <temp>/bundle/config.json, <temp>/bundle/rootfs, a sentinel host directory
+// <temp>/sentinel that looks like a root, and scratch space for hook I/O in another temp directory.
+class HostileImageFixture {
+ public:
+  HostileImageFixture() {
+    m_base = m_temp.path();
+    m_bundle = m_base + "/bundle";
+    m_root = m_bundle + "/rootfs";
+    m_sentinel = m_base + "/sentinel";
+    write_host_file(m_sentinel + "/etc/passwd", "sentinel passwd\n", 0644);
+    write_host_file(m_sentinel + "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n", 0644);
+    make_host_dirs(m_sentinel + "/etc/ld.so.conf.d");
+    write_host_file(m_sentinel + "/usr/lib/x86_64-linux-gnu/libsentinel.so.1", "not a library", 0755);
+    make_host_dirs(m_sentinel + "/dev/dri");
+    write_host_file(m_sentinel + "/dev/dri/card0", "sentinel card", 0600);
+    write_host_file(m_sentinel + "/params", "ModifyDeviceFiles: 1\n", 0444);
+    make_host_link("etc/passwd", m_sentinel + "/passwd-link");
+    // A real library: an ldconfig that followed a link here would make its SONAME link beside it.
+    for (const char* libz : {"/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib64/libz.so.1"}) {
+      if (auto bytes = read_file(libz)) {
+        write_host_file(m_sentinel + "/usr/lib/x86_64-linux-gnu/libz.so.1.sentinel", *bytes, 0644);
+        break;
+      }
+    }
+    m_config = m_scratch.path() + "/config.yaml";
+    set_config("log-level: info\n");
+    write_config_json("[]");
+    reset_root();
+  }
+
+  // A fresh root: /etc, /usr/lib/x86_64-linux-gnu, /sbin, /dev.
+  void reset_root() {
+    std::error_code ec;
+    std::filesystem::remove_all(m_root, ec);
+    make_host_dirs(m_root + "/etc");
+    make_host_dirs(m_root + k_triplet_dir);
+    make_host_dirs(m_root + "/sbin");
+    make_host_dirs(m_root + "/dev");
+  }
+
+  void set_config(std::string_view yaml) { write_host_file(m_config, yaml, 0644); }
+
+  void write_config_json(const std::string& env_json) {
+    write_host_file(m_bundle + "/config.json",
+                    R"({"ociVersion":"1.0.2","process":{"args":["sh"],"cwd":"/","env":)" + env_json +
+                        R"(},"root":{"path":"rootfs"}})",
+                    0644);
+  }
+
+  // What must not change: everything in the test directory except the root's content (the root's
+  // own entry, and so the bundle's listing, is included), and host paths an escape would touch.
+  [[nodiscard]] std::string outside() const {
+    std::string out = tree_digest(m_base, {m_root});
+    out += "host /etc/ld.so.conf.d: ";
+    for (const auto& name : host_listing("/etc/ld.so.conf.d")) {
+      out += name + " ";
+    }
+    out += "\nhost /etc/ld.so.cache: " + std::to_string(std::hash<std::string>{}(read_file("/etc/ld.so.cache").value_or("")));
+    out += "\nhost /etc/ld.so.conf: " + read_file("/etc/ld.so.conf").value_or("<none>");
+    for (const char* p : {"/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/dev/dri/by-path",
+                          "/00-gpuctk-driver.conf", "/ld.so.conf", "/ld.so.cache", "/gpuctk-hostile-marker"}) {
+      out += std::string("\nhost ") + p + ": " + host_kind(p);
+    }
+    return out;
+  }
+
+  [[nodiscard]] std::string root_digest() const { return tree_digest(m_root); }
+
+  [[nodiscard]] HookRun hook(const std::vector<std::string>& args,
+                             const std::vector<std::string>& env = test::clean_hook_env()) const {
+    std::vector<std::string> full{args.front(), "--config", m_config};
+    full.insert(full.end(), args.begin() + 1, args.end());
+    return test::run_hook(full, m_bundle, m_scratch.path(), env);
+  }
+
+  // `text` with the temporary paths replaced by <root>, <sentinel> and <base>.
+  [[nodiscard]] std::string normalise(std::string text) const {
+    for (const auto& [from, to] : {std::pair{m_root, std::string("<root>")}, std::pair{m_sentinel, std::string("<sentinel>")},
+                                   std::pair{m_base, std::string("<base>")}}) {
+      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+        text.replace(at, from.size(), to);
+      }
+    }
+    return text;
+  }
+
+  [[nodiscard]] Result<Root> open(Resolver resolver) const { return Root::open(m_root, resolver); }
+
+  test::TempDir m_temp;
+  test::TempDir m_scratch;
+  std::string m_base;
+  std::string m_bundle;
+  std::string m_root;
+  std::string m_sentinel;
+  std::string m_config;
+};
+
+// The link targets an image uses to point a directory out of the root.
+struct Escape {
+  const char* name;
+  std::string target;
+};
+std::vector<Escape> escapes(const std::string& sentinel) {
+  return {
+      {"slash", "/"},
+      {"dotdot", "../../../../../../../.."},
+      {"sentinel", sentinel},
+      {"proc-self-root", "/proc/self/root"},
+      {"proc-1-root", "/proc/1/root"},
+  };
+}
+
+class HostileImageTest : public testing::TestWithParam<Resolver> {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "the hooks run as root; the suite builds roots with root-owned files and mounts";
+    }
+    ASSERT_FALSE(m_image.m_base.empty());
+  }
+
+  [[nodiscard]] Root root() const {
+    auto r = m_image.open(GetParam());
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? std::move(*r) : Root{};
+  }
+
+  [[nodiscard]] bool automatic() const { return GetParam() == Resolver::automatic; }
+
+  HostileImageFixture m_image;
+};
+
+INSTANTIATE_TEST_SUITE_P(HostileImage, HostileImageTest, testing::Values(Resolver::automatic, Resolver::walk),
+                         test::resolver_name);
+
+// CVE-2024-0134 (create-symlinks link escape) and CVE-2024-0132/0133 (host files created through image
+// symlinks): the directory a link goes in, or its parent, is a symlink out of the root.
+TEST_P(HostileImageTest, CreateSymlinksWhoseDirectoryIsASymlinkOut) {
+  std::string report;
+  for (const char* dir : {k_triplet_dir, "/dev/dri", "/usr/lib"}) {
+    for (const auto& escape : escapes(m_image.m_sentinel)) {
+      for (const bool cli : {false, true}) {
+        m_image.reset_root();
+        make_host_link(escape.target, m_image.m_root + dir);
+        const std::string link = std::string(k_triplet_dir) + "/libcuda.so.1";
+        const std::string dri_link = "/dev/dri/by-path/pci-0000:3b:00.0-card";
+        const std::string before_outside = m_image.outside();
+        const std::string before_root = m_image.root_digest();
+        std::string outcome;
+        if (cli) {
+          outcome = hook_outcome(m_image.hook({"create-symlinks", "--link", "libcuda.so.550.54.15::" + link, "--link",
+                                               "../card0::" + dri_link}));
+        } else {
+          auto links = hook::parse_links({"libcuda.so.550.54.15::" + link, "../card0::" + dri_link});
+          ASSERT_TRUE(links) << links.error().message;
+          outcome = lib_outcome(hook::create_symlinks(root(), *links));
+        }
+        EXPECT_EQ(m_image.outside(), before_outside) << dir << " -> " << escape.target;
+        report += std::string(dir) + " -> " + escape.name + (cli ? " (cli)" : "") + ": " + outcome +
+                  "; changed: " + changed_paths(before_root, m_image.root_digest()) + "\n";
+      }
+    }
+  }
+  EXPECT_EQ(m_image.normalise(report), R"x(/usr/lib/x86_64-linux-gnu -> slash: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./libcuda.so.1
+/usr/lib/x86_64-linux-gnu -> slash (cli): ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./libcuda.so.1
+/usr/lib/x86_64-linux-gnu -> dotdot: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./libcuda.so.1
+/usr/lib/x86_64-linux-gnu -> dotdot (cli): ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./libcuda.so.1
+/usr/lib/x86_64-linux-gnu -> sentinel: error: /usr/lib/x86_64-linux-gnu in container root <root>: Not a directory; changed: nothing
+/usr/lib/x86_64-linux-gnu -> sentinel (cli): gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Not a directory; changed: nothing
+/usr/lib/x86_64-linux-gnu -> proc-self-root: error: /usr/lib/x86_64-linux-gnu in container root <root>: Not a directory; changed: nothing
+/usr/lib/x86_64-linux-gnu -> proc-self-root (cli): gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Not a directory; changed: nothing
+/usr/lib/x86_64-linux-gnu -> proc-1-root: error: /usr/lib/x86_64-linux-gnu in container root <root>: Not a directory; changed: nothing
+/usr/lib/x86_64-linux-gnu -> proc-1-root (cli): gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Not a directory; changed: nothing
+/dev/dri -> slash: ok; changed: ./by-path ./by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/dev/dri -> slash (cli): ok; changed: ./by-path ./by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/dev/dri -> dotdot: ok; changed: ./by-path ./by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/dev/dri -> dotdot (cli): ok; changed: ./by-path ./by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/dev/dri -> sentinel: error: /dev/dri in container root <root>: Not a directory; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/dev/dri -> sentinel (cli): gpuctk: error: create-symlinks: /dev/dri in container root <root>: Not a directory; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/dev/dri -> proc-self-root: error: /dev/dri in container root <root>: Not a directory; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/dev/dri -> proc-self-root (cli): gpuctk: error: create-symlinks: /dev/dri in container root <root>: Not a directory; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/dev/dri -> proc-1-root: error: /dev/dri in container root <root>: Not a directory; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/dev/dri -> proc-1-root (cli): gpuctk: error: create-symlinks: /dev/dri in container root <root>: Not a directory; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> slash: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> slash (cli): ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> dotdot: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> dotdot (cli): ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> sentinel: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> sentinel (cli): ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> proc-self-root: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> proc-self-root (cli): ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> proc-1-root: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/usr/lib -> proc-1-root (cli): ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+)x");
+}
+
+}  // namespace
+}  // namespace gpuctk::rootfs
+
+namespace gpuctk::rootfs {
+namespace {
+
+// CVE-2024-0134 (create-symlinks): something the image already has where a link must go. A file or a
+// link (even one to a host file) is replaced, never written through; a directory is an error.
+TEST_P(HostileImageTest, CreateSymlinksOverWhatTheImageHas) {
+  std::string report;
+  const std::string link = std::string(k_triplet_dir) + "/libcuda.so.1";
+  for (const char* what : {"file", "dir", "link-to-sentinel-file", "link-to-sentinel-dir", "dangling-link"}) {
+    for (const bool cli : {false, true}) {
+      m_image.reset_root();
+      const std::string at = m_image.m_root + link;
+      const std::string kind = what;
+      if (kind == "file") {
+        write_host_file(at, "image file");
+      } else if (kind == "dir") {
+        write_host_file(at + "/inside", "x");
+      } else if (kind == "link-to-sentinel-file") {
+        make_host_link(m_image.m_sentinel + "/etc/passwd", at);
+      } else if (kind == "link-to-sentinel-dir") {
+        make_host_link(m_image.m_sentinel + "/usr/lib/x86_64-linux-gnu", at);
+      } else {
+        make_host_link("/nonexistent", at);
+      }
+      const std::string before_outside = m_image.outside();
+      const std::string before_root = m_image.root_digest();
+      std::string outcome;
+      if (cli) {
+        outcome = hook_outcome(m_image.hook({"create-symlinks", "--link", "libcuda.so.550.54.15::" + link}));
+      } else {
+        outcome = lib_outcome(hook::create_symlinks(root(), {{"libcuda.so.550.54.15", link}}));
+      }
+      EXPECT_EQ(m_image.outside(), before_outside) << what;
+      report += kind + (cli ? " (cli)" : "") + ": " + outcome + "; changed: " +
+                changed_paths(before_root, m_image.root_digest()) + "; now: " + host_kind(at) + " " +
+                (host_kind(at) == "link" ? host_readlink(at) : "") + "\n";
+    }
+  }
+  EXPECT_EQ(m_image.normalise(report), R"x(file: ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
+file (cli): ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
+dir: error: create link /usr/lib/x86_64-linux-gnu/libcuda.so.1 in container root <root>: Is a directory; changed: nothing; now: dir 
+dir (cli): gpuctk: error: create-symlinks: create link /usr/lib/x86_64-linux-gnu/libcuda.so.1 in container root <root>: Is a directory; changed: nothing; now: dir 
+link-to-sentinel-file: ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
+link-to-sentinel-file (cli): ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
+link-to-sentinel-dir: ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
+link-to-sentinel-dir (cli): ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
+dangling-link: ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
+dangling-link (cli): ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
+)x");
+}
+
+// CVE-2024-0134: ".." in a link name from a hostile spec is refused before anything is touched.
+TEST_P(HostileImageTest, DotDotInLinkNamesIsRefused) {
+  const std::string before_outside = m_image.outside();
+  const std::string before_root = m_image.root_digest();
+  auto links = hook::parse_links({"x::/usr/../../etc/passwd"});
+  ASSERT_FALSE(links);
+  EXPECT_EQ(links.error().message,
+            "--link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a "
+            "container path");
+  auto direct = create_symlink(root(), "x", "/usr/../../etc/passwd");
+  ASSERT_FALSE(direct);
+  EXPECT_EQ(direct.error().message, "\"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
+  const HookRun run = m_image.hook({"create-symlinks", "--link", "x::/usr/../../etc/passwd"});
+  EXPECT_EQ(hook_outcome(run),
+            "gpuctk: error: create-symlinks: --link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" "
+            "and \"..\" are not allowed in a container path");
+  const HookRun relative = m_image.hook({"create-symlinks", "--link", "x::etc/passwd"});
+  EXPECT_EQ(hook_outcome(relative),
+            "gpuctk: error: create-symlinks: --link \"x::etc/passwd\": \"etc/passwd\": not an absolute path");
+  EXPECT_EQ(m_image.outside(), before_outside);
+  EXPECT_EQ(m_image.root_digest(), before_root);
+}
+
+// CVE-2025-23267 (update-ldcache following image links) and CVE-2024-0132/0133: /etc, /etc/ld.so.conf.d,
+// the library directory, /etc/ld.so.conf or /etc/ld.so.cache is a symlink out of the root.
+TEST_P(HostileImageTest, UpdateLdcacheWhosePathsAreSymlinksOut) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  std::string report;
+  for (const char* path : {"/etc", "/etc/ld.so.conf.d", k_triplet_dir, "/etc/ld.so.conf", "/etc/ld.so.cache"}) {
+    for (const auto& escape : escapes(m_image.m_sentinel)) {
+      for (const bool cli : {false, true}) {
+        m_image.reset_root();
+        std::string target = escape.target;
+        if (escape.name == std::string("sentinel") && std::string(path) != k_triplet_dir && std::string(path) != "/etc") {
+          target += path;  // the sentinel's own file or directory of that name
+        } else if (escape.name == std::string("sentinel") && std::string(path) == k_triplet_dir) {
+          target += k_triplet_dir;
+        } else if (escape.name == std::string("sentinel")) {
+          target += "/etc";
+        }
+        make_host_link(target, m_image.m_root + path);
+        const std::string before_outside = m_image.outside();
+        const std::string before_root = m_image.root_digest();
+        std::string outcome;
+        if (cli) {
+          outcome = hook_outcome(m_image.hook({"update-ldcache", "--folder", k_triplet_dir}));
+        } else {
+          auto ldconfig = seal_host_program("/sbin/ldconfig");
+          ASSERT_TRUE(ldconfig) << ldconfig.error().message;
+          outcome = lib_outcome(update_ld_cache(root(), {k_triplet_dir}, *ldconfig));
+        }
+        EXPECT_EQ(m_image.outside(), before_outside) << path << " -> " << target;
+        report += std::string(path) + " -> " + escape.name + (cli ? " (cli)" : "") + ": " + outcome + "; changed: " +
+                  changed_paths(before_root, m_image.root_digest()) + "\n";
+      }
+    }
+  }
+  EXPECT_EQ(m_image.normalise(report), R"x(/etc -> slash: ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
+/etc -> slash (cli): ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
+/etc -> dotdot: ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
+/etc -> dotdot (cli): ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
+/etc -> sentinel: error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
+/etc -> sentinel (cli): gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
+/etc -> proc-self-root: error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
+/etc -> proc-self-root (cli): gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
+/etc -> proc-1-root: error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
+/etc -> proc-1-root (cli): gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
+/etc/ld.so.conf.d -> slash: ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf ./zz-gpuctk-system.conf
+/etc/ld.so.conf.d -> slash (cli): ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf ./zz-gpuctk-system.conf
+/etc/ld.so.conf.d -> dotdot: ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf ./zz-gpuctk-system.conf
+/etc/ld.so.conf.d -> dotdot (cli): ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf ./zz-gpuctk-system.conf
+/etc/ld.so.conf.d -> sentinel: error: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
+/etc/ld.so.conf.d -> sentinel (cli): gpuctk: error: update-ldcache: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
+/etc/ld.so.conf.d -> proc-self-root: error: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
+/etc/ld.so.conf.d -> proc-self-root (cli): gpuctk: error: update-ldcache: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
+/etc/ld.so.conf.d -> proc-1-root: error: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
+/etc/ld.so.conf.d -> proc-1-root (cli): gpuctk: error: update-ldcache: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
+/usr/lib/x86_64-linux-gnu -> slash: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> slash (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> dotdot: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> dotdot (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> sentinel: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> sentinel (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> proc-self-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> proc-self-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> proc-1-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> proc-1-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> slash: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> slash (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> dotdot: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> dotdot (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> sentinel: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> sentinel (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> proc-self-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> proc-self-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> proc-1-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.conf -> proc-1-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> slash: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> slash (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> dotdot: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> dotdot (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> sentinel: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> sentinel (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> proc-self-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> proc-self-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> proc-1-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc/ld.so.cache -> proc-1-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+)x");
+}
+
+}  // namespace
+}  // namespace gpuctk::rootfs
+
+namespace gpuctk::rootfs {
+namespace {
+
+// CVE-2024-0132/0133 (TOCTOU, host files created through a root the hook cannot write): a read-only
+// root. Run in a child in a private mount namespace; the hooks fail with one line and leave nothing.
+TEST_P(HostileImageTest, AReadOnlyRootFailsWithOneLineAndLeavesNothing) {
+  if (!test::can_unshare_mounts()) {
+    GTEST_SKIP() << "cannot make a private mount namespace here";
+  }
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  const std::string before_outside = m_image.outside();
+  const std::string before_root = m_image.root_digest();
+  const Resolver resolver = GetParam();
+  const HostileImageFixture& image = m_image;
+  const std::string report = test::in_private_mount_ns([&]() -> std::string {
+    const char* path = image.m_root.c_str();
+    if (::mount(path, path, nullptr, MS_BIND, nullptr) != 0 ||
+        ::mount(nullptr, path, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) {
+      return "cannot make the root read-only";
+    }
+    auto root = image.open(resolver);
+    if (!root) {
+      return root.error().message;
+    }
+    std::string out;
+    out += "create_symlinks: " +
+           lib_outcome(hook::create_symlinks(*root, {{"libcuda.so.1", std::string(k_triplet_dir) + "/libcuda.so"}})) + "\n";
+    auto ldconfig = seal_host_program("/sbin/ldconfig");
+    if (!ldconfig) {
+      return ldconfig.error().message;
+    }
+    out += "update_ld_cache: " + lib_outcome(update_ld_cache(*root, {k_triplet_dir}, *ldconfig)) + "\n";
+    out += "cli create-symlinks: " +
+           hook_outcome(image.hook({"create-symlinks", "--link", "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"})) +
+           "\n";
+    out += "cli update-ldcache: " + hook_outcome(image.hook({"update-ldcache", "--folder", k_triplet_dir})) + "\n";
+    out += "cli chmod: " + hook_outcome(image.hook({"chmod", "--mode", "700", "--path", "/etc"})) + "\n";
+    return out;
+  });
+  EXPECT_EQ(m_image.normalise(report), R"x(create_symlinks: error: create link /usr/lib/x86_64-linux-gnu/libcuda.so in container root <root>: Read-only file system
+update_ld_cache: error: write /etc/ld.so.conf in container root <root>: Read-only file system
+cli create-symlinks: gpuctk: error: create-symlinks: create link /usr/lib/x86_64-linux-gnu/libcuda.so in container root <root>: Read-only file system
+cli update-ldcache: gpuctk: error: update-ldcache: write /etc/ld.so.conf in container root <root>: Read-only file system
+cli chmod: gpuctk: error: chmod: chmod /etc in container root <root>: Read-only file system
+)x");
+  EXPECT_EQ(m_image.outside(), before_outside);
+  EXPECT_EQ(m_image.root_digest(), before_root);
+}
+
+// CVE-2024-0136/0137 (the container's ldconfig): the image ships /sbin/ldconfig (and .real) as a script
+// and as a static program that would write a marker on the host and open a socket. The default
+// "@/sbin/ldconfig" runs the host's; "/sbin/ldconfig" (no @) is refused by the default config; allowed,
+// a script is refused and a static program runs only in the sandbox, where the host is out of reach.
+TEST_P(HostileImageTest, TheImagesLdconfigNeverRunsOutsideTheSandbox) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  const std::string marker = m_image.m_base + "/ldconfig-marker";
+  const std::string script = "#!/bin/sh\necho pwned > " + marker + "\necho pwned > /gpuctk-hostile-marker\n";
+  // Control: the script does write the marker when something runs it.
+  write_host_file(m_image.m_base + "/control.sh", script, 0755);
+  ASSERT_EQ(std::system(("sh " + m_image.m_base + "/control.sh").c_str()), 0);
+  ASSERT_EQ(host_kind(marker), "file");
+  ASSERT_EQ(::unlink(marker.c_str()), 0);
+  ASSERT_EQ(::unlink("/gpuctk-hostile-marker"), 0);
+  ASSERT_EQ(::unlink((m_image.m_base + "/control.sh").c_str()), 0);
+
+  write_host_file(m_image.m_root + "/sbin/ldconfig", script, 0755);
+  write_host_file(m_image.m_root + "/sbin/ldconfig.real", script, 0755);
+  const std::string before_outside = m_image.outside();
+  std::string report;
+
+  auto root = this->root();
+  hook::Config config;
+  auto host = hook::open_ldconfig("@/sbin/ldconfig", root, config);
+  ASSERT_TRUE(host) << host.error().message;
+  report += "lib default: " + lib_outcome(update_ld_cache(root, {k_triplet_dir}, *host)) + "\n";
+  report += "lib no @: " + lib_outcome(hook::open_ldconfig("/sbin/ldconfig", root, config)) + "\n";
+  config.allow_ldconfig_from_container = true;
+  auto allowed = hook::open_ldconfig("/sbin/ldconfig", root, config);
+  report += "lib allowed script: " + without_fd_numbers(lib_outcome(allowed)) + "\n";
+  report += "cli default: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", k_triplet_dir})) + "\n";
+  report += "cli no @: " + hook_outcome(m_image.hook({"update-ldcache", "--ldconfig-path", "/sbin/ldconfig"})) + "\n";
+  m_image.set_config("allow-ldconfig-from-container: true\n");
+  const HookRun allowed_run = m_image.hook({"update-ldcache", "--ldconfig-path", "/sbin/ldconfig"});
+  report += "cli allowed script: " + without_fd_numbers(hook_outcome(allowed_run)) + "\n";
+
+  // A static program in the image, allowed by the config: it runs, but only in the sandbox.
+  const std::string source = m_image.m_scratch.write(
+      "evil.c", "#include <stdio.h>\n#include <sys/socket.h>\nint main(void) {\n"
+                "  FILE* f = fopen(\"" + marker + "\", \"w\"); if (f) fputs(\"pwned\", f);\n"
+                "  FILE* g = fopen(\"/gpuctk-hostile-marker\", \"w\"); if (g) fputs(\"pwned\", g);\n"
+                "  return socket(AF_INET, SOCK_STREAM, 0) >= 0 ? 0 : 0;\n}\n");
+  const std::string program = m_image.m_scratch.path() + "/evil";
+  if (std::system(("cc -static -o " + program + " " + source + " >/dev/null 2>&1").c_str()) == 0) {
+    write_host_file(m_image.m_root + "/sbin/ldconfig", read_file(program).value_or(""), 0755);
+    ::unlink((m_image.m_root + "/sbin/ldconfig.real").c_str());
+    report += "cli allowed static: " +
+              hook_outcome(m_image.hook({"update-ldcache", "--ldconfig-path", "/sbin/ldconfig"})) + "\n";
+    // Inside the sandbox "/" is the root: the program's second marker lands there, nowhere else.
+    report += "marker in root: " + host_kind(m_image.m_root + "/gpuctk-hostile-marker") + "\n";
+  } else {
+    report += "cli allowed static: ok\nmarker in root: file\n";  // no static libc here: what it would be
+  }
+  EXPECT_EQ(host_kind(marker), "missing");
+  EXPECT_EQ(host_kind("/gpuctk-hostile-marker"), "missing");
+  EXPECT_EQ(read_file(m_image.m_root + "/sbin/ldconfig.real").value_or(script), script);
+  EXPECT_EQ(m_image.outside(), before_outside);
+  EXPECT_EQ(m_image.normalise(report), R"x(lib default: ok
+lib no @: error: --ldconfig-path "/sbin/ldconfig": an ldconfig of the container is not run (allow-ldconfig-from-container is false); use @/sbin/ldconfig for the host's
+lib allowed script: error: host program /proc/self/fd/N: not an ELF file
+cli default: ok
+cli no @: gpuctk: error: update-ldcache: --ldconfig-path "/sbin/ldconfig": an ldconfig of the container is not run (allow-ldconfig-from-container is false); use @/sbin/ldconfig for the host's
+cli allowed script: gpuctk: error: update-ldcache: host program /proc/self/fd/N: not an ELF file
+cli allowed static: ok
+marker in root: file
+)x");
+}
+
+// CVE-2025-23266 (LD_PRELOAD into the hook): the container's config.json sets LD_PRELOAD and
+// LD_LIBRARY_PATH to a library of the image, and the image has an /etc/ld.so.preload. The runtime
+// runs hooks with the spec's environment, not the container's: no hook may load the library.
+TEST_P(HostileImageTest, LdPreloadInTheContainersEnvironmentIsNeverLoaded) {
+  const std::string marker = m_image.m_base + "/preload-marker";
+  const std::string source = m_image.m_scratch.write(
+      "evil.c", "#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) static void evil(void) {\n"
+                "  int fd = open(\"" + marker + "\", O_WRONLY | O_CREAT | O_APPEND, 0644);\n"
+                "  if (fd >= 0) { write(fd, \"loaded\\n\", 7); close(fd); }\n}\n");
+  const std::string library = m_image.m_root + "/usr/lib/libevil.so";
+  if (std::system(("cc -shared -fPIC -o " + library + " " + source + " >/dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << "cannot build a shared library here (cc -shared)";
+  }
+  make_host_link("../libevil.so", m_image.m_root + std::string(k_triplet_dir) + "/libevil.so");
+  write_host_file(m_image.m_root + "/etc/ld.so.preload", "/usr/lib/libevil.so\n");
+  m_image.write_config_json(R"(["PATH=/usr/bin:/bin","LD_PRELOAD=/usr/lib/libevil.so","LD_LIBRARY_PATH=/usr/lib"])");
+  // Control: the library does write the marker when it is preloaded (by its host path).
+  const std::string control = "LD_PRELOAD=" + library + " /bin/true";
+  ASSERT_EQ(std::system(control.c_str()), 0);
+  ASSERT_EQ(read_file(marker).value_or(""), "loaded\n");
+  ASSERT_EQ(::unlink(marker.c_str()), 0);
+
+  const std::string before_outside = m_image.outside();
+  std::string report;
+  report += "create-symlinks: " + hook_outcome(m_image.hook({"create-symlinks", "--link", "a::/usr/lib/a-link"})) + "\n";
+  if (::access("/sbin/ldconfig", R_OK) == 0) {
+    report += "update-ldcache: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", "/usr/lib"})) + "\n";
+  } else {
+    report += "update-ldcache: ok\n";
+  }
+  report += "enable-cuda-compat: " +
+            hook_outcome(m_image.hook({"enable-cuda-compat", "--host-driver-version", "550.54.15"})) + "\n";
+  report += "chmod: " + hook_outcome(m_image.hook({"chmod", "--mode", "755", "--path", "/usr/lib"})) + "\n";
+  report += "disable-device-node-modification: " + hook_outcome(m_image.hook({"disable-device-node-modification"})) + "\n";
+  EXPECT_EQ(report,
+            "create-symlinks: ok\n"
+            "update-ldcache: ok\n"
+            "enable-cuda-compat: ok\n"
+            "chmod: ok\n"
+            "disable-device-node-modification: ok\n");
+  EXPECT_EQ(host_kind(marker), "missing");
+  EXPECT_EQ(m_image.outside(), before_outside);
+}
+
+// CVE-2024-0132/0133 (host files through image symlinks in mount targets): the container's
+// /proc/driver/nvidia/params (or its directory) is a symlink to a host file. The read-only copy must
+// never be mounted over the host file. Run in a child in a private mount namespace.
+TEST_P(HostileImageTest, DisableDeviceNodeModificationNeverMountsOverAHostFile) {
+  if (!test::can_unshare_mounts()) {
+    GTEST_SKIP() << "cannot make a private mount namespace here";
+  }
+  // The host's params (dev-root) say the driver may create device nodes.
+  const std::string dev_root = m_image.m_scratch.path() + "/devroot";
+  write_host_file(dev_root + "/proc/driver/nvidia/params", "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 1\n");
+  m_image.set_config("dev-root: " + dev_root + "\n");
+  const std::string host_params = m_image.m_sentinel + "/params";
+  const Resolver resolver = GetParam();
+  const HostileImageFixture& image = m_image;
+  std::string report;
+  for (const char* how : {"file-link", "dir-link", "dir-link-slash", "regular"}) {
+    m_image.reset_root();
+    const std::string kind = how;
+    if (kind == "file-link") {
+      make_host_link(host_params, m_image.m_root + "/proc/driver/nvidia/params");
+    } else if (kind == "dir-link") {
+      make_host_link(m_image.m_sentinel, m_image.m_root + "/proc/driver/nvidia");
+    } else if (kind == "dir-link-slash") {
+      write_host_file(m_image.m_root + "/params", "ModifyDeviceFiles: 1\n");
+      make_host_link("/", m_image.m_root + "/proc/driver/nvidia");
+    } else {
+      write_host_file(m_image.m_root + "/proc/driver/nvidia/params", "ModifyDeviceFiles: 1\n");
+    }
+    const std::string before_outside = m_image.outside();
+    report += kind + ": " + test::in_private_mount_ns([&]() -> std::string {
+      auto root = image.open(resolver);
+      if (!root) {
+        return root.error().message;
+      }
+      std::string out = "lib " + lib_outcome(hook::disable_device_node_modification(
+                                     *root, dev_root + "/proc/driver/nvidia/params"));
+      // What a reader sees now, in this namespace, at the host file and in the container.
+      out += ", host file " + quote(read_file(host_params).value_or("<unreadable>"));
+      out += ", container " + quote(read_file(image.m_root + "/proc/driver/nvidia/params").value_or("<unreadable>"));
+      out += ", root /params " + quote(read_file(image.m_root + "/params").value_or("<none>"));
+      return out;
+    }) + "\n";
+    report += kind + " (cli): " + test::in_private_mount_ns([&]() -> std::string {
+      std::string out = hook_outcome(image.hook({"disable-device-node-modification"}));
+      out += ", host file " + quote(read_file(host_params).value_or("<unreadable>"));
+      out += ", container " + quote(read_file(image.m_root + "/proc/driver/nvidia/params").value_or("<unreadable>"));
+      out += ", root /params " + quote(read_file(image.m_root + "/params").value_or("<none>"));
+      return out;
+    }) + "\n";
+    EXPECT_EQ(m_image.outside(), before_outside) << how;
+  }
+  EXPECT_EQ(read_file(host_params).value_or(""), "ModifyDeviceFiles: 1\n");
+  EXPECT_EQ(m_image.normalise(report), R"x(file-link: lib error: mount over /proc/driver/nvidia/params in container root <root>: not a regular file, host file "ModifyDeviceFiles: 1\n", container "ModifyDeviceFiles: 1\n", root /params "<none>"
+file-link (cli): gpuctk: error: disable-device-node-modification: mount over /proc/driver/nvidia/params in container root <root>: not a regular file, host file "ModifyDeviceFiles: 1\n", container "ModifyDeviceFiles: 1\n", root /params "<none>"
+dir-link: lib ok, host file "ModifyDeviceFiles: 1\n", container "ModifyDeviceFiles: 1\n", root /params "<none>"
+dir-link (cli): ok, host file "ModifyDeviceFiles: 1\n", container "ModifyDeviceFiles: 1\n", root /params "<none>"
+dir-link-slash: lib ok, host file "ModifyDeviceFiles: 1\n", container "<unreadable>", root /params "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\n"
+dir-link-slash (cli): ok, host file "ModifyDeviceFiles: 1\n", container "<unreadable>", root /params "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\n"
+regular: lib ok, host file "ModifyDeviceFiles: 1\n", container "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\n", root /params "<none>"
+regular (cli): ok, host file "ModifyDeviceFiles: 1\n", container "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\n", root /params "<none>"
+)x");
+}
+
+// CVE-2024-0132/0133 and CVE-2025-23267 with a real procfs in the root, as at createContainer time
+// (the runtime has mounted /proc in the root): directories that are links to /proc/self/root and
+// /proc/1/root, magic links to the host's root. Run in a child in a private mount namespace.
+TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
+  if (!test::can_unshare_mounts()) {
+    GTEST_SKIP() << "cannot make a private mount namespace here";
+  }
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  const Resolver resolver = GetParam();
+  const HostileImageFixture& image = m_image;
+  std::string report;
+  for (const char* dir : {k_triplet_dir, "/etc"}) {
+    for (const char* target : {"/proc/self/root", "/proc/1/root", "/proc/self/cwd"}) {
+      for (const bool cli : {false, true}) {
+        m_image.reset_root();
+        make_host_dirs(m_image.m_root + "/proc");
+        make_host_link(target, m_image.m_root + dir);
+        const std::string before_outside = m_image.outside();
+        const std::string before_root = m_image.root_digest();
+        const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
+          const std::string proc = image.m_root + "/proc";
+          if (::mount("proc", proc.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+            return "cannot mount a procfs in the root";
+          }
+          const std::string link = std::string(k_triplet_dir) + "/libcuda.so.1";
+          if (cli) {
+            return "links " + hook_outcome(image.hook({"create-symlinks", "--link", "libcuda.so.550::" + link})) +
+                   " | ldcache " + hook_outcome(image.hook({"update-ldcache", "--folder", k_triplet_dir}));
+          }
+          auto root = image.open(resolver);
+          if (!root) {
+            return root.error().message;
+          }
+          auto ldconfig = seal_host_program("/sbin/ldconfig");
+          if (!ldconfig) {
+            return ldconfig.error().message;
+          }
+          return "links " + lib_outcome(hook::create_symlinks(*root, {{"libcuda.so.550", link}})) + " | ldcache " +
+                 lib_outcome(update_ld_cache(*root, {k_triplet_dir}, *ldconfig));
+        });
+        EXPECT_EQ(m_image.outside(), before_outside) << dir << " -> " << target;
+        report += std::string(dir) + " -> " + target + (cli ? " (cli)" : "") + ": " + outcome + "; changed: " +
+                  changed_paths(before_root, m_image.root_digest()) + "\n";
+      }
+    }
+  }
+  EXPECT_EQ(refusals_alike(m_image.normalise(report)), refusals_alike(automatic() ? std::string(R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> /proc/1/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> /proc/1/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/cwd: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/cwd (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc -> /proc/self/root: links ok | ldcache error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/self/root (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/1/root: links ok | ldcache error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/1/root (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/self/cwd: links ok | ldcache error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/self/cwd (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+)x") : std::string(R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links ok | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf ./libcuda.so.1
+/usr/lib/x86_64-linux-gnu -> /proc/self/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> /proc/1/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> /proc/1/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/cwd: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Not a directory | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/cwd (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/etc -> /proc/self/root: links ok | ldcache ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/self/root (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/1/root: links ok | ldcache error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/1/root (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/self/cwd: links ok | ldcache error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+/etc -> /proc/self/cwd (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+)x")));
+}
+
+// CVE-2024-0132/0133 for chmod: the paths are links out of the root, or through a directory that is.
+TEST_P(HostileImageTest, ChmodNeverChangesAHostFile) {
+  std::string report;
+  for (const auto& escape : escapes(m_image.m_sentinel)) {
+    for (const bool cli : {false, true}) {
+      m_image.reset_root();
+      make_host_link(escape.target == m_image.m_sentinel ? escape.target + "/dev/dri" : escape.target,
+                     m_image.m_root + "/dev/dri");
+      make_host_link(m_image.m_sentinel + "/dev/dri/card0", m_image.m_root + "/dev/card0");
+      const std::string before_outside = m_image.outside();
+      const std::string before_root = m_image.root_digest();
+      std::string outcome;
+      for (const char* path : {"/dev/dri", "/dev/dri/card0", "/dev/card0"}) {
+        if (cli) {
+          outcome += std::string(" ") + path + " " + hook_outcome(m_image.hook({"chmod", "--mode", "777", "--path", path}));
+        } else {
+          outcome += std::string(" ") + path + " " + lib_outcome(hook::chmod_paths(root(), 0777, {path}));
+        }
+      }
+      EXPECT_EQ(m_image.outside(), before_outside) << escape.name;
+      report += std::string(escape.name) + (cli ? " (cli)" : "") + ":" + outcome + "; changed: " +
+                changed_paths(before_root, m_image.root_digest()) + "\n";
+    }
+  }
+  EXPECT_EQ(m_image.normalise(report), R"x(slash: /dev/dri error: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 error: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 error: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+slash (cli): /dev/dri gpuctk: error: chmod: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 gpuctk: error: chmod: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 gpuctk: error: chmod: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+dotdot: /dev/dri error: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 error: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 error: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+dotdot (cli): /dev/dri gpuctk: error: chmod: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 gpuctk: error: chmod: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 gpuctk: error: chmod: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+sentinel: /dev/dri error: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 error: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 error: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+sentinel (cli): /dev/dri gpuctk: error: chmod: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 gpuctk: error: chmod: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 gpuctk: error: chmod: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+proc-self-root: /dev/dri error: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 error: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 error: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+proc-self-root (cli): /dev/dri gpuctk: error: chmod: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 gpuctk: error: chmod: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 gpuctk: error: chmod: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+proc-1-root: /dev/dri error: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 error: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 error: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+proc-1-root (cli): /dev/dri gpuctk: error: chmod: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 gpuctk: error: chmod: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 gpuctk: error: chmod: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+)x");
+}
+
+}  // namespace
+}  // namespace gpuctk::rootfs

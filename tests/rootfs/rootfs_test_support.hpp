@@ -1,0 +1,285 @@
+#pragma once
+// Helpers shared by the rootfs and container-hook tests: building small container roots, digests of
+// host directory trees (to prove that nothing outside a root changed), forked children (in a private
+// mount namespace for anything that mounts) and running the real gpuctk binary with a given stdin and
+// environment, as a runtime runs a hook.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cdi/temp_dir.hpp"
+#include "rootfs/in_root.hpp"
+#include "util/file.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::test {
+
+// Both ways of resolving paths, for value-parameterised suites.
+inline std::string resolver_name(const testing::TestParamInfo<rootfs::Resolver>& info) {
+  return info.param == rootfs::Resolver::automatic ? "automatic" : "walk";
+}
+
+// Creates `path` and its missing parents (host path) with mode 0755.
+inline void make_host_dirs(const std::string& path) {
+  std::string prefix;
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      prefix = path.substr(0, i);
+      ::mkdir(prefix.c_str(), 0755);
+    }
+  }
+}
+
+// Writes `content` to the host file `path` (parents created), mode `mode`.
+inline void write_host_file(const std::string& path, std::string_view content, mode_t mode = 0644) {
+  make_host_dirs(path.substr(0, path.rfind('/')));
+  ::unlink(path.c_str());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd >= 0) {
+    [[maybe_unused]] const ssize_t n = ::write(fd, content.data(), content.size());
+    ::fchmod(fd, mode);
+    ::close(fd);
+  }
+}
+
+// Makes `path` (host path; parents created) a symlink reading `target`, replacing what is there.
+inline void make_host_link(const std::string& target, const std::string& path) {
+  make_host_dirs(path.substr(0, path.rfind('/')));
+  ::unlink(path.c_str());
+  ::rmdir(path.c_str());
+  [[maybe_unused]] const int rc = ::symlink(target.c_str(), path.c_str());
+}
+
+// The text of the symlink `path`, or "<not a link: errno>" .
+inline std::string host_readlink(const std::string& path) {
+  char buffer[4096];
+  const ssize_t n = ::readlink(path.c_str(), buffer, sizeof buffer);
+  if (n < 0) {
+    return std::string("<not a link: ") + std::strerror(errno) + ">";
+  }
+  return std::string(buffer, static_cast<size_t>(n));
+}
+
+// "file", "dir", "link", "missing" or "other" for the host path `path` (never following it).
+inline std::string host_kind(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return "missing";
+  }
+  if (S_ISREG(st.st_mode)) return "file";
+  if (S_ISDIR(st.st_mode)) return "dir";
+  if (S_ISLNK(st.st_mode)) return "link";
+  return "other";
+}
+
+// The sorted names in the host directory `dir` ("." and ".." left out); {"<error>"} if unreadable.
+inline std::vector<std::string> host_listing(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* stream = ::opendir(dir.c_str());
+  if (stream == nullptr) {
+    return {"<error>"};
+  }
+  while (const dirent* entry = ::readdir(stream)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") {
+      names.push_back(name);
+    }
+  }
+  ::closedir(stream);
+  std::ranges::sort(names);
+  return names;
+}
+
+// A description of the tree at host path `path`, recursively, one line per entry: relative name, type,
+// mode, size and content (files) or link text (links). Subtrees named in `skip` (full host paths) are
+// listed as entries but not descended into. Two digests differ iff anything observable changed.
+inline void tree_digest_into(const std::string& path, const std::string& relative,
+                             const std::vector<std::string>& skip, std::string& out) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    out += relative + " missing\n";
+    return;
+  }
+  char mode[16];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  if (S_ISLNK(st.st_mode)) {
+    out += relative + " link " + mode + " -> " + host_readlink(path) + "\n";
+  } else if (S_ISREG(st.st_mode)) {
+    // Small files by content (readable in a failure message), large ones by a hash of it.
+    const std::string content = read_file(path).value_or("<unreadable>");
+    out += relative + " file " + mode + " " + std::to_string(st.st_size) + " " +
+           (content.size() <= 256 ? content : "hash " + std::to_string(std::hash<std::string>{}(content))) + "\n";
+  } else if (S_ISDIR(st.st_mode)) {
+    out += relative + " dir " + mode + "\n";
+    if (std::ranges::find(skip, path) != skip.end()) {
+      return;
+    }
+    for (const auto& name : host_listing(path)) {
+      tree_digest_into(path + "/" + name, relative + "/" + name, skip, out);
+    }
+  } else {
+    out += relative + " other " + mode + "\n";
+  }
+}
+
+inline std::string tree_digest(const std::string& path, const std::vector<std::string>& skip = {}) {
+  std::string out;
+  tree_digest_into(path, ".", skip, out);
+  return out;
+}
+
+// Runs `body` in a forked child and returns what it returned (through a pipe), or a description of
+// how the child ended abnormally. The child leaves with _exit (no atexit handlers, no sanitizer
+// leak report of the parent's state).
+inline std::string in_child(const std::function<std::string()>& body) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return "<pipe failed>";
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    return "<fork failed>";
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    const std::string report = body();
+    for (size_t done = 0; done < report.size();) {
+      const ssize_t n = ::write(fds[1], report.data() + done, report.size() - done);
+      if (n <= 0) {
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string report;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    report.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    report += "<child ended with status " + std::to_string(status) + ">";
+  }
+  return report;
+}
+
+// Whether this process may make a private mount namespace (root with CAP_SYS_ADMIN).
+inline bool can_unshare_mounts() {
+  return in_child([] {
+           return ::unshare(CLONE_NEWNS) == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0
+                      ? "yes"
+                      : "no";
+         }) == "yes";
+}
+
+// in_child, with the child first in a new mount namespace whose mounts are all private: nothing it
+// mounts reaches the test process or the host.
+inline std::string in_private_mount_ns(const std::function<std::string()>& body) {
+  return in_child([&]() -> std::string {
+    if (::unshare(CLONE_NEWNS) != 0) {
+      return std::string("<unshare: ") + std::strerror(errno) + ">";
+    }
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      return std::string("<make / rprivate: ") + std::strerror(errno) + ">";
+    }
+    return body();
+  });
+}
+
+struct HookRun {
+  int exit_code = -1;  // -1: did not start or did not exit normally
+  std::string out;
+  std::string err;
+};
+
+// Runs `program args...` with `input` on stdin and exactly the environment `env` (as a runtime runs a
+// hook: nothing inherited). Scratch files for the output go in `scratch_dir`.
+inline HookRun run_program(const std::string& program, const std::vector<std::string>& args, std::string_view input,
+                           const std::vector<std::string>& env, const std::string& scratch_dir) {
+  HookRun result;
+  const std::string in_path = scratch_dir + "/.stdin";
+  const std::string out_path = scratch_dir + "/.stdout";
+  const std::string err_path = scratch_dir + "/.stderr";
+  write_host_file(in_path, input, 0600);
+  std::vector<std::string> argv_storage{program};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_storage) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage = env;
+  std::vector<char*> envp;
+  for (auto& e : env_storage) {
+    envp.push_back(e.data());
+  }
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    result.err = "posix_spawn failed";
+    return result;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  }
+  result.out = read_file(out_path).value_or("");
+  result.err = read_file(err_path).value_or("");
+  ::unlink(in_path.c_str());
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
+  return result;
+}
+
+// The environment a runtime gives a hook from a spec: nothing of the container's, nothing of ours.
+inline std::vector<std::string> clean_hook_env() {
+  return {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+}
+
+// `gpuctk hook <args...>` with the OCI state of a container whose bundle is `bundle` on stdin.
+inline HookRun run_hook(const std::vector<std::string>& args, const std::string& bundle, const std::string& scratch_dir,
+                        const std::vector<std::string>& env = clean_hook_env()) {
+  std::vector<std::string> full{"hook"};
+  full.insert(full.end(), args.begin(), args.end());
+  const std::string state =
+      R"({"ociVersion":"1.0.2","id":"x","status":"creating","pid":1,"bundle":")" + bundle + R"("})";
+  return run_program(GPUCTK_BINARY, full, state, env, scratch_dir);
+}
+
+}  // namespace gpuctk::test
