@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -84,7 +86,8 @@ uint64_t align_up(uint64_t value, uint64_t alignment) {
 
 // The descriptor of the one note owned by k_note_owner in the note section `data`. Each note is
 // namesz, descsz, type (4 bytes each, in both classes), then the name and the descriptor, each padded
-// to the section's alignment (8 when sh_addralign is 8, else 4). Every step consumes at least 12 bytes.
+// so that what follows starts at a multiple of the section's alignment (8 when sh_addralign is 8, as
+// for GNU property notes, else 4), counted from the section start. Every step consumes at least 12 bytes.
 Result<std::string_view> owner_descriptor(std::string_view data, uint64_t addralign) {
   const uint64_t alignment = addralign == 8 ? 8 : 4;
   std::optional<std::string_view> found;
@@ -98,8 +101,8 @@ Result<std::string_view> owner_descriptor(std::string_view data, uint64_t addral
     const uint64_t namesz = read_le(data, static_cast<size_t>(at), 4);
     const uint64_t descsz = read_le(data, static_cast<size_t>(at) + 4, 4);
     const uint64_t name_at = at + 12;
-    // namesz and descsz are 32-bit, so the padded sums cannot overflow 64 bits.
-    const uint64_t desc_at = name_at + align_up(namesz, alignment);
+    // at is within the section and namesz, descsz are 32-bit: no sum below overflows 64 bits.
+    const uint64_t desc_at = align_up(name_at + namesz, alignment);
     if (!fits(name_at, namesz, data.size()) || desc_at > data.size()) {
       return fail(where + ": name size " + num(namesz) + " runs past the end of the section (" +
                   num(data.size()) + " bytes)");
@@ -116,7 +119,7 @@ Result<std::string_view> owner_descriptor(std::string_view data, uint64_t addral
       found = data.substr(static_cast<size_t>(desc_at), static_cast<size_t>(descsz));
     }
     // The last note's descriptor padding may be missing; clamp so the loop ends.
-    at = std::min<uint64_t>(desc_at + align_up(descsz, alignment), data.size());
+    at = std::min<uint64_t>(align_up(desc_at + descsz, alignment), data.size());
   }
   if (!found) {
     return fail("no note owned by " + quote(k_note_owner));
