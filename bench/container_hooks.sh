@@ -7,7 +7,7 @@
 #                       capabilities, seccomp)
 #   enable-cuda-compat, disable-device-node-modification
 # and what the hooks add to a `podman run` (spec with hooks vs. the same spec with --disable-hook all).
-# hyperfine for median and max, peak_rss for memory.
+# Median and max of 40 direct spawns (podman: hyperfine), peak_rss for memory.
 #   usage: bench/container_hooks.sh [build-dir]      (default build/bench-release, configured Release here)
 source "$(dirname "$0")/lib.sh"
 spec=$root/spec.json
@@ -43,13 +43,31 @@ PY
 printf 'int main(void) { return 0; }\n' >"$root/true.c"
 cc -static -O2 -o "$root/static-true" "$root/true.c"
 
-run() {  # run NAME PREPARE ARGS...: one hyperfine line
+# run NAME PREPARE ARGS...: median and max of 40 runs (after 3 warm-ups) of `gpuctk hook ARGS` with the state
+# on stdin, spawned directly (hyperfine 1.15 can only redirect stdin through a shell, whose start-up noise
+# is as large as a hook); PREPARE (a shell command, untimed) runs before each.
+run() {
   local name=$1 prepare=$2
   shift 2
-  local cmd="$gpuctk hook $* < $root/state.json"
-  hyperfine --warmup 3 --runs 40 --output=null ${prepare:+--prepare "$prepare"} --export-json "$root/h.json" "$cmd" \
-    >/dev/null 2>&1 || { echo "$name: FAILED: $(sh -c "$cmd" 2>&1)"; return; }
-  echo "$name: $(bench_stats "$root/h.json")  peak RSS $(bench_rss sh -c "exec $cmd")"
+  python3 - "$name" "$prepare" "$root/state.json" "$gpuctk" hook "$@" <<'PY' || return 0
+import statistics, subprocess, sys, time
+name, prepare, state, *cmd = sys.argv[1:]
+times = []
+for i in range(43):
+    if prepare:
+        subprocess.run(prepare, shell=True, check=True)
+    with open(state) as stdin:
+        t = time.perf_counter()
+        r = subprocess.run(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        elapsed = (time.perf_counter() - t) * 1e3
+    if r.returncode != 0:
+        print(f"{name}: FAILED: {r.stderr.decode().strip()}")
+        sys.exit(1)
+    if i >= 3:
+        times.append(elapsed)
+print(f"{name}: median {statistics.median(times):.2f} ms  max {max(times):.2f} ms  min {min(times):.2f} ms", end="")
+PY
+  echo "  peak RSS $(bench_rss sh -c "exec $gpuctk hook $* < $root/state.json")"
 }
 links=$(tr '\n' ' ' <"$root/create-symlinks.args")
 folders=$(tr '\n' ' ' <"$root/update-ldcache.args")

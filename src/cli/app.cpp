@@ -52,6 +52,25 @@ Result<void> write_stdout(std::string_view text) {
   return {};
 }
 
+namespace {
+
+// The row that argv names exactly ("gpuctk hook update-ldcache …", "gpuctk info …"), if any.
+const CommandRow* named_command(int argc, char** argv) {
+  if (argc < 2) {
+    return nullptr;
+  }
+  const std::string_view first = argv[1];
+  for (const auto& row : k_commands) {
+    const std::string_view group = row.group;
+    if (group.empty() ? first == row.name : (argc >= 3 && first == group && std::string_view(argv[2]) == row.name)) {
+      return &row;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 int run(int argc, char** argv) {
   // A spec written by a newer gpuctk may name a hook this binary does not have: starting the container
   // without it beats refusing it (the hooks are refinements), so warn and succeed.
@@ -71,14 +90,23 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough(false);
 
+  // A hook runs once per container start: when argv names a command, only that command is defined
+  // (defining all of them is two thirds of a hook's user-space instructions). Otherwise, e.g. for
+  // --help or a mistake, all are, so that CLI11 lists them.
+  const CommandRow* only = named_command(argc, argv);
   std::map<std::string, CLI::App*> groups;
   for (const auto& group : k_groups) {
-    CLI::App* sub = app.add_subcommand(group.name, group.summary);
-    sub->require_subcommand(1);
-    groups.emplace(group.name, sub);
+    if (only == nullptr || std::string_view(only->group) == group.name) {
+      CLI::App* sub = app.add_subcommand(group.name, group.summary);
+      sub->require_subcommand(1);
+      groups.emplace(group.name, sub);
+    }
   }
   std::map<const CLI::App*, Action> actions;
   for (const auto& row : k_commands) {
+    if (only != nullptr && &row != only) {
+      continue;
+    }
     CLI::App* parent = row.group[0] == '\0' ? &app : groups.at(row.group);
     CLI::App* command = parent->add_subcommand(row.name, row.summary);
     actions.emplace(command, row.define(*command));
