@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "util/file.hpp"
+
 namespace gpuctk::rootfs {
 
 Result<void> mount_readonly_file(const Root& root, std::string_view path, std::string_view content) {
@@ -47,15 +49,9 @@ Result<void> mount_readonly_file(const Root& root, std::string_view path, std::s
     if (!file) {
       return failed("create the file");
     }
-    for (size_t done = 0; done < content.size();) {
-      const ssize_t n = ::write(file.get(), content.data() + done, content.size() - done);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n <= 0) {
-        return failed("write the file");
-      }
-      done += static_cast<size_t>(n);
+    if (const int err = write_all(file.get(), content); err != 0) {
+      errno = err;
+      return failed("write the file");
     }
   }
   UniqueFd tree(::open_tree(tmpfs.get(), "file", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));

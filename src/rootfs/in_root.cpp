@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 
+#include "util/file.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::rootfs {
@@ -298,15 +299,7 @@ Result<void> write_file(const Root& root, std::string_view path, std::string_vie
   if (!fd) {
     return fail_errno("write " + describe(root, path), errno);
   }
-  int err = 0;
-  for (size_t done = 0; done < content.size() && err == 0;) {
-    const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-    if (n < 0 && errno != EINTR) {
-      err = errno;
-    } else if (n > 0) {
-      done += static_cast<size_t>(n);
-    }
-  }
+  int err = write_all(fd.get(), content);
   if (err == 0 && ::fchmod(fd.get(), mode) != 0) {  // the umask must not narrow what readers need
     err = errno;
   }

@@ -275,17 +275,11 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
   if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > k_max_program_size) {
     return fail(what + ": not a regular file of a plausible size");
   }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  for (size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::read(file.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return n == 0 ? fail(what + ": file shrank while read") : fail_errno(what, errno);
-    }
-    done += static_cast<size_t>(n);
+  auto read = read_fd(file.get(), host_path, static_cast<size_t>(k_max_program_size));
+  if (!read) {
+    return std::unexpected(read.error());
   }
+  const std::string& bytes = *read;
   auto dynamic = is_dynamic_elf(bytes);
   if (!dynamic) {
     return fail_with(what, dynamic.error());
@@ -302,15 +296,8 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
   if (!sealed) {
     return fail_errno("memfd_create", errno);
   }
-  for (size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(sealed.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return fail_errno("copy " + host_path + " into a memfd", errno);
-    }
-    done += static_cast<size_t>(n);
+  if (const int err = write_all(sealed.get(), bytes); err != 0) {
+    return fail_errno("copy " + host_path + " into a memfd", err);
   }
   if (::fchmod(sealed.get(), 0555) != 0 ||
       ::fcntl(sealed.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {

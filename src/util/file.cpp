@@ -65,6 +65,20 @@ Result<std::string> read_fd(int fd, const std::string& what, size_t max_size) {
   }
 }
 
+int write_all(int fd, std::string_view data) {
+  for (size_t done = 0; done < data.size();) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return n < 0 ? errno : EIO;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 Result<std::string> read_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
@@ -96,15 +110,9 @@ Result<void> write_file_atomic(const std::string& path, std::string_view content
   }
   TempFile temp(std::move(temp_path), std::move(raw));
   const auto write_error = [&](std::string_view step) { return fail_errno("write " + path + ": " + std::string(step), errno); };
-  for (size_t done = 0; done < content.size();) {
-    const ssize_t n = ::write(temp.fd(), content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return write_error("write");
-    }
-    done += static_cast<size_t>(n);
+  if (const int err = write_all(temp.fd(), content); err != 0) {
+    errno = err;
+    return write_error("write");
   }
   if (::fchmod(temp.fd(), mode) != 0) {
     return write_error("chmod");

@@ -16,6 +16,9 @@ Result<std::string> read_file(const std::string& path);
 // Everything readable from `fd`, at most `max_size` bytes ("read <what>: larger than N bytes" beyond).
 Result<std::string> read_fd(int fd, const std::string& what, size_t max_size);
 
+// Writes all of `data` to `fd`, retrying short writes and EINTR. Returns 0, or the errno of the failure.
+int write_all(int fd, std::string_view data);
+
 // The bytes of the regular file `path`, opened without following a symlink as its last component
 // (O_NOFOLLOW), at most `max_size` of them. For files in directories others can write (bundles).
 Result<std::string> read_file_nofollow(const std::string& path, size_t max_size);

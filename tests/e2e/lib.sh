@@ -289,3 +289,18 @@ e2e_check_t4_nothing() {
   e2e_expect_no_line "$out" "link /dev/dri/by-path/pci-0000:00:1e.0-card -> ../card1"
   echo "ok: $who"
 }
+
+# e2e_expect_shim_refuses NAME ENV EXPECTED: the shim refuses a bundle whose process asks for ENV with the
+# line "gpuctk: error: could not inject GPUs into <bundle>/config.json: EXPECTED", leaves that config.json
+# exactly as it was, and never starts runc.
+e2e_expect_shim_refuses() {
+  local name=$1 env=$2 expected=$3 bundle out
+  bundle=$(e2e_runc_bundle "$name" "$env")
+  cp "$bundle/config.json" "$LAB/config.$name.json"
+  if out=$("$LAB/bin/gpuctk-runtime" run --bundle "$bundle" "gpuctk-e2e-$name-$$" 2>&1); then
+    e2e_fail "the shim started a container asking for $env: $out"
+  fi
+  grep -qF "gpuctk: error: could not inject GPUs into $bundle/config.json: $expected" <<<"$out" ||
+    e2e_fail "unexpected error: $out"
+  cmp -s "$bundle/config.json" "$LAB/config.$name.json" || e2e_fail "a failed injection changed config.json"
+}
