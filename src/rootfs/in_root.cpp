@@ -33,11 +33,16 @@ FdOrErrno openat2_in_root(int root_fd, std::string_view path, int flags) {
   open_how how{};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  const long fd = ::syscall(SYS_openat2, root_fd, relative.c_str(), &how, sizeof how);
-  if (fd < 0) {
-    return std::unexpected(errno);
+  // EAGAIN: a rename somewhere in the root raced with a ".." lookup; the kernel asks us to try again.
+  for (int attempt = 0;; ++attempt) {
+    const long fd = ::syscall(SYS_openat2, root_fd, relative.c_str(), &how, sizeof how);
+    if (fd >= 0) {
+      return UniqueFd(static_cast<int>(fd));
+    }
+    if (errno != EAGAIN || attempt == 16) {
+      return std::unexpected(errno);
+    }
   }
-  return UniqueFd(static_cast<int>(fd));
 }
 
 // The link text of the symlink that `link_fd` (an O_PATH fd of the link itself) is.
