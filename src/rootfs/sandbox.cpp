@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -275,19 +276,6 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
   if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > k_max_program_size) {
     return fail(what + ": not a regular file of a plausible size");
   }
-  auto read = read_fd(file.get(), host_path, static_cast<size_t>(k_max_program_size));
-  if (!read) {
-    return std::unexpected(read.error());
-  }
-  const std::string& bytes = *read;
-  auto dynamic = is_dynamic_elf(bytes);
-  if (!dynamic) {
-    return fail_with(what, dynamic.error());
-  }
-  if (*dynamic) {
-    return fail(what + ": dynamically linked; only a statically linked program can run inside a container "
-                       "root without loading the image's dynamic loader");
-  }
   int fd = ::memfd_create("gpuctk-sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
   if (fd < 0 && errno == EINVAL) {
     fd = ::memfd_create("gpuctk-sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -296,12 +284,34 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
   if (!sealed) {
     return fail_errno("memfd_create", errno);
   }
-  if (const int err = write_all(sealed.get(), bytes); err != 0) {
-    return fail_errno("copy " + host_path + " into a memfd", err);
+  // Copied in the kernel, sealed, then the copy itself is checked: what is checked is what runs.
+  const auto size = static_cast<size_t>(st.st_size);
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = ::sendfile(sealed.get(), file.get(), nullptr, size - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return n == 0 ? fail(what + ": file shrank while read") : fail_errno("copy " + host_path + " into a memfd", errno);
+    }
+    done += static_cast<size_t>(n);
   }
   if (::fchmod(sealed.get(), 0555) != 0 ||
       ::fcntl(sealed.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
     return fail_errno("seal the copy of " + host_path, errno);
+  }
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, sealed.get(), 0);
+  if (map == MAP_FAILED) {
+    return fail_errno("map the copy of " + host_path, errno);
+  }
+  auto dynamic = is_dynamic_elf(std::string_view(static_cast<const char*>(map), size));
+  ::munmap(map, size);
+  if (!dynamic) {
+    return fail_with(what, dynamic.error());
+  }
+  if (*dynamic) {
+    return fail(what + ": dynamically linked; only a statically linked program can run inside a container "
+                       "root without loading the image's dynamic loader");
   }
   return sealed;
 }
