@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <memory>
 
@@ -192,7 +193,16 @@ std::vector<std::string> procfs_mounts_under(const std::string& root_path) {
   // The root fd belongs to the parent's mount namespace, whose mounts cannot be bound from here: bind
   // the path, enter it (a walk by path ends on the topmost mount, the one just made) and check that it
   // is the directory we opened, not whatever was put at its path since.
-  const char* path = root.path().c_str();
+  // The canonical path (what the fd resolves to, as mountinfo writes mount points), not the configured
+  // one, which may run through a symlink (/var/run -> /run) and would then match no mount point below.
+  std::string canonical(PATH_MAX, '\0');
+  const std::string self = "/proc/self/fd/" + std::to_string(root.fd());
+  const ssize_t length = ::readlink(self.c_str(), canonical.data(), canonical.size() - 1);
+  if (length <= 0 || canonical.front() != '/') {
+    child_fail("resolve the path of " + root.path(), length < 0 ? errno : 0);
+  }
+  canonical.resize(static_cast<size_t>(length));
+  const char* path = canonical.c_str();
   if (::mount(path, path, nullptr, MS_BIND | MS_REC, nullptr) != 0) {
     child_fail("bind the container root", errno);
   }
@@ -205,7 +215,7 @@ std::vector<std::string> procfs_mounts_under(const std::string& root_path) {
       here.st_ino != want.st_ino) {
     child_fail(root.path() + " changed while it was being entered", 0);
   }
-  for (const auto& point : procfs_mounts_under(root.path())) {
+  for (const auto& point : procfs_mounts_under(canonical)) {
     if (::mount("proc", point.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
       child_fail("mount a fresh procfs over " + point, errno);
     }

@@ -26,6 +26,7 @@ namespace {
 using test::host_listing;
 using test::in_child;
 using test::make_host_dirs;
+using test::make_host_link;
 using test::write_host_file;
 
 // "EPERM" for a failed call, "ok" for one that succeeded, the errno name otherwise.
@@ -302,7 +303,11 @@ int main(int argc, char** argv) {
   printf(" host=%s", access(argc > 2 ? argv[2] : "/", F_OK) == 0 ? "visible" : "hidden");
   printf(" socket=%s", socket(AF_UNIX, SOCK_STREAM, 0) < 0 && errno == EPERM ? "EPERM" : "allowed");
   printf(" mount=%s", mount("none", "/", "tmpfs", 0, 0) < 0 && errno == EPERM ? "EPERM" : "allowed");
-  printf(" env=%s uid=%d\n", getenv("PATH") ? getenv("PATH") : "none", (int)getuid());
+  printf(" env=%s uid=%d", getenv("PATH") ? getenv("PATH") : "none", (int)getuid());
+  int procs = 0;  /* processes this /proc shows: 1 for a procfs of the sandbox's own PID namespace */
+  DIR* p = opendir("/proc");
+  while (p && (e = readdir(p))) procs += e->d_name[0] >= '0' && e->d_name[0] <= '9';
+  printf(" procs=%d\n", procs);
   return 3;
 }
 )";
@@ -337,11 +342,48 @@ TEST(RunSandboxed, RunsTheProgramPivotedIntoTheRootAndConfined) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message,
             "probe exited with status 3: \"argv=first-arg root=etc,usr host=hidden socket=EPERM mount=EPERM env=none "
-            "uid=0\"");
+            "uid=0 procs=0\"");
   // The sandbox's mounts stayed in its namespace: nothing is mounted on the root here.
   auto mountinfo = read_file("/proc/self/mountinfo");
   ASSERT_TRUE(mountinfo);
   EXPECT_EQ(mountinfo->find(root_path), std::string::npos);
+}
+
+// A procfs of another PID namespace in the root (the container's, here the host's) would offer
+// /proc/<pid>/root links out of it: the sandbox covers it with a fresh one of its own, also when the
+// root was named through a symlink (mountinfo has canonical paths).
+TEST(RunSandboxed, CoversEveryProcfsInTheRootWithItsOwn) {
+  if (!is_root() || !test::can_unshare_mounts()) {
+    GTEST_SKIP() << "the sandbox needs root (namespaces, pivot_root)";
+  }
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string probe = build_static_probe(temp);
+  if (probe.empty()) {
+    GTEST_SKIP() << "cannot build a static program here (cc -static)";
+  }
+  const std::string root_path = temp.path() + "/rootfs";
+  make_host_dirs(root_path + "/proc");
+  make_host_link(root_path, temp.path() + "/alias");
+  const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
+    if (::mount("proc", (root_path + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+      return "cannot mount a procfs in the root";
+    }
+    std::string out;
+    for (const std::string& name : {root_path, temp.path() + "/alias"}) {
+      auto root = Root::open(name);
+      auto program = seal_host_program(probe);
+      if (!root || !program) {
+        return "set-up failed";
+      }
+      auto r = run_sandboxed(*root, *program, {"probe"});
+      out += (r ? std::string("ok") : r.error().message) + "\n";
+    }
+    return out;
+  });
+  const std::string line =
+      "probe exited with status 3: \"argv= root=proc host=visible socket=EPERM mount=EPERM env=none uid=0 procs=1\"\n";
+  EXPECT_EQ(outcome, line + line);
 }
 
 TEST(RunSandboxed, ReportsTheFirstLineOfAFailedProgram) {
