@@ -252,21 +252,32 @@ Result<UniqueFd> make_dirs(const Root& root, std::string_view dir, mode_t mode) 
   return current;
 }
 
-Result<Parent> open_parent(const Root& root, std::string_view path, mode_t dir_mode) {
+Result<PathParts> split_parent(std::string_view path) {
   auto parts = split_container_path(path);
   if (!parts) {
     return std::unexpected(parts.error());
   }
   if (parts->empty()) {
-    return fail(describe(root, path) + ": is the root itself");
+    return PathParts{"/", ""};
   }
   const std::string_view name = parts->back();
   const std::string_view dir = path.substr(0, static_cast<size_t>(name.data() - path.data()));
-  auto fd = make_dirs(root, dir, dir_mode);
+  return PathParts{dir.empty() ? "/" : std::string(dir), std::string(name)};
+}
+
+Result<Parent> open_parent(const Root& root, std::string_view path, mode_t dir_mode) {
+  auto parts = split_parent(path);
+  if (!parts) {
+    return std::unexpected(parts.error());
+  }
+  if (parts->name.empty()) {
+    return fail(describe(root, path) + ": is the root itself");
+  }
+  auto fd = make_dirs(root, parts->dir, dir_mode);
   if (!fd) {
     return std::unexpected(fd.error());
   }
-  return Parent{std::move(*fd), std::string(name)};
+  return Parent{std::move(*fd), std::move(parts->name)};
 }
 
 std::string temporary_name(std::string_view name) {
@@ -372,24 +383,22 @@ Result<size_t> create_symlinks(const Root& root, std::span<const LinkSpec> links
     if (auto r = check_target(target, link); !r) {
       return std::unexpected(r.error());
     }
-    auto parts = split_container_path(link);
+    auto parts = split_parent(link);
     if (!parts) {
       return std::unexpected(parts.error());
     }
-    if (parts->empty()) {
+    if (parts->name.empty()) {
       return fail(describe(root, link) + ": is the root itself");
     }
-    const std::string name(parts->back());
-    const std::string_view dir = link.substr(0, static_cast<size_t>(parts->back().data() - link.data()));
-    auto parent = parents.find(dir);
+    auto parent = parents.find(parts->dir);
     if (parent == parents.end()) {
-      auto fd = make_dirs(root, dir, 0755);
+      auto fd = make_dirs(root, parts->dir, 0755);
       if (!fd) {
         return std::unexpected(fd.error());
       }
-      parent = parents.emplace(std::string(dir), std::move(*fd)).first;
+      parent = parents.emplace(parts->dir, std::move(*fd)).first;
     }
-    auto result = link_at(parent->second.get(), name, std::string(target));
+    auto result = link_at(parent->second.get(), parts->name, std::string(target));
     if (!result) {
       return fail_errno("create link " + describe(root, link), result.error());
     }

@@ -67,6 +67,14 @@ Result<UniqueFd> open_in_root(const Root& root, std::string_view path, int flags
 // an O_PATH directory fd. An existing non-directory, or a dangling symlink, is an error.
 Result<UniqueFd> make_dirs(const Root& root, std::string_view dir, mode_t mode);
 
+// `path` split into its parent directory ("/" for a top-level name) and its last component (empty for
+// "/" itself: callers say what the root means to them); an error for an invalid container path.
+struct PathParts {
+  std::string dir;
+  std::string name;
+};
+Result<PathParts> split_parent(std::string_view path);
+
 // The parent directory of `path` (created as needed with `mode`) and the last component's name.
 struct Parent {
   UniqueFd dir;      // O_PATH directory fd, usable as the dirfd of *at() calls

@@ -39,20 +39,18 @@ bool is_dir_in_root(const Root& root, std::string_view path) {
 }  // namespace
 
 Result<void> remove_file(const Root& root, std::string_view path) {
-  auto parts = split_container_path(path);
+  auto parts = split_parent(path);
   if (!parts) {
     return std::unexpected(parts.error());
   }
-  if (parts->empty()) {
+  if (parts->name.empty()) {
     return fail("remove " + std::string(path) + ": is the root");
   }
-  const std::string_view name = parts->back();
-  const std::string dir(path.substr(0, static_cast<size_t>(name.data() - path.data())));
-  auto fd = open_in_root(root, dir.empty() ? "/" : dir, O_PATH | O_DIRECTORY, FollowLast::yes);
+  auto fd = open_in_root(root, parts->dir, O_PATH | O_DIRECTORY, FollowLast::yes);
   if (!fd) {
     return {};
   }
-  if (::unlinkat(fd->get(), std::string(name).c_str(), 0) != 0 && errno != ENOENT) {
+  if (::unlinkat(fd->get(), parts->name.c_str(), 0) != 0 && errno != ENOENT) {
     return fail_errno("remove " + std::string(path) + " in container root " + root.path(), errno);
   }
   return {};
