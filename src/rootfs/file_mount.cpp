@@ -11,7 +11,50 @@
 
 namespace gpuctk::rootfs {
 
-Result<void> mount_readonly_file(const Root& root, std::string_view path, std::string_view content) {
+namespace {
+
+constexpr unsigned long k_readonly_flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+
+// The pre-5.2 path: see the header.
+Result<void> mount_with_legacy_api(int target_fd, std::string_view content, const std::string& what) {
+  const std::string source = "/dev/shm/" + temporary_name("params");
+  {
+    UniqueFd file(::open(source.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+    if (!file) {
+      return fail_errno(what + ": create " + source, errno);
+    }
+    if (const int err = write_all(file.get(), content); err != 0) {
+      ::unlink(source.c_str());
+      return fail_errno(what + ": write " + source, err);
+    }
+  }
+  const std::string target = "/proc/self/fd/" + std::to_string(target_fd);
+  int err = 0;
+  std::string step;
+  if (::mount(source.c_str(), source.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    err = errno;
+    step = "bind " + source;
+  } else {
+    if (::mount(nullptr, source.c_str(), nullptr, MS_PRIVATE, nullptr) != 0 ||
+        ::mount(nullptr, source.c_str(), nullptr, MS_REMOUNT | MS_BIND | k_readonly_flags, nullptr) != 0) {
+      err = errno;
+      step = "remount " + source + " read-only";
+    } else if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      err = errno;  // the bind copies the read-only flags of the mount it is made from
+      step = "bind";
+    }
+    ::umount2(source.c_str(), MNT_DETACH);
+  }
+  ::unlink(source.c_str());
+  if (err != 0) {
+    return fail_errno(what + ": " + step, err);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> mount_readonly_file(const Root& root, std::string_view path, std::string_view content, MountApi api) {
   const std::string what = "mount over " + std::string(path) + " in container root " + root.path();
   auto target = open_in_root(root, path, O_PATH, FollowLast::no);
   if (!target) {
@@ -26,12 +69,12 @@ Result<void> mount_readonly_file(const Root& root, std::string_view path, std::s
   }
   const auto failed = [&](std::string_view step) {
     const int err = errno;
-    if (err == ENOSYS) {
-      return fail(what + ": " + std::string(step) + " needs Linux 5.2 or later");
-    }
     return fail_errno(what + ": " + std::string(step), err);
   };
-  UniqueFd fs(::fsopen("tmpfs", FSOPEN_CLOEXEC));
+  UniqueFd fs(api == MountApi::legacy ? -1 : ::fsopen("tmpfs", FSOPEN_CLOEXEC));
+  if (!fs && (api == MountApi::legacy || errno == ENOSYS)) {
+    return mount_with_legacy_api(target->get(), content, what);
+  }
   if (!fs) {
     return failed("fsopen tmpfs");
   }
@@ -72,8 +115,7 @@ Result<void> mount_readonly_file(const Root& root, std::string_view path, std::s
   if (!attr_set) {
     // Linux 5.2 to 5.11: remount the attached file read-only through its fd.
     const std::string self = "/proc/self/fd/" + std::to_string(tree.get());
-    if (::mount(nullptr, self.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                nullptr) != 0) {
+    if (::mount(nullptr, self.c_str(), nullptr, MS_REMOUNT | MS_BIND | k_readonly_flags, nullptr) != 0) {
       const int err = errno;
       ::umount2(self.c_str(), MNT_DETACH);
       return fail_errno(what + ": remount read-only", err);
