@@ -2,6 +2,7 @@
 // stdin and the config to run with leaves on stdout; a config that asks for no GPU comes back byte for byte.
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 
@@ -9,30 +10,9 @@
 #include "hook/config.hpp"
 #include "hook/inject.hpp"
 #include "oci/bundle.hpp"
+#include "util/file.hpp"
 
 namespace gpuctk::cli {
-
-namespace {
-
-Result<std::string> read_stdin() {
-  std::string text;
-  char buffer[65536];
-  for (;;) {
-    const ssize_t n = ::read(0, buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return fail_errno("read standard input", errno);
-    }
-    if (n == 0) {
-      return text;
-    }
-    text.append(buffer, static_cast<size_t>(n));
-  }
-}
-
-}  // namespace
 
 int run_with_log(const std::string& config_path, const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body) {
   auto cfg = hook::load_config(config_path);
@@ -56,7 +36,7 @@ Action define_hook_precreate(CLI::App& command) {
   command.footer("Reads an OCI config.json on stdin and writes it, with the requested GPUs injected, to stdout.");
   return [config_path] {
     return run_with_log(*config_path, [](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
-      auto input = read_stdin();
+      auto input = read_fd(STDIN_FILENO, "standard input", SIZE_MAX);
       if (!input) {
         return std::unexpected(input.error());
       }

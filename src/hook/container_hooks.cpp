@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,28 +24,6 @@ namespace {
 
 // The largest compat library mapped to read its ELF note (a real libcuda is about 30 MiB).
 constexpr off_t k_max_compat_library = 512 << 20;
-
-// A read-only private mapping of a file, unmapped on destruction.
-class Mapping {
- public:
-  Mapping(int fd, size_t size) : m_size(size) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    m_data = p == MAP_FAILED ? nullptr : p;
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (m_data != nullptr) {
-      ::munmap(m_data, m_size);
-    }
-  }
-  [[nodiscard]] bool ok() const { return m_data != nullptr; }
-  [[nodiscard]] std::string_view bytes() const { return {static_cast<const char*>(m_data), m_size}; }
-
- private:
-  void* m_data = nullptr;
-  size_t m_size = 0;
-};
 
 // Names of the regular files in the directory `dir` (an fd opened for reading; consumed).
 std::vector<std::string> regular_files(UniqueFd dir) {
@@ -163,11 +140,10 @@ Result<bool> enable_cuda_compat(const rootfs::Root& root, std::string_view host_
     return false;  // no compat directory (or not one we may read safely): nothing to enable
   }
   const int dir_fd = dir->get();
-  UniqueFd listing(::dup(dir_fd));
+  UniqueFd listing(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
   if (!listing) {
     return fail_errno("dup", errno);
   }
-  ::fcntl(listing.get(), F_SETFD, FD_CLOEXEC);
   const auto version = compat_library_version(regular_files(std::move(listing)));
   if (!version) {
     return false;
@@ -179,7 +155,7 @@ Result<bool> enable_cuda_compat(const rootfs::Root& root, std::string_view host_
       st.st_size > k_max_compat_library) {
     return false;
   }
-  const Mapping mapping(file.get(), static_cast<size_t>(st.st_size));
+  const ReadOnlyMapping mapping(file.get(), static_cast<size_t>(st.st_size));
   if (!mapping.ok()) {
     return fail_errno("map " + std::string(compat_dir) + "/" + name, errno);
   }

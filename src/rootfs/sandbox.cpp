@@ -310,12 +310,11 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
       ::fcntl(sealed.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
     return fail_errno("seal the copy of " + host_path, errno);
   }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, sealed.get(), 0);
-  if (map == MAP_FAILED) {
+  const ReadOnlyMapping copy(sealed.get(), size);
+  if (!copy.ok()) {
     return fail_errno("map the copy of " + host_path, errno);
   }
-  auto dynamic = is_dynamic_elf(std::string_view(static_cast<const char*>(map), size));
-  ::munmap(map, size);
+  auto dynamic = is_dynamic_elf(copy.bytes());
   if (!dynamic) {
     return fail_with(what, dynamic.error());
   }

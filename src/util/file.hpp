@@ -1,6 +1,7 @@
 #pragma once
 // Whole-file reads and atomic whole-file writes.
 
+#include <sys/mman.h>
 #include <sys/types.h>
 
 #include <string>
@@ -12,6 +13,29 @@ namespace gpuctk {
 
 // The bytes of `path`. Errors name the path: "read /x: No such file or directory".
 Result<std::string> read_file(const std::string& path);
+
+// A read-only private mapping of the first `size` bytes of the file `fd`, unmapped on destruction;
+// ok() is false (errno set by mmap) when the mapping failed.
+class ReadOnlyMapping {
+ public:
+  ReadOnlyMapping(int fd, size_t size) : m_size(size) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    m_data = p == MAP_FAILED ? nullptr : p;
+  }
+  ReadOnlyMapping(const ReadOnlyMapping&) = delete;
+  ReadOnlyMapping& operator=(const ReadOnlyMapping&) = delete;
+  ~ReadOnlyMapping() {
+    if (m_data != nullptr) {
+      ::munmap(m_data, m_size);
+    }
+  }
+  [[nodiscard]] bool ok() const { return m_data != nullptr; }
+  [[nodiscard]] std::string_view bytes() const { return {static_cast<const char*>(m_data), m_size}; }
+
+ private:
+  void* m_data = nullptr;
+  size_t m_size = 0;
+};
 
 // Everything readable from `fd`, at most `max_size` bytes ("read <what>: larger than N bytes" beyond).
 Result<std::string> read_fd(int fd, const std::string& what, size_t max_size);
