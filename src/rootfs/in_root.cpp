@@ -45,10 +45,10 @@ FdOrErrno openat2_in_root(int root_fd, std::string_view path, int flags) {
   }
 }
 
-// The link text of the symlink that `link_fd` (an O_PATH fd of the link itself) is.
-std::expected<std::string, int> read_link_fd(int link_fd) {
+// The text of the symlink `name` in `dir` ("" with an O_PATH fd of the link itself as `dir`).
+std::expected<std::string, int> read_link_at(int dir, const char* name) {
   std::string text(PATH_MAX, '\0');
-  const ssize_t n = ::readlinkat(link_fd, "", text.data(), text.size());
+  const ssize_t n = ::readlinkat(dir, name, text.data(), text.size());
   if (n < 0) {
     return std::unexpected(errno);
   }
@@ -95,7 +95,7 @@ FdOrErrno walk_in_root(int root_fd, std::string_view path, int flags, FollowLast
       if (++links > k_max_links) {
         return std::unexpected(ELOOP);
       }
-      auto text = read_link_fd(fd.get());
+      auto text = read_link_at(fd.get(), "");
       if (!text) {
         return std::unexpected(text.error());
       }
@@ -341,9 +341,7 @@ std::expected<LinkResult, int> link_at(int dir, const std::string& name, const s
   if (errno != EEXIST) {
     return std::unexpected(errno);
   }
-  std::string existing(PATH_MAX, '\0');
-  const ssize_t n = ::readlinkat(dir, name.c_str(), existing.data(), existing.size());
-  if (n >= 0 && std::string_view(existing.data(), static_cast<size_t>(n)) == target) {
+  if (const auto existing = read_link_at(dir, name.c_str()); existing && *existing == target) {
     return LinkResult::unchanged;
   }
   const std::string temp = temporary_name(name);
