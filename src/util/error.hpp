@@ -14,8 +14,16 @@ struct Error {
   std::string message;
 };
 
+// A std::expected that must not be dropped: calling a function that can fail and ignoring its Result is
+// a compile error in -Werror builds (the class is [[nodiscard]], so every function returning it is too).
 template <class T = void>
-using Result = std::expected<T, Error>;
+class [[nodiscard]] Result : public std::expected<T, Error> {
+ public:
+  using std::expected<T, Error>::expected;
+  Result() = default;
+  // A plain std::expected (e.g. from .transform()) converts back.
+  Result(std::expected<T, Error> other) : std::expected<T, Error>(std::move(other)) {}  // NOLINT
+};
 
 // An error result from a message.
 [[nodiscard]] inline std::unexpected<Error> fail(std::string message) {
@@ -34,3 +42,25 @@ using Result = std::expected<T, Error>;
 }
 
 }  // namespace gpuctk
+
+// Propagation, as ccache does it: the error of a failed Result goes up unchanged.
+//   GPUCTK_TRY(write_file(...));                 // a Result<void> (or any Result whose value is unused)
+//   GPUCTK_TRY_ASSIGN(auto text, read_file(p));  // declares `text` from the value of a Result<T>
+// Both return from the enclosing function, whose return type must be a Result.
+#define GPUCTK_TRY(expr)                                      \
+  do {                                                        \
+    auto&& gpuctk_try_result_ = (expr);                       \
+    if (!gpuctk_try_result_) {                                \
+      return std::unexpected(std::move(gpuctk_try_result_).error()); \
+    }                                                         \
+  } while (false)
+
+#define GPUCTK_TRY_CONCAT_INNER(a, b) a##b
+#define GPUCTK_TRY_CONCAT(a, b) GPUCTK_TRY_CONCAT_INNER(a, b)
+#define GPUCTK_TRY_ASSIGN(decl, expr) GPUCTK_TRY_ASSIGN_IMPL(GPUCTK_TRY_CONCAT(gpuctk_try_, __LINE__), decl, expr)
+#define GPUCTK_TRY_ASSIGN_IMPL(tmp, decl, expr)               \
+  auto tmp = (expr);                                          \
+  if (!tmp) {                                                 \
+    return std::unexpected(std::move(tmp).error());           \
+  }                                                           \
+  decl = std::move(*tmp)
