@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +18,7 @@
 #include "hook/inject.hpp"
 #include "oci/bundle.hpp"
 #include "oci/runtime_args.hpp"
+#include "oci/runtime_lookup.hpp"
 #include "util/strings.hpp"
 
 extern char** environ;
@@ -31,43 +32,19 @@ std::string real_path(const std::string& path) {
   return ::realpath(path.c_str(), buffer) != nullptr ? std::string(buffer) : std::string();
 }
 
-// The first runtime of the configured list that exists: absolute names as they are, others on PATH.
-// gpuctk itself is never chosen (a PATH entry named runc that is this binary would loop).
-Result<std::string> find_runtime(const std::vector<std::string>& runtimes) {
-  const std::string self = real_path("/proc/self/exe");
-  const auto usable = [&](const std::string& path) {
-    return ::access(path.c_str(), X_OK) == 0 && real_path(path) != self;
-  };
-  const char* env_path = std::getenv("PATH");
-  const std::string search = env_path != nullptr && *env_path != '\0' ? env_path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  for (const auto& runtime : runtimes) {
-    if (runtime.find('/') != std::string::npos) {
-      if (usable(runtime)) {
-        return runtime;
-      }
-      continue;
-    }
-    for (const auto dir : split(search, ':')) {
-      const std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + runtime;
-      if (usable(candidate)) {
-        return candidate;
-      }
-    }
-  }
-  return fail("no low-level runtime found (tried " + join(runtimes, ", ") + " on PATH " + search + ")");
-}
-
 // The engine reads errors from the --log file it passed (JSON lines with --log-format json).
 void log_to_engine(const oci::RuntimeArgs& args, const std::string& message) {
   if (args.log_file.empty()) {
     return;
   }
+  // The message quotes the container's config: escaped and capped here, where it becomes a log line.
+  const std::string text = escape_for_log(message);
   std::string line;
   if (args.log_format == "json") {
-    line = nlohmann::json{{"level", "error"}, {"msg", "gpuctk: " + message}, {"time", hook::utc_timestamp()}}.dump() +
+    line = nlohmann::json{{"level", "error"}, {"msg", "gpuctk: " + text}, {"time", hook::utc_timestamp()}}.dump() +
            "\n";
   } else {
-    line = "gpuctk: error: " + message + "\n";
+    line = "gpuctk: error: " + text + "\n";
   }
   const int fd = ::open(args.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd >= 0) {
@@ -77,18 +54,13 @@ void log_to_engine(const oci::RuntimeArgs& args, const std::string& message) {
 }
 
 Result<void> edit_bundle(const oci::RuntimeArgs& args, const hook::Config& cfg, const hook::Log& log) {
-  auto config = oci::read_config_file(args.config_file);
-  if (!config) {
-    return std::unexpected(config.error());
-  }
-  auto result = hook::inject_request(*config, cfg, log);
-  if (!result) {
-    return std::unexpected(result.error());
-  }
-  if (!result->changed) {
+  GPUCTK_TRY_ASSIGN(auto config, oci::read_config_file(args.config_file));
+  GPUCTK_TRY_ASSIGN(const auto result, hook::inject_request(config, cfg, log));
+  if (!result.changed) {
     return {};
   }
-  return oci::write_config_file(args.config_file, *config);
+  // Not fsynced (oci::write_config_file): the bundle does not outlive the boot.
+  return oci::write_config_file(args.config_file, config);
 }
 
 }  // namespace
@@ -116,7 +88,9 @@ int run_runtime_shim(const std::vector<std::string>& args) {
       return fail_shim(message);
     }
   }
-  auto runtime = find_runtime(cfg->runtimes);
+  const char* env_path = std::getenv("PATH");
+  auto runtime =
+      oci::find_runtime(cfg->runtimes, env_path != nullptr ? env_path : "", real_path("/proc/self/exe"));
   if (!runtime) {
     return fail_shim(runtime.error().message);
   }

@@ -12,6 +12,7 @@
 
 #include "hook/config.hpp"
 #include "hook/log.hpp"
+#include "oci/bundle.hpp"
 #include "rootfs/in_root.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -20,7 +21,7 @@ namespace gpuctk::hook {
 
 // Bounds on what reaches a hook (the state comes from the runtime, config.json from the bundle).
 inline constexpr size_t k_max_state_size = 1 << 20;
-inline constexpr size_t k_max_config_size = 16 << 20;
+inline constexpr size_t k_max_config_size = oci::k_max_config_size;
 inline constexpr size_t k_max_hook_args = 8192;
 
 // The container root of the OCI state `state_json`: crun's non-standard `root` when present, else

@@ -1,11 +1,15 @@
 #include "oci/bundle.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 
 #include "oci/json_text.hpp"
+#include "oci/spec_shape.hpp"
+#include "util/fd.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
 
@@ -14,7 +18,7 @@ namespace gpuctk::oci {
 namespace {
 
 Result<nlohmann::ordered_json> parse_named(std::string_view text, std::string_view name) {
-  auto doc = parse_json(text, name);
+  auto doc = parse_json(text, name, &config_shape());
   if (!doc) {
     return doc;
   }
@@ -40,31 +44,43 @@ std::string config_path(const std::string& bundle_dir) {
 }
 
 Result<nlohmann::ordered_json> read_config_file(const std::string& path) {
-  const auto text = read_file(path);
+  auto text = read_file_nofollow(path, k_max_config_size);
   if (!text) {
-    return std::unexpected(text.error());
+    // O_NOFOLLOW says ELOOP ("Too many levels of symbolic links"); say what it means here.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      return fail("read " + path + ": is a symbolic link, refused (bundle files are never followed)");
+    }
+    return std::unexpected(std::move(text).error());
   }
   return parse_named(*text, path);
 }
 
 Result<void> write_config_file(const std::string& path, const nlohmann::ordered_json& config) {
-  struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (!exists && errno != ENOENT) {
-    return fail_errno("stat " + path, errno);
-  }
-  const mode_t mode = exists ? (st.st_mode & 07777) : static_cast<mode_t>(k_new_config_mode);
-  if (auto written = write_file_atomic(path, dump_config(config), mode); !written) {
-    return written;
-  }
-  // The new file belongs to us; give it back to the old owner (only root can, and only root
-  // replaces other users' bundles). The content is already in place, so this cannot lose data.
-  if (exists && ::geteuid() == 0 && (st.st_uid != ::geteuid() || st.st_gid != ::getegid())) {
-    if (::chown(path.c_str(), st.st_uid, st.st_gid) != 0) {
-      return fail_errno("chown " + path, errno);
+  // The file being replaced, looked at without following a link and without opening its content.
+  mode_t mode = k_new_config_mode;
+  std::optional<FileOwner> owner;
+  if (UniqueFd old(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC)); old) {
+    struct stat st {};
+    if (::fstat(old.get(), &st) != 0) {
+      return fail_errno("write " + path, errno);
     }
+    if (S_ISLNK(st.st_mode)) {
+      return fail("write " + path + ": is a symbolic link, refused (bundle files are never followed)");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return fail("write " + path + ": not a regular file");
+    }
+    // Permission bits only: root does not hand out set-id bits on a file it gives away.
+    mode = st.st_mode & 0777;
+    // Only root can give the file back to another owner, and only root replaces other users' bundles.
+    if (::geteuid() == 0 && (st.st_uid != ::geteuid() || st.st_gid != ::getegid())) {
+      owner = FileOwner{st.st_uid, st.st_gid};
+    }
+  } else if (errno != ENOENT) {
+    return fail_errno("write " + path, errno);
   }
-  return {};
+  return write_file_atomic(path, dump_config(config), mode, Durability::atomic_only, owner);
 }
 
 Result<nlohmann::ordered_json> read_config(const std::string& bundle_dir) {

@@ -17,13 +17,21 @@
 
 namespace gpuctk::oci {
 
+// The largest config.json gpuctk reads (16 MiB). Real ones are 2-30 KB; the cap keeps a hostile bundle
+// from making gpuctk read (and, as a JSON DOM, hold ten times) an unbounded file.
+inline constexpr size_t k_max_config_size = 16 << 20;
+
 // The mode of a config.json gpuctk creates (write_config keeps the mode of an existing file).
 // runc `spec` writes 0666 & ~umask (0644), but process.env may hold secrets, so a new file is
 // readable by its owner only.
 inline constexpr unsigned k_new_config_mode = 0600;
 
-// The config in `text`; it must be a JSON object. Errors:
+// The config in `text`; it must be a JSON object, read as runc reads it (parse_json with config_shape():
+// no duplicate keys, no case variants of OCI fields, at most k_max_json_depth levels). Errors:
 //   config.json: syntax error while parsing object key - ...; expected string literal at line 1, column 2
+//   config.json: duplicate key "root" at line 1, column 39
+//   config.json: key "Process" is read by runc as the OCI field "process" (Go ignores case in keys) at ...
+//   config.json: nesting deeper than 128 levels at line 1, column 129
 //   config.json: the document is an array, expected an object
 Result<nlohmann::ordered_json> parse_config(std::string_view text);
 
@@ -33,14 +41,24 @@ std::string dump_config(const nlohmann::ordered_json& config);
 // "<bundle_dir>/config.json".
 std::string config_path(const std::string& bundle_dir);
 
-// The config at `path`; errors name it: "read /b/config.json: No such file or directory",
-// "/b/config.json: syntax error ... at line 4, column 1".
+// The config at `path`. Whoever can write the bundle directory can put anything there, so the file is
+// opened with O_NOFOLLOW | O_NONBLOCK and must be a regular file of at most k_max_config_size bytes:
+// a symlink is refused, never followed (its target, e.g. a host file, is never read or echoed in an
+// error). Errors name the path:
+//   read /b/config.json: No such file or directory
+//   read /b/config.json: is a symbolic link, refused (bundle files are never followed)
+//   read /b/config.json: not a regular file
+//   read /b/config.json: larger than 16777216 bytes
+//   /b/config.json: syntax error ... at line 4, column 1
 Result<nlohmann::ordered_json> read_config_file(const std::string& path);
 
-// Replaces `path` with `config` atomically (temporary file in the same directory, fsync, rename).
-// An existing file keeps its permission bits and, when we run as root, its owner and group; a new
-// file gets k_new_config_mode. Errors name the path ("write /b/config.json: ..."); on error the old
-// file is untouched and no temporary file is left.
+// Replaces `path` with `config` atomically and without fsync (a bundle does not outlive the boot, and
+// this is on every container start): write_file_atomic(Durability::atomic_only). An existing file must
+// be a regular file, looked at through an O_PATH | O_NOFOLLOW fd (a symlink is refused, never followed);
+// the new file keeps its permission bits and, when we run as root, its owner and group, set on the
+// temporary file's fd before the rename - nothing is ever chowned by path. A new file gets
+// k_new_config_mode. Errors name the path ("write /b/config.json: ..."); on error the old file is
+// untouched and no temporary file is left.
 Result<void> write_config_file(const std::string& path, const nlohmann::ordered_json& config);
 
 // read_config_file / write_config_file of config_path(bundle_dir).

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oci/json_text.hpp"
+#include "oci/spec_shape.hpp"
 
 namespace gpuctk::oci {
 
@@ -73,7 +74,7 @@ Result<void> read_annotations(const Json& doc, std::map<std::string, std::string
 }  // namespace
 
 Result<State> parse_state(std::string_view json) {
-  const auto doc = parse_json(json, "OCI state");
+  const auto doc = parse_json(json, "OCI state", &state_shape());
   if (!doc) {
     return std::unexpected(doc.error());
   }

@@ -1,6 +1,7 @@
 #include "util/file.hpp"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,23 +14,25 @@ namespace gpuctk {
 
 namespace {
 
-// Removes the temporary file unless committed.
+// Removes the temporary file (by name, in its directory) unless committed.
 class TempFile {
  public:
-  TempFile(std::string path, UniqueFd fd) : m_path(std::move(path)), m_fd(std::move(fd)) {}
+  TempFile(int dir_fd, std::string name, UniqueFd fd)
+      : m_dir_fd(dir_fd), m_name(std::move(name)), m_fd(std::move(fd)) {}
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
   ~TempFile() {
     if (!m_committed) {
-      ::unlink(m_path.c_str());
+      ::unlinkat(m_dir_fd, m_name.c_str(), 0);
     }
   }
   [[nodiscard]] int fd() const { return m_fd.get(); }
-  [[nodiscard]] const std::string& path() const { return m_path; }
+  [[nodiscard]] const std::string& name() const { return m_name; }
   void commit() { m_committed = true; }
 
  private:
-  std::string m_path;
+  int m_dir_fd;
+  std::string m_name;
   UniqueFd m_fd;
   bool m_committed = false;
 };
@@ -40,6 +43,30 @@ std::string parent_dir(const std::string& path) {
     return ".";
   }
   return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string base_name(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// "<name>.<12 random hex digits>.tmp". A clash is an EEXIST from the O_EXCL create, never an overwrite.
+std::string temporary_name(const std::string& name) {
+  unsigned char bytes[6]{};
+  if (::getrandom(bytes, sizeof bytes, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bytes)) {
+    static unsigned counter = 0;
+    const unsigned seed = static_cast<unsigned>(::getpid()) * 2654435761u + counter++;
+    for (size_t i = 0; i < sizeof bytes; ++i) {
+      bytes[i] = static_cast<unsigned char>(seed >> (8 * (i % 4)));
+    }
+  }
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out = name + ".";
+  for (const unsigned char b : bytes) {
+    out += k_hex[b >> 4];
+    out += k_hex[b & 15];
+  }
+  return out + ".tmp";
 }
 
 }  // namespace
@@ -79,18 +106,18 @@ int write_all(int fd, std::string_view data) {
   return 0;
 }
 
-Result<std::string> read_file(const std::string& path) {
+Result<std::string> read_file(const std::string& path, size_t max_size) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     return fail_errno("read " + path, errno);
   }
-  return read_fd(fd.get(), path, SIZE_MAX);
+  return read_fd(fd.get(), path, max_size);
 }
 
 Result<std::string> read_file_nofollow(const std::string& path, size_t max_size) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) {
-    return fail_errno("read " + path, errno == ELOOP ? ELOOP : errno);
+    return fail_errno("read " + path, errno);
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
@@ -99,34 +126,57 @@ Result<std::string> read_file_nofollow(const std::string& path, size_t max_size)
   if (!S_ISREG(st.st_mode)) {
     return fail("read " + path + ": not a regular file");
   }
+  // Refused before a byte is read; read_fd still bounds a file that grows meanwhile.
+  if (static_cast<uint64_t>(st.st_size) > max_size) {
+    return fail("read " + path + ": larger than " + std::to_string(max_size) + " bytes");
+  }
   return read_fd(fd.get(), path, max_size);
 }
 
-Result<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode) {
-  std::string temp_path = path + ".XXXXXX.tmp";
-  UniqueFd raw(::mkostemps(temp_path.data(), 4, O_CLOEXEC));
-  if (!raw) {
-    return fail_errno("write " + path + ": create temporary file in " + parent_dir(path), errno);
+Result<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode,
+                               Durability durability, std::optional<FileOwner> owner) {
+  const std::string dir_path = parent_dir(path);
+  const std::string name = base_name(path);
+  const auto write_error = [&](std::string_view step) {
+    return fail_errno("write " + path + ": " + std::string(step), errno);
+  };
+  UniqueFd dir(::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    return fail_errno("write " + path + ": create temporary file in " + dir_path, errno);
   }
-  TempFile temp(std::move(temp_path), std::move(raw));
-  const auto write_error = [&](std::string_view step) { return fail_errno("write " + path + ": " + std::string(step), errno); };
+  std::string temp_name;
+  UniqueFd raw;
+  for (int attempt = 0; attempt < 100 && !raw; ++attempt) {
+    temp_name = temporary_name(name);
+    raw.reset(
+        ::openat(dir.get(), temp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!raw && errno != EEXIST) {
+      break;
+    }
+  }
+  if (!raw) {
+    return fail_errno("write " + path + ": create temporary file in " + dir_path, errno);
+  }
+  TempFile temp(dir.get(), std::move(temp_name), std::move(raw));
   if (const int err = write_all(temp.fd(), content); err != 0) {
     errno = err;
     return write_error("write");
   }
+  if (owner && ::fchown(temp.fd(), owner->uid, owner->gid) != 0) {
+    return write_error("chown");
+  }
   if (::fchmod(temp.fd(), mode) != 0) {
     return write_error("chmod");
   }
-  if (::fsync(temp.fd()) != 0) {
+  if (durability == Durability::durable && ::fsync(temp.fd()) != 0) {
     return write_error("fsync");
   }
-  if (::rename(temp.path().c_str(), path.c_str()) != 0) {
+  if (::renameat(dir.get(), temp.name().c_str(), dir.get(), name.c_str()) != 0) {
     return write_error("rename");
   }
   temp.commit();
   // Make the rename itself durable; a failure here does not undo the (already visible) new file.
-  UniqueFd dir(::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir) {
+  if (durability == Durability::durable) {
     ::fsync(dir.get());
   }
   return {};

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+
+#include "util/file.hpp"
+
 namespace gpuctk::oci {
 namespace {
 
@@ -42,6 +47,137 @@ TEST(OciJsonText, TypePhrases) {
   EXPECT_EQ(json_type_phrase(Json(1)), "a number");
   EXPECT_EQ(json_type_phrase(Json(true)), "a boolean");
   EXPECT_EQ(json_type_phrase(Json()), "a null");
+}
+
+// parse_json builds its DOM from SAX events itself; nlohmann::ordered_json::parse is the reference. For any
+// text, both give the same document, or the same syntax error (as "at line N, column M"), except for what
+// parse_json refuses on purpose.
+std::string reference(std::string_view text) {
+  try {
+    return "parsed " + nlohmann::ordered_json::parse(text).dump();
+  } catch (const nlohmann::ordered_json::parse_error& e) {
+    const size_t offset = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    const std::string_view before = text.substr(0, offset);
+    const size_t line = 1 + static_cast<size_t>(std::count(before.begin(), before.end(), '\n'));
+    const auto newline = before.rfind('\n');
+    const size_t column = newline == std::string_view::npos ? offset + 1 : offset - newline;
+    const std::string what = e.what();
+    return "config.json: " + what.substr(what.find(": ", what.find("parse error")) + 2) + " at line " +
+           std::to_string(line) + ", column " + std::to_string(column);
+  } catch (const nlohmann::ordered_json::exception& e) {
+    return std::string("config.json: ") + e.what();
+  }
+}
+
+std::string candidate(std::string_view text) {
+  const auto result = parse_json(text, "config.json");
+  return result ? "parsed " + result->dump() : result.error().message;
+}
+
+TEST(OciJsonText, SameDocumentsAndErrorsAsNlohmann) {
+  for (const std::string_view text : std::initializer_list<std::string_view>{
+           R"({})",
+           R"([])",
+           R"("s")",
+           "1",
+           "-0",
+           "1.5e-3",
+           "18446744073709551616",
+           "true",
+           "null",
+           " \t\n{ } ",
+           "\xef\xbb\xbf{\"bom\":1}",
+           R"({"a":[1,{"b":[[],{}]},"\u00e9\ud83d\ude00"],"c":null})",
+           R"([1,2,)",
+           R"({"a" 1})",
+           "{\"a\":\"\x01\"}",
+           R"(["\u12"])",
+           "\xff",
+           "[1]x",
+           std::string_view("{}\0garbage", 10),
+           "{\"a\":1,}",
+           "[--1]",
+       }) {
+    EXPECT_EQ(candidate(text), reference(text)) << text;
+  }
+  // Mutations of a real config: every byte replaced, inserted or removed at random places.
+  const std::string config =
+      read_file(std::string(GPUCTK_SOURCE_DIR) + "/tests/data/oci/runc-spec-config.json").value();
+  std::mt19937 random(20240611);
+  const std::string alphabet = "{}[]:,\"\\ \n0123456789.-+eEtrufalsn\x01\xc3\xa9u";
+  for (int i = 0; i < 1500; ++i) {
+    std::string text = config;
+    for (int edits = 1 + static_cast<int>(random() % 3); edits > 0; --edits) {
+      const size_t at = random() % text.size();
+      const char c = alphabet[random() % alphabet.size()];
+      switch (random() % 3) {
+        case 0:
+          text[at] = c;
+          break;
+        case 1:
+          text.insert(at, 1, c);
+          break;
+        default:
+          text.erase(at, 1);
+      }
+    }
+    const std::string got = candidate(text);
+    if (got.find("duplicate key") != std::string::npos) {
+      continue;  // refused on purpose (a mutation can repeat a key)
+    }
+    EXPECT_EQ(got, reference(text)) << text;
+  }
+}
+
+TEST(OciJsonText, NestingDeeperThanTheLimitIsOneErrorNotACrash) {
+  // 100000 levels used to parse, then overflow the stack in a recursive copy or dump (SIGSEGV).
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(error_of(deep), "config.json: nesting deeper than 128 levels at line 1, column 129");
+  std::string objects;
+  for (size_t i = 0; i < 200; ++i) {
+    objects += i == 0 ? "{\n\"a\":" : "{\"a\":";
+  }
+  objects += "1" + std::string(200, '}');
+  EXPECT_EQ(error_of(objects), "config.json: nesting deeper than 128 levels at line 2, column 640");
+  // 128 levels are fine, and copy and dump.
+  const std::string limit = std::string(k_max_json_depth, '[') + std::string(k_max_json_depth, ']');
+  const auto doc = parse_json(limit, "config.json");
+  ASSERT_TRUE(doc) << doc.error().message;
+  const nlohmann::ordered_json copy = *doc;
+  EXPECT_EQ(copy.dump(), limit);
+}
+
+TEST(OciJsonText, DuplicateKeysAreRefusedInEveryObject) {
+  // nlohmann would keep the last value (and the first position); Go merges a repeated struct. Neither is
+  // what a reader of the file expects, so the document is refused.
+  EXPECT_EQ(error_of(R"({"a":1,"a":2})"), R"(config.json: duplicate key "a" at line 1, column 8)");
+  EXPECT_EQ(error_of("[{\"x\":[{\"b\\\"c\":1,\n  \"b\\u0022c\":2}]}]"),
+            R"(config.json: duplicate key "b\"c" at line 2, column 3)");
+  EXPECT_EQ(error_of(R"({"a":{"b":1},"c":{"b":1}})"), "parsed");
+}
+
+TEST(OciJsonText, NumberOverflowIsAnError) {
+  EXPECT_EQ(error_of("[1e500]"),
+            "config.json: [json.exception.out_of_range.406] number overflow parsing '1e500'");
+}
+
+TEST(OciJsonText, GoEqualFold) {
+  EXPECT_TRUE(go_equal_fold("process", "process"));
+  EXPECT_TRUE(go_equal_fold("PROCESS", "process"));
+  EXPECT_TRUE(go_equal_fold("proce\xc5\xbfs", "process"));  // U+017F long s
+  EXPECT_TRUE(
+      go_equal_fold("\xe2\x84\xaa"
+                    "ernel",
+                    "kernel"));  // U+212A Kelvin sign
+  EXPECT_TRUE(go_equal_fold("DNSsearchlist", "DNSSearchList"));
+  EXPECT_FALSE(go_equal_fold("proces", "process"));
+  EXPECT_FALSE(go_equal_fold("processs", "process"));
+  EXPECT_FALSE(
+      go_equal_fold("pr\xc3\xb6"
+                    "cess",
+                    "process"));
+  EXPECT_FALSE(go_equal_fold("\xe2\x84\xaa", "s"));
+  EXPECT_FALSE(go_equal_fold("root_", "root"));
 }
 
 }  // namespace

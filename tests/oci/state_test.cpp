@@ -89,5 +89,15 @@ TEST(OciState, NullCountsAsAbsentAndLargestPidIsAccepted) {
   EXPECT_EQ(state->pid, 2147483647);
 }
 
+TEST(OciState, DuplicateAndCaseVariantKeysAreRefused) {
+  EXPECT_EQ(error_of(R"({"id":"c","bundle":"/b","bundle":"/evil"})"),
+            R"(OCI state: duplicate key "bundle" at line 1, column 25)");
+  EXPECT_EQ(
+      error_of(R"({"id":"c","Bundle":"/evil","bundle":"/b"})"),
+      R"(OCI state: key "Bundle" is read by runc as the OCI field "bundle" (Go ignores case in keys) at line 1, column 11)");
+  // crun's "root" and the old "bundlePath" are no State fields: read by gpuctk, not checked for case.
+  EXPECT_EQ(error_of(R"({"id":"c","bundlePath":"/b","Root":"r"})"), "parsed");
+}
+
 }  // namespace
 }  // namespace gpuctk::oci

@@ -1,12 +1,14 @@
 #include "util/file.hpp"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <gtest/gtest.h>
+
+#include "util/syscall_filter.hpp"
 
 namespace gpuctk {
 namespace {
@@ -80,6 +82,84 @@ TEST_F(FileTest, AtomicWriteIntoMissingDirectoryNamesTheDirectory) {
   EXPECT_EQ(result.error().message,
             "write " + path + ": create temporary file in " + (m_dir / "missing").string() +
                 ": No such file or directory");
+}
+
+TEST_F(FileTest, AtomicOnlyWriteNeverFlushesToDisk) {
+  const auto path = (m_dir / "config.json").string();
+  ASSERT_TRUE(write_file_atomic(path, "old", 0644));
+  const auto outcome = test::run_under_filter(test::forbid_sync(), [&] {
+    return write_file_atomic(path, "new", 0640, Durability::atomic_only) ? 0 : 1;
+  });
+  if (outcome == test::FilterOutcome::unavailable) {
+    GTEST_SKIP() << "seccomp is not available here";
+  }
+  EXPECT_EQ(outcome, test::FilterOutcome::clean) << test::to_string(outcome);
+  EXPECT_EQ(read_file(path).value(), "new");
+  EXPECT_EQ(entries(), 1u);
+}
+
+TEST_F(FileTest, DurableWriteFlushesToDisk) {
+  // The other side of the test above: the filter does catch the fsync of a durable write (the default).
+  const auto path = (m_dir / "spec.yaml").string();
+  const auto outcome =
+      test::run_under_filter(test::forbid_sync(), [&] { return write_file_atomic(path, "x", 0644) ? 0 : 1; });
+  if (outcome == test::FilterOutcome::unavailable) {
+    GTEST_SKIP() << "seccomp is not available here";
+  }
+  EXPECT_EQ(outcome, test::FilterOutcome::killed) << test::to_string(outcome);
+}
+
+TEST_F(FileTest, AtomicWriteReplacesASymlinkAndNeverWritesItsTarget) {
+  const auto outside = (m_dir / "host-file").string();
+  ASSERT_TRUE(write_file_atomic(outside, "host", 0600));
+  const auto path = (m_dir / "config.json").string();
+  ASSERT_EQ(::symlink(outside.c_str(), path.c_str()), 0);
+  ASSERT_TRUE(write_file_atomic(path, "new", 0644, Durability::atomic_only));
+  EXPECT_EQ(read_file(outside).value(), "host");
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(read_file(path).value(), "new");
+}
+
+TEST_F(FileTest, AtomicWriteGivesTheFileItsOwnerOnTheFdNeverByPath) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root to give a file away";
+  }
+  const auto path = (m_dir / "config.json").string();
+  // A set-id bit survives the chown: the mode is set after it.
+  const auto outcome = test::run_under_filter(test::forbid_path_chown(), [&] {
+    return write_file_atomic(path, "x", 02640, Durability::atomic_only, FileOwner{4321, 8765}) ? 0 : 1;
+  });
+  if (outcome == test::FilterOutcome::unavailable) {
+    GTEST_SKIP() << "seccomp is not available here";
+  }
+  ASSERT_EQ(outcome, test::FilterOutcome::clean) << test::to_string(outcome);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u);
+  EXPECT_EQ(st.st_gid, 8765u);
+  EXPECT_EQ(st.st_mode & 07777, 02640u);
+}
+
+TEST_F(FileTest, ReadNofollowRefusesLinksFifosAndOversizedFilesWithoutReadingThem) {
+  const auto target = (m_dir / "target").string();
+  ASSERT_TRUE(write_file_atomic(target, "0123456789", 0644));
+  const auto link = (m_dir / "link").string();
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  const auto linked = read_file_nofollow(link, 100);
+  ASSERT_FALSE(linked);
+  EXPECT_EQ(linked.error().message, "read " + link + ": Too many levels of symbolic links");
+  // A FIFO without a writer would block a plain open forever.
+  const auto fifo = (m_dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto piped = read_file_nofollow(fifo, 100);
+  ASSERT_FALSE(piped);
+  EXPECT_EQ(piped.error().message, "read " + fifo + ": not a regular file");
+  const auto large = read_file_nofollow(target, 9);
+  ASSERT_FALSE(large);
+  EXPECT_EQ(large.error().message, "read " + target + ": larger than 9 bytes");
+  EXPECT_EQ(read_file_nofollow(target, 10).value(), "0123456789");
 }
 
 }  // namespace
