@@ -6,6 +6,7 @@
 
 #include "discover/host_fs.hpp"
 #include "util/file.hpp"
+#include "util/path.hpp"
 
 namespace gpuctk::hook {
 
@@ -73,11 +74,14 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
   if (key == "spec-dirs") return set_list(c.spec_dirs);
   if (key == "annotation-prefixes") return set_list(c.request.annotation_prefixes);
   if (key == "runtimes") return set_list(c.runtimes);
-  if (key == "mps-pipe-roots") {
-    if (auto r = set_list(c.mps_pipe_roots); !r) return r;
-    for (const auto& root : c.mps_pipe_roots) {
-      if (root.size() < 2 || root.front() != '/') {
-        return fail(key + ": \"" + root + "\" is not an absolute directory");
+  if (key == "mps-pipe-roots" || key == "mps-log-roots") {
+    auto& roots = key == "mps-pipe-roots" ? c.mps_pipe_roots : c.mps_log_roots;
+    if (auto r = set_list(roots); !r)
+      return r;
+    for (const auto& root : roots) {
+      // Clean, so that "below a root" is a plain prefix test; never "/", which would be every directory.
+      if (root.size() < 2 || !is_clean_path(root)) {
+        return fail(key + ": \"" + root + "\" is not a clean absolute directory other than /");
       }
     }
     return {};

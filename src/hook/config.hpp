@@ -27,9 +27,13 @@ struct Config {
   std::string driver_root = "/";    // `driver-root`: for the in-memory spec when none is installed
   std::string dev_root = "/";       // `dev-root`
   std::vector<std::string> runtimes{"runc", "crun"};  // `runtimes`: the shim execs the first one found
-  // `mps-pipe-roots`: the only host directories (and their subdirectories) a container may have mounted
-  // through CUDA_MPS_PIPE_DIRECTORY; the variable comes from the container, so it must not name /etc.
-  std::vector<std::string> mps_pipe_roots{"/tmp/nvidia-mps", "/run/nvidia/mps"};
+  // `mps-pipe-roots` / `mps-log-roots`: host directories below which CUDA_MPS_PIPE_DIRECTORY /
+  // CUDA_MPS_LOG_DIRECTORY (set by the container) may name one daemon's directory to mount, when
+  // config.json does not mount that path already (inject.cpp has the rules: strictly below a root, no
+  // symlink, root-owned and not writable by others from the root down). Clean absolute paths, not "/".
+  // No /tmp default: anyone can create /tmp/nvidia-mps first.
+  std::vector<std::string> mps_pipe_roots{"/run/nvidia/mps"};
+  std::vector<std::string> mps_log_roots{"/run/nvidia/mps"};
   // `hook-path`: the gpuctk binary the in-memory spec's createContainer hooks run: the installed path,
   // never /proc/self/exe (which reads "... (deleted)" after an upgrade replaced the binary).
   std::string hook_path = k_default_hook_path;

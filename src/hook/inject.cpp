@@ -1,9 +1,18 @@
 #include "hook/inject.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <unordered_set>
 
 #include "cdi/apply.hpp"
 #include "cdi/names.hpp"
@@ -16,7 +25,9 @@
 #include "discover/host_fs.hpp"
 #include "discover/nvidia_caps.hpp"
 #include "hook/requirements.hpp"
+#include "util/fd.hpp"
 #include "util/file.hpp"
+#include "util/path.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::hook {
@@ -190,67 +201,123 @@ class Resolver {
   std::string m_source;
 };
 
-// Keeps only the driver files the requested capabilities need, and the symlinks into kept files.
-void filter_capabilities(cdi::ContainerEdits& edits, const discover::CapabilitySet& caps) {
-  if (caps == discover::CapabilitySet::all()) {
-    return;
-  }
-  std::set<std::string> dropped;
-  std::erase_if(edits.mounts, [&](const cdi::Mount& m) {
-    const auto need = discover::file_need(m.container_path);
-    bool keep = false;
-    switch (need.kind) {
-      case discover::FileNeed::Kind::always: keep = true; break;
-      case discover::FileNeed::Kind::unknown: keep = false; break;
-      case discover::FileNeed::Kind::capability:
-        keep = caps.has(need.capability) && (!need.is_32bit || caps.has(discover::Capability::compat32));
-        break;
+// Drops the driver files that the requested capabilities do not need, and the links into dropped files.
+// Only for the edits of the default kind's spec (the one gpuctk generates): discover::file_need knows
+// NVIDIA's driver files and calls everything else unknown, so another vendor's spec (a NIC requested by
+// a cdi.k8s.io/ annotation) must pass untouched or it would be applied without its files.
+class CapabilityFilter {
+ public:
+  explicit CapabilityFilter(const discover::CapabilitySet& caps) : m_caps(caps) {}
+
+  void apply(cdi::ContainerEdits& edits) {
+    if (m_caps == discover::CapabilitySet::all()) {
+      return;
     }
-    if (!keep) {
-      dropped.insert(m.container_path);
-    }
-    return !keep;
-  });
-  // A link whose target is a dropped file (directly or through another dropped link) goes too.
-  for (auto& hook : edits.hooks) {
-    if (!cdi::is_create_symlinks_hook(hook)) {
-      continue;
-    }
-    bool removed = true;
-    while (removed) {
-      removed = false;
-      for (size_t i = 3; i + 1 < hook.args.size(); i += 2) {
-        const auto& pair = hook.args[i + 1];
-        const auto sep = pair.find("::");
-        if (sep == std::string::npos) {
-          continue;
-        }
-        const std::string target = pair.substr(0, sep);
-        const std::string link = pair.substr(sep + 2);
-        const std::string resolved =
-            target.starts_with("/") ? target : link.substr(0, link.rfind('/') + 1) + target;
-        if (dropped.contains(resolved)) {
-          dropped.insert(link);
-          hook.args.erase(hook.args.begin() + static_cast<std::ptrdiff_t>(i),
-                          hook.args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
-          removed = true;
+    std::erase_if(edits.mounts, [&](const cdi::Mount& m) {
+      const auto need = discover::file_need(m.container_path);
+      bool keep = false;
+      switch (need.kind) {
+        case discover::FileNeed::Kind::always:
+          keep = true;
           break;
+        case discover::FileNeed::Kind::unknown:
+          keep = false;
+          break;
+        case discover::FileNeed::Kind::capability:
+          keep =
+              m_caps.has(need.capability) && (!need.is_32bit || m_caps.has(discover::Capability::compat32));
+          break;
+      }
+      if (!keep) {
+        m_dropped.insert(m.container_path);
+      }
+      return !keep;
+    });
+    for (auto& hook : edits.hooks) {
+      if (cdi::is_create_symlinks_hook(hook)) {
+        drop_links(hook);
+      }
+    }
+    std::erase_if(edits.hooks,
+                  [](const cdi::Hook& h) { return cdi::is_create_symlinks_hook(h) && h.args.size() == 3; });
+  }
+
+ private:
+  // A create-symlinks hook's "--link <target>::<link>" pairs (from args[3]); a link whose target is a
+  // dropped file, directly or through other dropped links, goes too.
+  void drop_links(cdi::Hook& hook) {
+    struct Link {
+      size_t index;        // of the "<target>::<link>" argument
+      std::string target;  // resolved against the link's directory
+      std::string path;
+    };
+    std::vector<Link> links;
+    for (size_t i = 3; i + 1 < hook.args.size(); i += 2) {
+      const auto& pair = hook.args[i + 1];
+      const auto sep = pair.find("::");
+      if (sep == std::string::npos) {
+        continue;
+      }
+      std::string link = clean_path(pair.substr(sep + 2));
+      std::string target = pair.substr(0, sep);
+      // Lexically, as the kernel reads a link's target: gbm/nvidia-drm_gbm.so -> ../libnvidia-allocator.so.1
+      // is the allocator library in the directory above.
+      target = clean_path(target.starts_with("/") ? target : link.substr(0, link.rfind('/') + 1) + target);
+      links.push_back({i + 1, std::move(target), std::move(link)});
+    }
+    // Each pass is linear; passes stop when nothing new was dropped (at most the length of a link chain).
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto& link : links) {
+        if (m_dropped.contains(link.target) && m_dropped.insert(link.path).second) {
+          grew = true;
         }
       }
     }
+    std::unordered_set<size_t> removed;
+    for (const auto& link : links) {
+      if (m_dropped.contains(link.target)) {
+        removed.insert(link.index);
+      }
+    }
+    std::vector<std::string> kept;
+    kept.reserve(hook.args.size());
+    for (size_t i = 0; i < hook.args.size(); ++i) {
+      if (i >= 3 && removed.contains(i + 1)) {
+        ++i;  // the "--link" flag and its pair
+        continue;
+      }
+      kept.push_back(std::move(hook.args[i]));
+    }
+    hook.args = std::move(kept);
   }
-  std::erase_if(edits.hooks, [](const cdi::Hook& h) { return cdi::is_create_symlinks_hook(h) && h.args.size() == 3; });
-}
 
-// Spec-wide edits of each spec once, before its first device; then the device's own (CDI order).
-cdi::ContainerEdits collect(const std::vector<const cdi::ResolvedDevice*>& devices) {
+  discover::CapabilitySet m_caps;
+  std::set<std::string> m_dropped;  // across calls: a device's link may lead to a spec-wide file
+};
+
+// Spec-wide edits of each spec once, before its first device; then the device's own (CDI order). The
+// edits of devices of `default_kind` and of their spec go through `filter` (when given); every other
+// spec's edits pass untouched.
+cdi::ContainerEdits collect(const std::vector<const cdi::ResolvedDevice*>& devices,
+                            const std::string& default_kind, CapabilityFilter* filter) {
   cdi::ContainerEdits edits;
   std::set<const cdi::Spec*> seen;
   for (const auto* device : devices) {
+    CapabilityFilter* device_filter = device->name.kind() == default_kind ? filter : nullptr;
+    const auto add = [&](const cdi::ContainerEdits& from) {
+      if (device_filter == nullptr) {
+        cdi::append(edits, from);
+        return;
+      }
+      cdi::ContainerEdits filtered = from;
+      device_filter->apply(filtered);
+      cdi::append(edits, filtered);
+    };
     if (seen.insert(device->spec.get()).second) {
-      cdi::append(edits, device->spec->container_edits);
+      add(device->spec->container_edits);
     }
-    cdi::append(edits, device->device().container_edits);
+    add(device->device().container_edits);
   }
   return edits;
 }
@@ -263,32 +330,198 @@ void make_hooks_safe(cdi::ContainerEdits& edits) {
   }
 }
 
-// The host directory to mount for CUDA_MPS_PIPE_DIRECTORY. The value comes from the container, so it is
-// honoured only inside a configured MPS pipe root, checked after resolving symlinks on the host: a pod must
-// not get /etc or / mounted writable by naming it.
-Result<std::string> mps_pipe_directory(const std::string& requested, const Config& cfg) {
-  const auto resolved = discover::resolve_in_root(cfg.dev_root, requested);
-  const auto st = resolved ? discover::stat_path(*resolved) : std::nullopt;
-  if (!st || !S_ISDIR(st->st_mode)) {
-    return fail("CUDA_MPS_PIPE_DIRECTORY: " + discover::under_root(cfg.dev_root, requested) +
-                " is not a directory on the host (is the MPS control daemon running?)");
+// ---- MPS directories -----------------------------------------------------------------------------
+//
+// CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY come from the container; what gpuctk does with them:
+//  1. config.json already mounts something at or above the path (destination equal to it or a parent
+//     directory of it, cleaned): nothing. This is how the Kubernetes device plugin does MPS: its Allocate
+//     sets CUDA_MPS_PIPE_DIRECTORY=/mps/<resource>/pipe, a path in the container, and adds the mount of
+//     the host directory itself. Leaving a path alone grants nothing, so a mount the pod added itself
+//     is harmless.
+//  2. Otherwise the value names a host directory (under dev-root), which is bind-mounted read-write at the
+//     same path, only if: it is strictly below one of the configured roots (mps-pipe-roots,
+//     mps-log-roots), never a root itself (a root holds every daemon's pipes); it has no
+//     subdirectory (one daemon's directory, not a tree of them); and the walk from the host's "/" to it
+//     met no symlink, only directories owned by root, none of them writable by group or others from
+//     the root down (above the root: unless sticky, as /tmp is).
+
+struct MpsVariable {
+  std::string_view name;                  // "CUDA_MPS_PIPE_DIRECTORY"
+  const std::vector<std::string>& roots;  // cleaned absolute host paths (config.cpp checks)
+  std::string_view roots_key;             // the config key, as spelled in the file
+};
+
+// The destination in config.json's mounts that is `path` or a parent directory of it, if any.
+std::optional<std::string> mounted_at_or_above(const nlohmann::ordered_json& config,
+                                               const std::string& path) {
+  const auto it = config.find("mounts");
+  if (it == config.end() || !it->is_array()) {
+    return std::nullopt;
   }
-  const std::string inside = discover::strip_root(cfg.dev_root, *resolved);
-  for (const auto& root : cfg.mps_pipe_roots) {
-    if (inside == root || inside.starts_with(root + "/")) {
-      return *resolved;
+  for (const auto& mount : *it) {
+    if (!mount.is_object()) {
+      continue;
+    }
+    const auto destination = mount.find("destination");
+    if (destination == mount.end() || !destination->is_string()) {
+      continue;
+    }
+    const std::string cleaned = clean_absolute_path(destination->get_ref<const std::string&>(), "/");
+    if (cleaned == path || cleaned == "/" || path.starts_with(cleaned + "/")) {
+      return cleaned;
     }
   }
-  std::string roots;
-  for (const auto& root : cfg.mps_pipe_roots) {
-    roots += (roots.empty() ? "" : ", ") + root;
-  }
-  return fail("CUDA_MPS_PIPE_DIRECTORY: " + requested + " resolves to " + inside +
-              ", outside the MPS pipe roots (" + roots + "; config key mps-pipe-roots)");
+  return std::nullopt;
 }
 
-// MIG management capabilities and the MPS pipe directory, which no spec device carries.
-Result<void> add_extras(cdi::ContainerEdits& edits, const Request& request, const Config& cfg) {
+// How far a directory met on the walk is trusted.
+enum class Place : uint8_t { above_root, root_or_below };
+
+Result<void> check_owner_and_mode(const struct stat& st, const std::string& path, Place place,
+                                  std::string_view variable) {
+  const std::string context = std::string(variable) + ": host directory " + path;
+  if (st.st_uid != 0) {
+    return fail(context + " is owned by uid " + std::to_string(st.st_uid) +
+                ", not root (refused: its owner could " + "swap what is mounted)");
+  }
+  const bool writable_by_others = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+  const bool sticky = (st.st_mode & S_ISVTX) != 0;
+  if (writable_by_others && (place == Place::root_or_below || !sticky)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return fail(context + " is writable by group or others (mode " + mode +
+                "; refused: they could swap what " + "is mounted)");
+  }
+  return {};
+}
+
+// Walks `host_path` (absolute, clean) from the host's "/" one component at a time with
+// O_PATH | O_NOFOLLOW | O_DIRECTORY, checking each directory's fstat; the first `root_components`
+// components lead to the MPS root (exclusive). Returns the last directory's O_PATH fd.
+Result<UniqueFd> walk_trusted(const std::string& host_path, size_t root_components,
+                              std::string_view variable) {
+  UniqueFd dir(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    return fail_errno(std::string(variable) + ": open /", errno);
+  }
+  std::string walked;
+  size_t depth = 0;
+  for (const auto component : split(std::string_view(host_path).substr(1), '/')) {
+    struct stat st {};
+    if (::fstat(dir.get(), &st) != 0) {
+      return fail_errno(std::string(variable) + ": stat " + (walked.empty() ? "/" : walked), errno);
+    }
+    GPUCTK_TRY(check_owner_and_mode(st, walked.empty() ? "/" : walked,
+                                    depth < root_components ? Place::above_root : Place::root_or_below,
+                                    variable));
+    if (component.empty()) {
+      break;  // host_path is "/"
+    }
+    walked.append("/").append(component);
+    const std::string name(component);
+    UniqueFd next(::openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC));
+    if (!next) {
+      const int err = errno;
+      struct stat link {};
+      if (::fstatat(dir.get(), name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode)) {
+        return fail(std::string(variable) + ": host path " + walked +
+                    " is a symbolic link (refused: only a " +
+                    "path without links, that nobody but root can change, is mounted)");
+      }
+      if (err == ENOENT) {
+        return fail(std::string(variable) + ": host directory " + walked + ": " + std::strerror(err) +
+                    " (is the MPS control daemon running?)");
+      }
+      return fail_errno(std::string(variable) + ": host directory " + walked, err);
+    }
+    dir = std::move(next);
+    ++depth;
+  }
+  struct stat st {};
+  if (::fstat(dir.get(), &st) != 0) {
+    return fail_errno(std::string(variable) + ": stat " + walked, errno);
+  }
+  GPUCTK_TRY(check_owner_and_mode(st, walked, Place::root_or_below, variable));
+  return dir;
+}
+
+// Refuses a directory that has a subdirectory: a daemon's pipe (or log) directory holds only pipes and
+// files; a directory of directories is (part of) a tree of daemons.
+Result<void> check_leaf(int dir_fd, const std::string& path, std::string_view variable) {
+  const int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return fail_errno(std::string(variable) + ": read host directory " + path, errno);
+  }
+  std::unique_ptr<DIR, int (*)(DIR*)> listing(::fdopendir(fd), ::closedir);
+  if (!listing) {
+    const int err = errno;
+    ::close(fd);
+    return fail_errno(std::string(variable) + ": read host directory " + path, err);
+  }
+  while (const dirent* entry = ::readdir(listing.get())) {
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") {
+      continue;
+    }
+    bool is_dir = entry->d_type == DT_DIR;
+    if (entry->d_type == DT_UNKNOWN) {
+      struct stat st {};
+      is_dir = ::fstatat(::dirfd(listing.get()), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISDIR(st.st_mode);
+    }
+    if (is_dir) {
+      return fail(std::string(variable) + ": host directory " + path + " has a subdirectory " + quote(name) +
+                  " (refused: only one MPS daemon's directory, which has none, is mounted)");
+    }
+  }
+  return {};
+}
+
+// The mount for one MPS variable, or nothing (see above).
+Result<std::optional<cdi::Mount>> mps_mount(const nlohmann::ordered_json& config, const MpsVariable& variable,
+                                            const std::string& path, const Config& cfg, const Log& log) {
+  if (const auto destination = mounted_at_or_above(config, path)) {
+    log.info(std::string(variable.name) + "=" + path + ": config.json already mounts " + *destination +
+             "; no host directory mounted for it");
+    return std::nullopt;
+  }
+  const std::string context = std::string(variable.name) + ": " + quote(path);
+  const std::string roots = join(variable.roots, ", ");
+  const std::string* root = nullptr;
+  for (const auto& candidate : variable.roots) {
+    if (path == candidate) {
+      return fail(context + " is an MPS root itself (" + roots + "; config key " +
+                  std::string(variable.roots_key) + "): only one daemon's directory below a root is mounted");
+    }
+    if (root == nullptr && path.starts_with(candidate + "/")) {
+      root = &candidate;
+    }
+  }
+  if (root == nullptr) {
+    return fail(context + " is not mounted by config.json and is not below an MPS root on the host (" +
+                (roots.empty() ? std::string("none configured") : roots) + "; config key " +
+                std::string(variable.roots_key) + ")");
+  }
+  const std::string host_root = clean_path(discover::under_root(cfg.dev_root, *root));
+  const std::string host_path = clean_path(discover::under_root(cfg.dev_root, path));
+  const size_t root_components = static_cast<size_t>(std::ranges::count(host_root, '/'));
+  GPUCTK_TRY_ASSIGN(const UniqueFd dir, walk_trusted(host_path, root_components, variable.name));
+  GPUCTK_TRY(check_leaf(dir.get(), host_path, variable.name));
+  // Why the path string still names the directory checked here when the runtime mounts it later (an fd
+  // cannot be handed over: /proc/self/fd/N means nothing to a process that runs afterwards, and the
+  // hooks that edit config.json run before the runtime): the walk refused every symlink, so the string
+  // resolves, component by component, to exactly the directories walked. Each of them is owned by root;
+  // from the MPS root down none is writable by group or others, and above it one writable by others is
+  // sticky, where only the owner of an entry (root, checked) may rename or remove it. So nobody but root
+  // can rename, replace or mount over any component afterwards, and root needs no trick to mount
+  // anything. Should a check fail, nothing is mounted and the container is refused.
+  log.info(std::string(variable.name) + "=" + path + ": mounting host directory " + host_path);
+  return cdi::Mount{host_path, path, cdi::k_ipc_directory_mount_options, ""};
+}
+
+// MIG management capabilities and the MPS directories, which no spec device carries.
+Result<void> add_extras(cdi::ContainerEdits& edits, const nlohmann::ordered_json& config,
+                        const Request& request, const Config& cfg, const Log& log) {
   if (request.mig_config || request.mig_monitor) {
     auto minors = discover::read_mig_minors(cfg.dev_root);
     if (!minors) {
@@ -314,12 +547,17 @@ Result<void> add_extras(cdi::ContainerEdits& edits, const Request& request, cons
       edits.device_nodes.push_back(std::move(node));
     }
   }
-  if (!request.mps_pipe_directory.empty()) {
-    auto host = mps_pipe_directory(request.mps_pipe_directory, cfg);
-    if (!host) {
-      return std::unexpected(host.error());
+  const MpsVariable pipe{"CUDA_MPS_PIPE_DIRECTORY", cfg.mps_pipe_roots, "mps-pipe-roots"};
+  const MpsVariable logs{"CUDA_MPS_LOG_DIRECTORY", cfg.mps_log_roots, "mps-log-roots"};
+  for (const auto& [variable, path] :
+       {std::pair{&pipe, &request.mps_pipe_directory}, std::pair{&logs, &request.mps_log_directory}}) {
+    if (path->empty()) {
+      continue;
     }
-    edits.mounts.push_back({*host, request.mps_pipe_directory, cdi::k_ipc_mount_options, ""});
+    GPUCTK_TRY_ASSIGN(auto mount, mps_mount(config, *variable, *path, cfg, log));
+    if (mount) {
+      edits.mounts.push_back(std::move(*mount));
+    }
   }
   return {};
 }
@@ -390,8 +628,9 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
       names.push_back(kind + "=" + id);
     }
   }
+  std::set<std::string> named(names.begin(), names.end());  // no per-name scan: up to k_max_devices names
   for (const auto& name : request->cdi_devices) {
-    if (std::ranges::find(names, name) == names.end()) {
+    if (named.insert(name).second) {
       names.push_back(name);
     }
   }
@@ -406,18 +645,18 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
   if (!devices) {
     return std::unexpected(devices.error());
   }
-  cdi::ContainerEdits edits = collect(*devices);
+  // NVIDIA_DRIVER_CAPABILITIES filters the default kind's driver files only (see CapabilityFilter).
+  CapabilityFilter filter(request->capabilities);
+  cdi::ContainerEdits edits = collect(*devices, kind, &filter);
   if (request->driver_only && devices->empty()) {
     const auto spec = resolver.default_spec();
     if (!spec) {
       return fail("NVIDIA_VISIBLE_DEVICES=none: no spec for " + kind);
     }
     edits = spec->container_edits;
+    filter.apply(edits);
   }
-  filter_capabilities(edits, request->capabilities);
-  if (auto extras = add_extras(edits, *request, cfg); !extras) {
-    return std::unexpected(extras.error());
-  }
+  GPUCTK_TRY(add_extras(edits, config, *request, cfg, log));
   auto result = apply_resolved(config, *devices, std::move(edits), resolver.source());
   if (result) {
     log.info("injected " + (result->devices.empty() ? std::string("driver only") : join(result->devices, ",")) +
@@ -444,7 +683,8 @@ Result<InjectResult> inject_devices(nlohmann::ordered_json& config, const std::v
   if (!devices) {
     return std::unexpected(devices.error());
   }
-  return apply_resolved(config, *devices, collect(*devices), resolver.source());
+  return apply_resolved(config, *devices, collect(*devices, cfg.request.default_kind, nullptr),
+                        resolver.source());
 }
 
 }  // namespace gpuctk::hook

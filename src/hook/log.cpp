@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <ctime>
 
+#include "util/strings.hpp"
+
 namespace gpuctk::hook {
 
 Result<LogLevel> parse_log_level(std::string_view text) {
@@ -43,10 +45,13 @@ void Log::write(LogLevel level, std::string_view message) const {
     return;
   }
   static constexpr const char* k_names[] = {"error", "warning", "info", "debug"};
+  // Messages carry container-controlled text (annotation keys, env values, mount destinations, CDI
+  // names): escaped here, once, so that a container can neither forge a line nor flood the file.
+  const std::string text = escape_for_log(message);
   std::string line;
-  line.reserve(message.size() + 64);
+  line.reserve(text.size() + 64);
   line.append(utc_timestamp()).append(" gpuctk[").append(std::to_string(::getpid())).append("] ");
-  line.append(k_names[static_cast<int>(level)]).append(": ").append(message).push_back('\n');
+  line.append(k_names[static_cast<int>(level)]).append(": ").append(text).push_back('\n');
   // A log that cannot be written must not fail the container; the error still reaches stderr.
   [[maybe_unused]] const ssize_t n = ::write(m_fd.get(), line.data(), line.size());
 }

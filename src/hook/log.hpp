@@ -29,7 +29,9 @@ class Log {
   [[nodiscard]] bool enabled(LogLevel level) const { return m_fd && level <= m_level; }
 
   // Writes "<UTC time> gpuctk[<pid>] <level>: <message>\n" in one write(2), so lines of concurrent
-  // hooks never interleave.
+  // hooks never interleave. `message` goes through escape_for_log (util/strings.hpp): control
+  // characters and invalid UTF-8 are escaped and it is cut at k_max_log_message bytes, so one call
+  // is always exactly one line whatever a container put into the message.
   void write(LogLevel level, std::string_view message) const;
 
   void error(std::string_view m) const { write(LogLevel::error, m); }

@@ -4,11 +4,14 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "cdi/names.hpp"
+#include "util/path.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::hook {
@@ -30,6 +33,7 @@ constexpr std::string_view k_cuda_version = "CUDA_VERSION";
 constexpr std::string_view k_mig_config = "NVIDIA_MIG_CONFIG_DEVICES";
 constexpr std::string_view k_mig_monitor = "NVIDIA_MIG_MONITOR_DEVICES";
 constexpr std::string_view k_mps_pipe_directory = "CUDA_MPS_PIPE_DIRECTORY";
+constexpr std::string_view k_mps_log_directory = "CUDA_MPS_LOG_DIRECTORY";
 constexpr std::string_view k_device_mount_dir = "/var/run/nvidia-container-devices/";
 
 constexpr std::string_view k_env_wanted =
@@ -67,8 +71,15 @@ bool array_has_string(const Json* array, std::string_view wanted) {
 
 // ---- environment ---------------------------------------------------------------------------------
 
-// process.env as a map; the last occurrence of a key wins (see request.hpp). Views point into `config`.
+// process.env as a map of the variables gpuctk reads (NVIDIA_*, CUDA_*); a container may carry
+// thousands of others (Kubernetes adds several per service in the namespace), which are not kept. The
+// last occurrence of a key wins (see request.hpp). Views point into `config`. A tree, not a hash map:
+// the keys are the container's, and a tree's cost does not depend on how they hash.
 using Environment = std::map<std::string_view, std::string_view>;
+
+bool is_read_by_gpuctk(std::string_view key) {
+  return key.starts_with("NVIDIA_") || key.starts_with("CUDA_");
+}
 
 Environment environment_of(const Json& config) {
   Environment env;
@@ -83,7 +94,7 @@ Environment environment_of(const Json& config) {
     }
     const std::string_view entry = item.get_ref<const std::string&>();
     const auto equals = entry.find('=');
-    if (equals == std::string_view::npos || equals == 0) {
+    if (equals == std::string_view::npos || equals == 0 || !is_read_by_gpuctk(entry.substr(0, equals))) {
       continue;
     }
     env.insert_or_assign(entry.substr(0, equals), entry.substr(equals + 1));
@@ -106,6 +117,17 @@ std::optional<std::string_view> non_empty(const Environment& env, std::string_vi
 bool is_true(std::string_view value) {
   return value == "1" || value == "t" || value == "T" || value == "TRUE" || value == "true" ||
          value == "True";
+}
+
+// A variable's value is refused when it is longer than `limit` (k_max_env_value: a process could not
+// have received it). Checked by each reader before it parses, so that only variables of a GPU
+// container can cause the error.
+Result<void> check_length(std::string_view variable, std::string_view value, size_t limit = k_max_env_value) {
+  if (value.size() > limit) {
+    return fail(std::string(variable) + ": value of " + std::to_string(value.size()) +
+                " bytes is longer than the limit of " + std::to_string(limit) + " bytes");
+  }
+  return {};
 }
 
 bool is_legacy_cuda_image(const Environment& env) {
@@ -166,23 +188,45 @@ Result<std::optional<std::string>> parse_device_id(std::string_view context, std
   return std::optional<std::string>(std::string(id));
 }
 
-// The devices requested so far, de-duplicated in request order.
-struct DeviceList {
+// The devices requested so far, de-duplicated in request order, at most `limit` of them
+// (RequestConfig::max_devices). Parsing stays linear in the size of the request: each entry costs one
+// lookup in a set that never holds more than `limit` names. Trees rather than hash sets, because the
+// names are the container's and a tree's cost does not depend on how they hash (no hash flooding).
+class DeviceList {
+ public:
+  explicit DeviceList(size_t limit) : m_limit(limit) {}
+
   bool all = false;
   std::vector<std::string> devices;
   std::vector<std::string> cdi_devices;
 
-  void add_device(std::string id) {
-    if (std::ranges::find(devices, id) == devices.end()) {
-      devices.push_back(std::move(id));
-    }
+  // `context` names the source in the error ("NVIDIA_VISIBLE_DEVICES", "annotation cdi.k8s.io/x").
+  Result<void> add_device(std::string_view context, std::string id) {
+    return add(context, devices, m_seen_devices, std::move(id));
   }
-  void add_cdi(std::string name) {
-    if (std::ranges::find(cdi_devices, name) == cdi_devices.end()) {
-      cdi_devices.push_back(std::move(name));
-    }
+  Result<void> add_cdi(std::string_view context, std::string name) {
+    return add(context, cdi_devices, m_seen_cdi, std::move(name));
   }
   [[nodiscard]] bool empty() const { return !all && devices.empty() && cdi_devices.empty(); }
+
+ private:
+  Result<void> add(std::string_view context, std::vector<std::string>& list, std::set<std::string>& seen,
+                   std::string item) {
+    if (seen.contains(item)) {
+      return {};
+    }
+    if (devices.size() + cdi_devices.size() >= m_limit) {
+      return fail(std::string(context) + ": more than " + std::to_string(m_limit) +
+                  " devices requested (the limit per container)");
+    }
+    seen.insert(item);
+    list.push_back(std::move(item));
+    return {};
+  }
+
+  size_t m_limit;
+  std::set<std::string> m_seen_devices;
+  std::set<std::string> m_seen_cdi;
 };
 
 // ---- the three sources ---------------------------------------------------------------------------
@@ -193,33 +237,47 @@ Result<void> read_annotations(const Json& config, const RequestConfig& rc, Devic
   if (annotations == nullptr || !annotations->is_object()) {
     return {};
   }
-  std::vector<std::string> keys;
-  for (const auto& [key, value] : annotations->items()) {
-    if (std::ranges::any_of(rc.annotation_prefixes, [&](const std::string& prefix) {
+  // One pass over the object, keeping the request annotations with their values (looking a key up in
+  // an ordered_json is a scan of the object: doing that per key was quadratic).
+  std::vector<std::pair<std::string_view, const Json*>> requests;
+  for (auto it = annotations->begin(); it != annotations->end(); ++it) {
+    const std::string& key = it.key();
+    if (!std::ranges::any_of(rc.annotation_prefixes, [&](const std::string& prefix) {
           return !prefix.empty() && key.starts_with(prefix);
         })) {
-      keys.push_back(key);
+      continue;
     }
+    if (key.size() > k_max_annotation_key) {
+      return fail("annotation key of " + std::to_string(key.size()) +
+                  " bytes with a request prefix is longer " + "than the limit of " +
+                  std::to_string(k_max_annotation_key) + " bytes");
+    }
+    if (requests.size() == rc.max_devices) {
+      return fail("more than " + std::to_string(rc.max_devices) + " annotations with a request prefix (" +
+                  join(rc.annotation_prefixes, ", ") + "; the limit is the device limit per container)");
+    }
+    requests.emplace_back(key, &it.value());
   }
-  std::ranges::sort(keys);
-  for (const auto& key : keys) {
-    const std::string context = "annotation " + key;
-    const std::string* value = string_member(*annotations, key);
-    if (value == nullptr) {
+  std::ranges::sort(requests, {}, &std::pair<std::string_view, const Json*>::first);
+  for (const auto& [key, value] : requests) {
+    const std::string context = "annotation " + std::string(key);
+    if (!value->is_string()) {
       return fail(context + ": value is not a string");
     }
+    const std::string& text = value->get_ref<const std::string&>();
+    GPUCTK_TRY(check_length(context, text, k_max_annotation_value));
     std::vector<std::string> names;
-    for (const auto piece : split(*value, ',')) {
-      const auto text = trim(piece);
-      if (text.empty()) {
-        return fail(context + ": empty device name in " + quote(*value));
+    for (const auto piece : split(text, ',')) {
+      const auto trimmed = trim(piece);
+      if (trimmed.empty()) {
+        return fail(context + ": empty device name in " + quote(text));
       }
-      auto name = cdi::parse_qualified_name(text);
+      auto name = cdi::parse_qualified_name(trimmed);
       if (!name) {
         return fail_with(context, name.error());
       }
       names.push_back(name->str());
-      list.add_cdi(name->str());
+      GPUCTK_TRY(list.add_cdi(context, name->str()));
     }
     log.push_back("request from " + context + ": " + join(names, ","));
   }
@@ -265,7 +323,7 @@ Result<void> read_volume_mounts(const Json& config, const RequestConfig& rc, Dev
         return fail_with(context, name.error());
       }
       requested.push_back(name->str());
-      list.add_cdi(name->str());
+      GPUCTK_TRY(list.add_cdi(context, name->str()));
       continue;
     }
     if (rest == "all") {
@@ -281,11 +339,11 @@ Result<void> read_volume_mounts(const Json& config, const RequestConfig& rc, Dev
       return fail(context + ": invalid device " + quote(rest) + " " + std::string(k_mount_wanted));
     }
     requested.push_back(**id);
-    list.add_device(std::move(**id));
+    GPUCTK_TRY(list.add_device(context, std::move(**id)));
   }
   if (ignored > 0) {
     log.push_back("ignoring " + std::to_string(ignored) + " device request(s) by volume mount under " +
-                  std::string(k_device_mount_dir) + " (accept_volume_mounts is off)");
+                  std::string(k_device_mount_dir) + " (accept-volume-mounts is off)");
   }
   if (!requested.empty()) {
     log.push_back("request from volume mounts: " + join(requested, ","));
@@ -299,6 +357,7 @@ enum class Visible : uint8_t { not_gpu, gpu };
 Result<Visible> read_visible_devices(std::string_view value, DeviceList& list, bool& none_only,
                                      std::vector<std::string>& log) {
   const std::string context(k_visible_devices);
+  GPUCTK_TRY(check_length(context, value));
   std::vector<std::string_view> entries;
   for (const auto piece : split(value, ',')) {
     if (const auto entry = trim(piece); !entry.empty()) {
@@ -324,7 +383,7 @@ Result<Visible> read_visible_devices(std::string_view value, DeviceList& list, b
       if (!name) {
         return fail_with(context, name.error());
       }
-      list.add_cdi(name->str());
+      GPUCTK_TRY(list.add_cdi(context, name->str()));
     } else {
       auto id = parse_device_id(context, entry);
       if (!id) {
@@ -333,11 +392,11 @@ Result<Visible> read_visible_devices(std::string_view value, DeviceList& list, b
       if (!*id) {
         std::string message = context + ": invalid device " + quote(entry) + " " + std::string(k_env_wanted);
         if (entry.starts_with("/var/run/nvidia-container-devices")) {
-          message += "; this is the device plugin's volume-mounts strategy, which needs accept_volume_mounts";
+          message += "; this is the device plugin's volume-mounts strategy, which needs accept-volume-mounts: true";
         }
         return fail(std::move(message));
       }
-      list.add_device(std::move(**id));
+      GPUCTK_TRY(list.add_device(context, std::move(**id)));
     }
   }
   none_only = none && list.empty();
@@ -371,6 +430,9 @@ Result<CapabilitySet> read_capabilities(const Environment& env, const RequestCon
   const auto value = lookup(env, k_driver_capabilities);
   if (!value && legacy) {
     return rc.supported_capabilities;
+  }
+  if (value) {
+    GPUCTK_TRY(check_length(context, *value));
   }
   if (!value || trim(*value).empty()) {
     CapabilitySet defaults;
@@ -430,11 +492,16 @@ Result<std::vector<Requirement>> read_requirements(const Environment& env, const
     return std::vector<Requirement>{};
   }
   if (rc.disable_require) {
-    log.push_back("requirements not checked: disable_require is set in the configuration");
+    log.push_back("requirements not checked: disable-require is set in the configuration");
     return std::vector<Requirement>{};
+  }
+  if (wanted.size() > k_max_requirements) {
+    return fail("more than " + std::to_string(k_max_requirements) + " " + std::string(k_require_prefix) +
+                "* variables (the limit)");
   }
   std::vector<Requirement> requirements;
   for (const auto& [key, value] : wanted) {
+    GPUCTK_TRY(check_length(key, value));
     auto requirement = parse_requirement(key, value);
     if (!requirement) {
       return std::unexpected(requirement.error());
@@ -443,6 +510,7 @@ Result<std::vector<Requirement>> read_requirements(const Environment& env, const
   }
   if (legacy) {
     const auto cuda_version = *lookup(env, k_cuda_version);
+    GPUCTK_TRY(check_length(k_cuda_version, cuda_version));
     const auto cuda = major_minor(cuda_version);
     if (!cuda) {
       return fail(std::string(k_cuda_version) + ": invalid version " + quote(cuda_version) +
@@ -474,21 +542,23 @@ Result<bool> read_mig_flag(const Environment& env, std::string_view variable, bo
   return true;
 }
 
-Result<std::string> read_mps_pipe_directory(const Environment& env) {
-  const auto value = non_empty(env, k_mps_pipe_directory);
+// CUDA_MPS_PIPE_DIRECTORY or CUDA_MPS_LOG_DIRECTORY, cleaned; "" when unset or empty.
+Result<std::string> read_mps_directory(const Environment& env, std::string_view variable) {
+  const auto value = non_empty(env, variable);
   if (!value) {
     return std::string();
   }
-  const std::string context(k_mps_pipe_directory);
+  const std::string context(variable);
+  GPUCTK_TRY(check_length(context, *value, k_max_mps_path));
   if (!value->starts_with('/')) {
     return fail(context + ": " + quote(*value) + " is not an absolute path");
   }
-  // The directory is bind-mounted from the host: never let the container's value climb out of it.
+  // It may name a host directory to bind-mount: never let the container's value climb out of a root.
   const auto components = split(*value, '/');
   if (std::ranges::find(components, "..") != components.end()) {
     return fail(context + ": " + quote(*value) + " must not contain \"..\"");
   }
-  return std::string(*value);
+  return clean_path(*value);
 }
 
 }  // namespace
@@ -513,7 +583,7 @@ Result<Request> read_request(const nlohmann::ordered_json& config, const Request
   const auto visible = lookup(env, k_visible_devices);
   const std::string visible_name(k_visible_devices);
 
-  DeviceList list;
+  DeviceList list(rc.max_devices);
   if (auto ok = read_annotations(config, rc, list, request.log); !ok) {
     return std::unexpected(ok.error());
   }
@@ -583,11 +653,8 @@ Result<Request> read_request(const nlohmann::ordered_json& config, const Request
   }
   request.mig_monitor = *mig_monitor;
 
-  auto mps = read_mps_pipe_directory(env);
-  if (!mps) {
-    return std::unexpected(mps.error());
-  }
-  request.mps_pipe_directory = std::move(*mps);
+  GPUCTK_TRY_ASSIGN(request.mps_pipe_directory, read_mps_directory(env, k_mps_pipe_directory));
+  GPUCTK_TRY_ASSIGN(request.mps_log_directory, read_mps_directory(env, k_mps_log_directory));
   return request;
 }
 

@@ -22,7 +22,12 @@
 // NVIDIA_DRIVER_CAPABILITIES is unset, and gets the requirement cuda>=<major.minor of CUDA_VERSION>.
 //
 // When the result is not a GPU container, nothing else is read: no other variable can cause an error.
+//
+// Everything here comes from the container (or from a pod spec anyone who can create pods writes), so
+// it is bounded and parsed in linear time (product.md, security rule 7): the limits below are errors that
+// name the limit and the variable or annotation, never silent truncation.
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -34,6 +39,23 @@
 
 namespace gpuctk::hook {
 
+// At most this many distinct devices (plain ids and CDI names together) per request, and at most this
+// many annotations with a request prefix. A node has at most 16 GPUs x 7 MIG instances = 112 NVIDIA
+// devices, and time-slicing replicas collapse to their GPU; the rest of the room is for other vendors'
+// CDI devices requested beside them. Every request annotation names at least one device, so more
+// annotations than devices is never a sensible request either.
+inline constexpr size_t k_max_devices = 4096;
+// Kubernetes allows 253 + 1 + 63 bytes for an annotation key and 256 KiB for all annotations together.
+inline constexpr size_t k_max_annotation_key = 1024;
+inline constexpr size_t k_max_annotation_value = 256 * 1024;
+// The kernel's limit for one "NAME=value" environment string (MAX_ARG_STRLEN): a longer variable could
+// not reach the container's process anyway. Applies to every variable gpuctk parses.
+inline constexpr size_t k_max_env_value = 128 * 1024;
+// NVIDIA_REQUIRE_* variables: an image has one or two.
+inline constexpr size_t k_max_requirements = 64;
+// CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY: PATH_MAX.
+inline constexpr size_t k_max_mps_path = 4096;
+
 // From /etc/gpuctk/config.yaml.
 struct RequestConfig {
   bool accept_envvar_when_unprivileged = true;
@@ -44,6 +66,8 @@ struct RequestConfig {
   bool disable_require = false;  // config-wide NVIDIA_DISABLE_REQUIRE
   // Not used by read_request: plain ids stay plain in the Request.
   std::string default_kind = "nvidia.com/gpu";
+  // k_max_devices; not a config key (tests raise it to show that parsing stays linear).
+  size_t max_devices = k_max_devices;
 };
 
 struct Request {
@@ -60,7 +84,11 @@ struct Request {
   std::vector<Requirement> requirements;
   // NVIDIA_MIG_CONFIG_DEVICES / NVIDIA_MIG_MONITOR_DEVICES=all (privileged only).
   bool mig_config = false, mig_monitor = false;
-  std::string mps_pipe_directory;  // CUDA_MPS_PIPE_DIRECTORY: absolute, no ".." component; "" when unset
+  // CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY: paths in the container, absolute, without ".."
+  // components, cleaned ("/a//b/./c/" -> "/a/b/c"); "" when unset or empty. Where they are mounted from
+  // (if at all) is decided by inject against config.json's mounts and the host (see inject.hpp).
+  std::string mps_pipe_directory;
+  std::string mps_log_directory;
   bool privileged = false;         // see is_privileged
   std::vector<std::string> log;    // one line per decision worth knowing
 };

@@ -1,5 +1,6 @@
 #include "util/strings.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -70,6 +71,115 @@ std::string quote(std::string_view text) {
     }
   }
   out.push_back('"');
+  return out;
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence at the start of `text` (2 to 4), or 0 when it is not one.
+// The ranges are those of RFC 3629 / Unicode table 3-7: no overlong forms, surrogates or > U+10FFFF.
+size_t utf8_sequence_length(std::string_view text, char32_t& code_point) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  size_t length = 0;
+  unsigned char low = 0x80;  // allowed range of the second byte
+  unsigned char high = 0xbf;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    low = lead == 0xe0 ? 0xa0 : 0x80;
+    high = lead == 0xed ? 0x9f : 0xbf;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    low = lead == 0xf0 ? 0x90 : 0x80;
+    high = lead == 0xf4 ? 0x8f : 0xbf;
+  } else {
+    return 0;
+  }
+  if (text.size() < length || byte(1) < low || byte(1) > high) {
+    return 0;
+  }
+  code_point = lead & (0x7f >> length);
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80) {
+      return 0;
+    }
+    code_point = (code_point << 6) | (byte(i) & 0x3f);
+  }
+  return length;
+}
+
+// Valid code points that a terminal or log viewer acts on rather than prints.
+bool is_active_code_point(char32_t c) {
+  return (c >= 0x80 && c <= 0x9f) ||      // C1 controls (0x9b is a one-byte CSI)
+         c == 0x2028 || c == 0x2029 ||    // line and paragraph separators
+         (c >= 0x202a && c <= 0x202e) ||  // bidirectional embeddings and overrides
+         (c >= 0x2066 && c <= 0x2069);    // bidirectional isolates
+}
+
+void append_hex_escapes(std::string& out, std::string_view bytes) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  for (const char c : bytes) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += "\\x";
+        out.push_back(k_hex[u >> 4]);
+        out.push_back(k_hex[u & 0xf]);
+    }
+  }
+}
+
+}  // namespace
+
+std::string escape_for_log(std::string_view text, size_t max_bytes) {
+  const bool plain = std::ranges::all_of(text, [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (plain && text.size() <= max_bytes) {
+    return std::string(text);  // the common case: nothing to escape or cut
+  }
+  std::string out;
+  out.reserve(std::min(text.size(), max_bytes) + 32);
+  std::string piece;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const auto u = static_cast<unsigned char>(text[pos]);
+    size_t length = 1;
+    piece.clear();
+    if (u >= 0x20 && u < 0x7f) {
+      piece.push_back(text[pos]);
+    } else if (u < 0x80) {
+      append_hex_escapes(piece, text.substr(pos, 1));  // C0 control or DEL
+    } else {
+      char32_t code_point = 0;
+      length = utf8_sequence_length(text.substr(pos), code_point);
+      if (length == 0) {
+        length = 1;  // not UTF-8: this byte alone, then resynchronise on the next one
+        append_hex_escapes(piece, text.substr(pos, 1));
+      } else if (is_active_code_point(code_point)) {
+        append_hex_escapes(piece, text.substr(pos, length));
+      } else {
+        piece.append(text.substr(pos, length));
+      }
+    }
+    if (out.size() + piece.size() > max_bytes) {
+      break;
+    }
+    out += piece;
+    pos += length;
+  }
+  if (pos < text.size()) {
+    out += "\u2026(" + std::to_string(text.size() - pos) + " bytes cut)";
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Small string helpers for parsers. Everything works on views and allocates only for results.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,5 +37,25 @@ std::optional<uint32_t> parse_u32(std::string_view text);
 
 // `text` with every character that is not printable ASCII escaped, quoted: "a\nb" -> "\"a\\nb\"".
 std::string quote(std::string_view text);
+
+// The most bytes of one message that reach a log line or stderr (escapes included), before the
+// "…(N bytes cut)" marker: a container-controlled string must not flood the engine's log.
+inline constexpr size_t k_max_log_message = 4096;
+
+// `text` made safe to print as (part of) one line of a log file or a terminal. This is the one escaping
+// step of everything that reaches a log: untrusted strings (annotation keys, env values, mount
+// destinations, CDI names) are escaped here, at the boundary, not where messages are built.
+//   - C0 controls and DEL become \n, \r, \t or \xNN: no forged line breaks, no terminal escape
+//     sequences;
+//   - bytes that are not valid UTF-8 (stray continuation bytes, overlong forms, surrogates, > U+10FFFF,
+//     truncated sequences) become \xNN, one per byte;
+//   - valid UTF-8 that a terminal or log viewer acts on also becomes \xNN per byte: C1 controls
+//     (U+0080-U+009F, e.g. the one-byte CSI), the line and paragraph separators U+2028/U+2029 and the
+//     bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069);
+//   - everything else, printable ASCII and UTF-8 included, is kept as is. Quotes and backslashes are
+//     kept: they cannot end a line, and the strings that quote() wrapped are already escaped.
+// The result holds at most `max_bytes` bytes of escaped text (never half an escape or a UTF-8
+// sequence), then "…(N bytes cut)" with N the number of input bytes left out.
+std::string escape_for_log(std::string_view text, size_t max_bytes = k_max_log_message);
 
 }  // namespace gpuctk

@@ -23,6 +23,7 @@ TEST(HookConfig, ShippedConfigFileIsExactlyTheDefaults) {
   EXPECT_EQ(config->dev_root, defaults.dev_root);
   EXPECT_EQ(config->runtimes, defaults.runtimes);
   EXPECT_EQ(config->mps_pipe_roots, defaults.mps_pipe_roots);
+  EXPECT_EQ(config->mps_log_roots, defaults.mps_log_roots);
   EXPECT_EQ(config->log_file, defaults.log_file);
   EXPECT_EQ(config->log_level, defaults.log_level);
 }
@@ -41,6 +42,8 @@ dev-root: /host
 runtimes: [/usr/bin/crun]
 log-file: /var/log/gpuctk.log
 log-level: debug
+mps-pipe-roots: [/run/mps/pipes, /var/run/mps]
+mps-log-roots: []
 )",
                              "c.yaml");
   ASSERT_TRUE(config) << config.error().message;
@@ -54,6 +57,28 @@ log-level: debug
   EXPECT_EQ(config->driver_root, "/run/nvidia/driver");
   EXPECT_EQ(config->runtimes, (std::vector<std::string>{"/usr/bin/crun"}));
   EXPECT_EQ(config->log_level, LogLevel::debug);
+  EXPECT_EQ(config->mps_pipe_roots, (std::vector<std::string>{"/run/mps/pipes", "/var/run/mps"}));
+  EXPECT_TRUE(config->mps_log_roots.empty());
+}
+
+// The MPS roots bound what a container may have mounted from the host: no /tmp (anyone can create
+// /tmp/nvidia-mps first), never "/", and clean so that "below a root" is a prefix test.
+TEST(HookConfig, MpsRoots) {
+  const Config defaults;
+  EXPECT_EQ(defaults.mps_pipe_roots, std::vector<std::string>{"/run/nvidia/mps"});
+  EXPECT_EQ(defaults.mps_log_roots, std::vector<std::string>{"/run/nvidia/mps"});
+  const auto error = [](std::string_view text) {
+    auto config = parse_config(text, "c.yaml");
+    return config ? std::string("(no error)") : config.error().message;
+  };
+  EXPECT_EQ(error("mps-pipe-roots: [/]"),
+            "c.yaml: mps-pipe-roots: \"/\" is not a clean absolute directory other than /");
+  EXPECT_EQ(error("mps-log-roots: [/run/nvidia/../mps]"),
+            "c.yaml: mps-log-roots: \"/run/nvidia/../mps\" is not a clean absolute directory other than /");
+  EXPECT_EQ(error("mps-pipe-roots: [/run/nvidia/mps/]"),
+            "c.yaml: mps-pipe-roots: \"/run/nvidia/mps/\" is not a clean absolute directory other than /");
+  EXPECT_EQ(error("mps-log-roots: [run/mps]"),
+            "c.yaml: mps-log-roots: \"run/mps\" is not a clean absolute directory other than /");
 }
 
 TEST(HookConfig, InvalidFilesNameTheFileAndKey) {

@@ -184,7 +184,7 @@ TEST(Request, GarbageIsAnError) {
   EXPECT_EQ(error_of(with_env({"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"})),
             "NVIDIA_VISIBLE_DEVICES: invalid device \"/var/run/nvidia-container-devices\" " +
                 std::string(k_want) +
-                "; this is the device plugin's volume-mounts strategy, which needs accept_volume_mounts");
+                "; this is the device plugin's volume-mounts strategy, which needs accept-volume-mounts: true");
 }
 
 TEST(Request, LastOccurrenceOfAVariableWins) {
@@ -326,7 +326,7 @@ TEST(Request, DisableRequireByConfig) {
   const auto r = read(with_env({"CUDA_VERSION=12.4.1", "NVIDIA_REQUIRE_ARCH=arch>=8.0"}), rc);
   EXPECT_TRUE(r.all);
   EXPECT_TRUE(r.requirements.empty());
-  EXPECT_TRUE(logged(r, "requirements not checked: disable_require is set in the configuration"));
+  EXPECT_TRUE(logged(r, "requirements not checked: disable-require is set in the configuration"));
 }
 
 // ---- MIG config / monitor ------------------------------------------------------------------------
@@ -441,14 +441,14 @@ TEST(Request, VolumeMountsIgnoredByDefault) {
       error_of(with_mounts()),
       "NVIDIA_VISIBLE_DEVICES: invalid device \"/var/run/nvidia-container-devices\" (want an index, "
       "GPU-<uuid>, <gpu>:<mig>, MIG-<uuid>, a CDI name, all, none or void); this is the device plugin's "
-      "volume-mounts strategy, which needs accept_volume_mounts");
+      "volume-mounts strategy, which needs accept-volume-mounts: true");
   Json config = with_mounts();
   config["process"]["env"] = Json::array({"NVIDIA_VISIBLE_DEVICES=void"});
   const auto r = read(config);
   EXPECT_FALSE(r.gpu_container);
   EXPECT_EQ(r.log.front(),
             "ignoring 5 device request(s) by volume mount under /var/run/nvidia-container-devices/ "
-            "(accept_volume_mounts is off)");
+            "(accept-volume-mounts is off)");
 }
 
 TEST(Request, VolumeMountAllAndErrors) {
@@ -528,6 +528,163 @@ TEST(Request, MpsPipeDirectory) {
             R"(CUDA_MPS_PIPE_DIRECTORY: "mps/pipe" is not an absolute path)");
   EXPECT_EQ(error_of(with_env({"NVIDIA_VISIBLE_DEVICES=0", "CUDA_MPS_PIPE_DIRECTORY=/mps/../etc"})),
             R"(CUDA_MPS_PIPE_DIRECTORY: "/mps/../etc" must not contain "..")");
+}
+
+TEST(Request, MpsLogDirectoryAndCleanedPaths) {
+  const auto r = read(with_env({"NVIDIA_VISIBLE_DEVICES=0", "CUDA_MPS_PIPE_DIRECTORY=/mps//gpu/./pipe/",
+                                "CUDA_MPS_LOG_DIRECTORY=/mps/gpu/log"}));
+  EXPECT_EQ(r.mps_pipe_directory, "/mps/gpu/pipe");
+  EXPECT_EQ(r.mps_log_directory, "/mps/gpu/log");
+  EXPECT_EQ(
+      error_of(with_env({"NVIDIA_VISIBLE_DEVICES=0", "CUDA_MPS_LOG_DIRECTORY=/run/nvidia/mps/../../../etc"})),
+      R"(CUDA_MPS_LOG_DIRECTORY: "/run/nvidia/mps/../../../etc" must not contain "..")");
+  EXPECT_EQ(
+      error_of(with_env({"NVIDIA_VISIBLE_DEVICES=0", "CUDA_MPS_PIPE_DIRECTORY=/" + std::string(5000, 'a')})),
+      "CUDA_MPS_PIPE_DIRECTORY: value of 5001 bytes is longer than the limit of 4096 bytes");
+}
+
+// ---- limits: everything a container controls is bounded and parsed in linear time -----------------
+
+std::string numbered(std::string_view prefix, size_t count, std::string_view separator = ",") {
+  std::string out;
+  for (size_t i = 0; i < count; ++i) {
+    out.append(i == 0 ? "" : separator).append(prefix).append(std::to_string(i));
+  }
+  return out;
+}
+
+// A config with `count` request annotations "cdi.k8s.io/k<i>": "vendor.com/dev=d<i>". Built on the
+// ordered_json's vector directly: inserting key by key scans the object each time (quadratic).
+Json with_annotations(size_t count) {
+  Json config = with_env({});
+  Json annotations = Json::object();
+  auto& items = static_cast<Json::object_t::Container&>(annotations.get_ref<Json::object_t&>());
+  items.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    items.emplace_back("cdi.k8s.io/k" + std::to_string(i), "vendor.com/dev=d" + std::to_string(i));
+  }
+  config["annotations"] = std::move(annotations);
+  return config;
+}
+
+TEST(Request, AtMostMaxDevicesFromTheEnvironment) {
+  const auto r = read(with_env({"NVIDIA_VISIBLE_DEVICES=" + numbered("", k_max_devices)}));
+  EXPECT_EQ(r.devices.size(), k_max_devices);
+  // Duplicates and replicas do not count.
+  EXPECT_EQ(read(with_env({"NVIDIA_VISIBLE_DEVICES=" + numbered("", k_max_devices - 1) +
+                           ",0,1::3,GPU-a::1,GPU-a::2"}))
+                .devices.size(),
+            k_max_devices);
+  EXPECT_EQ(error_of(with_env({"NVIDIA_VISIBLE_DEVICES=" + numbered("", k_max_devices + 1)})),
+            "NVIDIA_VISIBLE_DEVICES: more than 4096 devices requested (the limit per container)");
+  EXPECT_EQ(error_of(with_env({"NVIDIA_VISIBLE_DEVICES=" + numbered("vendor.com/xx=", k_max_devices + 1)})),
+            "NVIDIA_VISIBLE_DEVICES: more than 4096 devices requested (the limit per container)");
+}
+
+TEST(Request, AtMostMaxDevicesFromAnnotationsAndVolumeMounts) {
+  Json config = with_env({});
+  config["annotations"] = {{"cdi.k8s.io/a", numbered("vendor.com/xx=", 4000)},
+                           {"cdi.k8s.io/b", numbered("vendor.com/yy=", 200)}};
+  EXPECT_EQ(error_of(config),
+            "annotation cdi.k8s.io/b: more than 4096 devices requested (the limit per container)");
+
+  RequestConfig rc;
+  rc.accept_volume_mounts = true;
+  Json mounts = with_env({});
+  mounts["mounts"] = Json::array();
+  for (size_t i = 0; i <= k_max_devices; ++i) {
+    mounts["mounts"].push_back(
+        {{"destination", "/var/run/nvidia-container-devices/" + std::to_string(i)}, {"source", "/dev/null"}});
+  }
+  EXPECT_EQ(
+      error_of(mounts, rc),
+      "volume mount /var/run/nvidia-container-devices/4096: more than 4096 devices requested (the limit per "
+      "container)");
+}
+
+TEST(Request, AtMostMaxDevicesRequestAnnotations) {
+  EXPECT_EQ(read(with_annotations(k_max_devices)).cdi_devices.size(), k_max_devices);
+  EXPECT_EQ(
+      error_of(with_annotations(k_max_devices + 1)),
+      "more than 4096 annotations with a request prefix (cdi.k8s.io/; the limit is the device limit per "
+      "container)");
+  // Other annotations are not counted.
+  Json config = with_annotations(10);
+  for (size_t i = 0; i < 2 * k_max_devices; ++i) {
+    config["annotations"]["io.kubernetes.x" + std::to_string(i)] = "y";
+  }
+  EXPECT_EQ(read(config).cdi_devices.size(), 10u);
+}
+
+TEST(Request, AnnotationKeyAndValueSizesAreBounded) {
+  Json config = with_env({});
+  config["annotations"] = {{"cdi.k8s.io/" + std::string(k_max_annotation_key, 'k'), "vendor.com/x=0"}};
+  EXPECT_EQ(error_of(config),
+            "annotation key of 1035 bytes with a request prefix is longer than the limit of 1024 bytes");
+  config["annotations"] = {{"cdi.k8s.io/x", "vendor.com/x=" + std::string(k_max_annotation_value, 'v')}};
+  EXPECT_EQ(error_of(config),
+            "annotation cdi.k8s.io/x: value of 262157 bytes is longer than the limit of 262144 bytes");
+}
+
+TEST(Request, EnvironmentValuesGpuctkParsesAreBounded) {
+  const std::string big(k_max_env_value + 1, ' ');
+  EXPECT_EQ(error_of(with_env({"NVIDIA_VISIBLE_DEVICES=0" + big})),
+            "NVIDIA_VISIBLE_DEVICES: value of 131074 bytes is longer than the limit of 131072 bytes");
+  EXPECT_EQ(error_of(with_env({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute" + big})),
+            "NVIDIA_DRIVER_CAPABILITIES: value of 131080 bytes is longer than the limit of 131072 bytes");
+  EXPECT_EQ(error_of(with_env({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_X=cuda>=1" + big})),
+            "NVIDIA_REQUIRE_X: value of 131080 bytes is longer than the limit of 131072 bytes");
+  // Not a GPU container: nothing else is read, nothing else can fail.
+  EXPECT_FALSE(read(with_env({"NVIDIA_DRIVER_CAPABILITIES=compute" + big})).gpu_container);
+  // Variables gpuctk does not read are not looked at at all.
+  EXPECT_EQ(read(with_env({"NVIDIA_VISIBLE_DEVICES=0", "HUGE=" + big})).devices, Strings{"0"});
+}
+
+TEST(Request, AtMostMaxRequirementVariables) {
+  Json config = with_env({"NVIDIA_VISIBLE_DEVICES=0"});
+  for (size_t i = 0; i < k_max_requirements; ++i) {
+    config["process"]["env"].push_back("NVIDIA_REQUIRE_" + std::to_string(i) + "=cuda>=1.0");
+  }
+  EXPECT_EQ(read(config).requirements.size(), k_max_requirements);
+  config["process"]["env"].push_back("NVIDIA_REQUIRE_X=cuda>=1.0");
+  EXPECT_EQ(error_of(config), "more than 64 NVIDIA_REQUIRE_* variables (the limit)");
+}
+
+// Before sets for de-duplication (and one pass over the annotations), 100000 distinct ids by volume
+// mount or 50000 annotations took about 9 s each (quadratic); both take well under a second now. The
+// bound is loose for sanitizer builds and busy machines and still far below quadratic.
+// Large requests parse correctly. Speed is measured in bench/ (never asserted here); these sizes took 6 to
+// 13 s each with the old quadratic parsing, against milliseconds now, so a regression shows as a slow test.
+TEST(Request, LargeRequestsParseWithTheLimitsLifted) {
+  RequestConfig rc;
+  rc.max_devices = 1'000'000;
+  rc.accept_volume_mounts = true;
+  const auto devices_of = [&](const Json& config) -> size_t {
+    auto r = read_request(config, rc);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? r->devices.size() + r->cdi_devices.size() : 0;
+  };
+  // 20000 ids is what fits into the kernel's limit for one environment string.
+  EXPECT_EQ(devices_of(with_env({"NVIDIA_VISIBLE_DEVICES=" + numbered("", 20'000)})), 20'000u);
+  Json mounts = with_env({});
+  mounts["mounts"] = Json::array();
+  for (size_t i = 0; i < 100'000; ++i) {
+    mounts["mounts"].push_back(
+        {{"destination", "/var/run/nvidia-container-devices/" + std::to_string(i)}, {"source", "/dev/null"}});
+  }
+  EXPECT_EQ(devices_of(mounts), 100'000u);
+  const Json annotations = with_annotations(50'000);
+  EXPECT_EQ(devices_of(annotations), 50'000u);
+}
+
+TEST(Request, LargeRequestsAreRefusedWithTheDefaultLimits) {
+  const Json ids = with_env({"NVIDIA_VISIBLE_DEVICES=" + numbered("", 100'000)});
+  EXPECT_EQ(error_of(ids),
+            "NVIDIA_VISIBLE_DEVICES: value of 588889 bytes is longer than the limit of 131072 bytes");
+  EXPECT_EQ(
+      error_of(with_annotations(50'000)),
+      "more than 4096 annotations with a request prefix (cdi.k8s.io/; the limit is the device limit per "
+      "container)");
 }
 
 }  // namespace

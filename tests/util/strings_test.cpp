@@ -46,5 +46,48 @@ TEST(Strings, QuoteEscapesControlAndNonAscii) {
   EXPECT_EQ(quote("x\ny\t\x01\xff"), R"("x\ny\t\x01\xff")");
 }
 
+TEST(Strings, EscapeForLogKeepsPrintableTextAndUtf8) {
+  EXPECT_EQ(escape_for_log("annotation cdi.k8s.io/x: \"a\\b\""), "annotation cdi.k8s.io/x: \"a\\b\"");
+  EXPECT_EQ(escape_for_log("Grüße, 東京, 🙂"), "Grüße, 東京, 🙂");
+  EXPECT_EQ(escape_for_log(""), "");
+}
+
+TEST(Strings, EscapeForLogEscapesControlsSoNoLineCanBeForged) {
+  EXPECT_EQ(escape_for_log("a\nb\r\tc"), R"(a\nb\r\tc)");
+  EXPECT_EQ(escape_for_log(std::string_view("\x1b[2J\x07\x7f\0z", 8)), R"(\x1b[2J\x07\x7f\x00z)");
+  // C1 controls (a one-byte CSI), line/paragraph separators, bidi overrides: valid UTF-8 that terminals act
+  // on.
+  EXPECT_EQ(escape_for_log("\xc2\x9b"
+                           "31m \xe2\x80\xa8 \xe2\x80\xae x \xe2\x81\xa6"),
+            R"(\xc2\x9b31m \xe2\x80\xa8 \xe2\x80\xae x \xe2\x81\xa6)");
+}
+
+TEST(Strings, EscapeForLogEscapesInvalidUtf8ByteByByte) {
+  EXPECT_EQ(escape_for_log("\xff\xfe"), R"(\xff\xfe)");
+  EXPECT_EQ(escape_for_log("a\x80"
+                           "b"),
+            R"(a\x80b)");                                                // stray continuation byte
+  EXPECT_EQ(escape_for_log("\xc0\xaf"), R"(\xc0\xaf)");                  // overlong "/"
+  EXPECT_EQ(escape_for_log("\xe0\x80\xaf"), R"(\xe0\x80\xaf)");          // overlong, 3 bytes
+  EXPECT_EQ(escape_for_log("\xed\xa0\x80"), R"(\xed\xa0\x80)");          // surrogate
+  EXPECT_EQ(escape_for_log("\xf4\x90\x80\x80"), R"(\xf4\x90\x80\x80)");  // above U+10FFFF
+  EXPECT_EQ(escape_for_log("\xe6\x9d"), R"(\xe6\x9d)");                  // truncated
+  EXPECT_EQ(escape_for_log("\xe6\x9d\n"), R"(\xe6\x9d\n)");              // truncated before a newline
+  EXPECT_EQ(escape_for_log("\xe6\x9d\xb1\xe6"),
+            "\xe6\x9d\xb1"
+            R"(\xe6)");  // resynchronises
+}
+
+TEST(Strings, EscapeForLogCutsLongMessages) {
+  const std::string long_text(10000, 'a');
+  EXPECT_EQ(escape_for_log(long_text), std::string(4096, 'a') + "\u2026(5904 bytes cut)");
+  EXPECT_EQ(escape_for_log(std::string(4096, 'a')), std::string(4096, 'a'));
+  // The limit counts escaped bytes and never splits an escape or a UTF-8 sequence.
+  EXPECT_EQ(escape_for_log("ab\ncd", 4), "ab\\n\u2026(2 bytes cut)");
+  EXPECT_EQ(escape_for_log("ab\ncd", 3), "ab\u2026(3 bytes cut)");
+  EXPECT_EQ(escape_for_log("a\xc3\xa9", 2), "a\u2026(2 bytes cut)");
+  EXPECT_EQ(escape_for_log("a\xc3\xa9", 3), "a\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace gpuctk
