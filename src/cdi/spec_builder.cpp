@@ -5,6 +5,7 @@
 
 #include "cdi/apply.hpp"
 #include "cdi/version.hpp"
+#include "discover/driver_files.hpp"
 
 namespace gpuctk::cdi {
 
@@ -17,7 +18,7 @@ using discover::Inventory;
 using discover::MigDevice;
 
 // Mount options. Driver files are read-only and must not carry setuid bits or devices; rprivate keeps
-// the container's mounts from propagating back to the host. IPC sockets must be writable to connect.
+// the container's mounts from propagating back to the host. IPC files: see spec_builder.hpp.
 const std::vector<std::string> k_file_options{"ro", "nosuid", "nodev", "rbind", "rprivate"};
 
 // Every hook we write carries this explicit environment: a hook must never inherit the container's
@@ -44,8 +45,16 @@ DeviceNode to_cdi(const discover::DeviceNode& node) {
   return out;
 }
 
+const std::vector<std::string>& mount_options(const DriverFile& file) {
+  if (file.kind != FileKind::ipc) {
+    return k_file_options;
+  }
+  return discover::is_ipc_directory(file.container_path) ? k_ipc_directory_mount_options
+                                                         : k_ipc_socket_mount_options;
+}
+
 Mount to_mount(const DriverFile& file) {
-  return {file.host_path, file.container_path, file.kind == FileKind::ipc ? k_ipc_mount_options : k_file_options, ""};
+  return {file.host_path, file.container_path, mount_options(file), ""};
 }
 
 class Builder {

@@ -32,9 +32,18 @@ inline constexpr std::string_view k_hook_disable_device_node_modification = "dis
 // Whether `hook` runs `gpuctk hook create-symlinks` (args: gpuctk, hook, create-symlinks, --link, ...).
 bool is_create_symlinks_hook(const Hook& hook);
 
-// Mount options of IPC sockets and directories (persistenced, fabricmanager, MPS): writable, since
-// clients connect to them, but never executable, setuid or device-bearing.
-inline const std::vector<std::string> k_ipc_mount_options{"nosuid", "nodev", "rbind", "rprivate", "noexec"};
+// Mount options of a daemon's socket (persistenced, fabric manager), as libnvidia-container mounts them.
+// Read-only: connect(2) needs write permission on the socket's inode, which a read-only mount does not
+// take away (the kernel refuses writes on read-only mounts only for files, directories and links), while
+// chmod/chown of the host's socket from inside the container fail with EROFS. Never executable, setuid
+// or device-bearing.
+inline const std::vector<std::string> k_ipc_socket_mount_options{"ro", "nosuid", "nodev", "noexec", "bind"};
+
+// Mount options of an IPC directory (the MPS pipe directory, from the spec or CUDA_MPS_PIPE_DIRECTORY):
+// writable, since MPS makes its pipes and files in it at run time, but never executable, setuid or
+// device-bearing.
+inline const std::vector<std::string> k_ipc_directory_mount_options{"nosuid", "nodev", "rbind", "rprivate",
+                                                                    "noexec"};
 
 // Checks a --disable-hook value: one of the hook names above, or "all".
 Result<void> check_hook_name(std::string_view name);

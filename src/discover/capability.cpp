@@ -79,17 +79,19 @@ constexpr LibraryRow k_libraries[] = {
 struct BinaryRow {
   std::string_view name;
   Capability capability;
+  bool optional;  // a separate component most hosts do not install: its absence is no warning
 };
 
 // Driver binaries worth putting in a container.
 constexpr BinaryRow k_binaries[] = {
-    {"nvidia-smi", Capability::utility},              // system management interface
-    {"nvidia-debugdump", Capability::utility},        // crash dump collection
-    {"nvidia-persistenced", Capability::utility},     // persistence daemon (client side talks to its socket)
-    {"nvidia-cuda-mps-control", Capability::compute}, // MPS control daemon
-    {"nvidia-cuda-mps-server", Capability::compute},  // MPS server
-    {"nvidia-imex", Capability::compute},             // IMEX daemon (multi-node NVLink)
-    {"nvidia-imex-ctl", Capability::compute},         // IMEX control
+    {"nvidia-smi", Capability::utility, false},        // system management interface
+    {"nvidia-debugdump", Capability::utility, false},  // crash dump collection
+    {"nvidia-persistenced", Capability::utility,
+     false},  // persistence daemon (client side talks to its socket)
+    {"nvidia-cuda-mps-control", Capability::compute, false},  // MPS control daemon
+    {"nvidia-cuda-mps-server", Capability::compute, false},   // MPS server
+    {"nvidia-imex", Capability::compute, true},      // IMEX daemon: own package, multi-node NVLink only
+    {"nvidia-imex-ctl", Capability::compute, true},  // IMEX control: ships with nvidia-imex
 };
 
 }  // namespace
@@ -150,6 +152,15 @@ std::optional<Capability> binary_capability(std::string_view name) {
     }
   }
   return std::nullopt;
+}
+
+bool binary_is_optional(std::string_view name) {
+  for (const auto& row : k_binaries) {
+    if (row.name == name) {
+      return row.optional;
+    }
+  }
+  return false;
 }
 
 std::vector<std::string_view> known_binaries() {

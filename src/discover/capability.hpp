@@ -53,6 +53,10 @@ std::optional<Capability> library_capability(std::string_view file_name);
 // The capability that needs the driver binary `name` (e.g. "nvidia-smi"); nothing if unknown.
 std::optional<Capability> binary_capability(std::string_view name);
 
+// Whether the driver binary `name` belongs to an optional component (IMEX): discovery does not warn when
+// such a binary is absent, since nothing is wrong with a host that lacks it.
+bool binary_is_optional(std::string_view name);
+
 // The names of the driver binaries discovery looks for, in table order.
 std::vector<std::string_view> known_binaries();
 

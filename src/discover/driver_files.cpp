@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <set>
 
 #include "discover/host_fs.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::discover {
 
@@ -30,6 +33,19 @@ constexpr std::string_view k_library32_dirs[] = {
     "/usr/lib/i386-linux-gnu",  // Debian, Ubuntu
     "/usr/lib32",               // Arch and others
     "/usr/lib",                 // RHEL: 32-bit libraries beside /usr/lib64
+};
+
+// What makes a library directory (container path, "/vdpau" removed) 32-bit for the capability filter.
+// Exact directories first: RHEL keeps 32-bit libraries in /usr/lib beside /usr/lib64 (a layout whose
+// /usr/lib holds 64-bit libraries, Arch's, is misread: discovery notes it, see Collector::add).
+constexpr std::string_view k_library32_exact_dirs[] = {"/usr/lib"};
+// Then any path component naming a 32-bit ABI, wherever the ld.so.cache found the library
+// (/usr/lib/i386-linux-gnu/nvidia/current of Debian's packaged driver, /opt/x/lib32).
+constexpr std::string_view k_library32_markers[] = {
+    "i386-linux-gnu",       // Debian/Ubuntu multiarch, x86
+    "i686-linux-gnu",       // the same on some derivatives
+    "arm-linux-gnueabihf",  // Debian/Ubuntu multiarch, 32-bit ARM beside aarch64
+    "lib32",                // Arch, and hand-made trees
 };
 
 // Libraries that are NVIDIA's but carry their own version instead of the driver's.
@@ -72,12 +88,25 @@ struct IpcRow {
   bool directory;
   Capability capability;
 };
-// Sockets and directories of driver daemons; /run is tried before /var/run.
+// Sockets and directories of driver daemons; /run is tried before /var/run. Each is mounted into every
+// GPU container, so each must be the daemon's own: owned by root (collect_ipc), and a directory must be
+// a real one that only its owner can write (/tmp/nvidia-mps can be made by any user of the host).
 constexpr IpcRow k_ipc[] = {
     {"/run/nvidia-persistenced/socket", false, Capability::utility},   // persistence daemon
     {"/run/nvidia-fabricmanager/socket", false, Capability::utility},  // NVSwitch fabric manager
     {"/tmp/nvidia-mps", true, Capability::compute},                    // default MPS pipe directory
 };
+
+// The k_ipc row of a container path (also under /var/run), if any.
+const IpcRow* ipc_row(std::string_view container_path) {
+  for (const auto& row : k_ipc) {
+    if (container_path == row.path || (row.path.starts_with("/run/") && container_path.starts_with("/var") &&
+                                       container_path.substr(4) == row.path)) {
+      return &row;
+    }
+  }
+  return nullptr;
+}
 
 struct ConfigRow {
   std::string_view relative;   // searched under /etc, /usr/local/share, /usr/share of the driver root
@@ -108,6 +137,38 @@ std::string_view dirname_of(std::string_view path) {
   return slash == 0 ? std::string_view("/") : path.substr(0, slash);
 }
 
+std::string_view basename_of(std::string_view path) {
+  return path.substr(path.rfind('/') + 1);
+}
+
+// Whether a library in container directory `dir` is 32-bit, by the directory's name alone.
+bool is_library32_dir(std::string_view dir) {
+  if (dir.ends_with("/vdpau")) {
+    dir.remove_suffix(6);
+  }
+  if (std::ranges::find(k_library32_exact_dirs, dir) != std::end(k_library32_exact_dirs)) {
+    return true;
+  }
+  return std::ranges::any_of(split(dir, '/'), [](std::string_view part) {
+    return std::ranges::find(k_library32_markers, part) != std::end(k_library32_markers);
+  });
+}
+
+// Firmware: anything in the kernel's standard firmware directories, and GSP firmware as the driver loads
+// it from any firmware directory (firmware_class.path): "<firmware dir>/nvidia/<version>/gsp*.bin".
+bool is_firmware(std::string_view path) {
+  if (path.starts_with("/lib/firmware/") || path.starts_with("/usr/lib/firmware/")) {
+    return true;
+  }
+  const auto name = basename_of(path);
+  if (!name.starts_with("gsp") || !name.ends_with(".bin") || name.size() == path.size()) {
+    return false;
+  }
+  const auto version_dir = dirname_of(path);        // <firmware dir>/nvidia/<version>
+  const auto nvidia_dir = dirname_of(version_dir);  // <firmware dir>/nvidia
+  return version_dir.size() > nvidia_dir.size() + 1 && basename_of(nvidia_dir) == "nvidia";
+}
+
 bool is_own_version_library(std::string_view name) {
   return std::ranges::any_of(k_own_version_libraries, [&](std::string_view p) { return name.starts_with(p); });
 }
@@ -116,22 +177,18 @@ class Collector {
  public:
   Collector(const DriverFilesInput& input, std::vector<std::string>& warnings)
       : m_in(input),
-        m_root(input.driver_root),
         m_resolver(input.driver_root),
+        m_root(m_resolver.root()),
         m_suffix(".so." + input.driver_version),
         m_warnings(warnings) {}
 
   Result<DriverFiles> run() {
-    if (auto r = collect_libraries(false); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(collect_libraries(false));
     if (m_libraries64 == 0) {
       return fail("no driver libraries (*" + m_suffix + ") under " + m_root + " (searched " +
                   std::to_string(m_dirs_searched) + " directories and the ld.so.cache)");
     }
-    if (auto r = collect_libraries(true); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(collect_libraries(true));
     collect_binaries();
     collect_xorg_modules();
     collect_firmware();
@@ -144,24 +201,74 @@ class Collector {
     std::ranges::sort(m_out.links);
     const auto [lfirst, llast] = std::ranges::unique(m_out.links);
     m_out.links.erase(lfirst, llast);
-    m_out.library_dirs.assign(m_library_dirs.begin(), m_library_dirs.end());
+    // The update-ldcache folders: every directory a mounted library is in (vdpau/ too).
+    std::set<std::string> dirs;
+    for (const auto& file : m_out.files) {
+      if (file.kind == FileKind::library || file.kind == FileKind::library32) {
+        dirs.emplace(dirname_of(file.container_path));
+      }
+    }
+    m_out.library_dirs.assign(dirs.begin(), dirs.end());
     return std::move(m_out);
   }
 
  private:
-  void add(FileKind kind, const std::string& host_path, std::string container_path, std::optional<Capability> cap) {
-    m_out.files.push_back({kind, host_path, std::move(container_path), cap});
+  // Records a file with the need the one classifier (file_need) gives its container path.
+  void add(FileKind kind, std::string host_path, std::string container_path) {
+    const FileNeed need = file_need(container_path);
+    std::optional<Capability> cap;
+    if (need.kind == FileNeed::Kind::capability) {
+      cap = need.capability;
+    }
+    DriverFile file{kind, std::move(host_path), std::move(container_path), cap};
+    if (recorded_need(file) != need) {
+      // Only a library whose directory name misleads the classifier gets here (64-bit libraries in
+      // /usr/lib, Arch's layout): the hook's capability filter will treat it by its directory name.
+      m_out.notes.push_back(file.host_path + ": " + (kind == FileKind::library32 ? "32" : "64") +
+                            "-bit library in a directory the capability filter takes for " +
+                            (need.is_32bit ? "32" : "64") + "-bit");
+    }
+    m_out.files.push_back(std::move(file));
   }
 
-  // Library directories (host paths): the built-in ones plus every directory where the cache finds a
-  // file of this driver version.
+  // The host path of `path` (inside the driver root), resolved in the root; nothing when it does not
+  // exist. A path that exists but cannot be used (its links leave the root, dangle or loop; lstat
+  // fails) is a warning that names it and where it points.
+  std::optional<std::string> locate(std::string_view path) {
+    auto resolved = m_resolver.resolve_or_why(path);
+    if (resolved) {
+      return std::move(*resolved);
+    }
+    const auto& why = resolved.error();
+    // One warning per bad link: /lib/firmware and /usr/lib/firmware may both lead through it.
+    if (!why.link.empty() && !m_reported_links.insert(why.link).second) {
+      return std::nullopt;
+    }
+    if (auto what = describe_unresolved(m_root, path, why); !what.empty()) {
+      m_warnings.push_back(std::move(what) + "; skipped");
+    }
+    return std::nullopt;
+  }
+
+  // locate() for a directory: nothing when it resolves to something that is not a directory.
+  std::optional<std::string> locate_dir(std::string_view path) {
+    auto host = locate(path);
+    if (host && !stat_path(*host)
+                     .transform([](const struct stat& st) { return S_ISDIR(st.st_mode); })
+                     .value_or(false)) {
+      return std::nullopt;
+    }
+    return host;
+  }
+
+  // Library directories (resolved host paths): the built-in ones plus every directory where the cache
+  // finds a file of this driver version. A directory searched for 64-bit libraries is not searched
+  // again for 32-bit ones (RHEL's /usr/lib holds 32-bit libraries, Arch's 64-bit ones).
   std::set<std::string> library_dirs(bool is_32bit) {
     std::set<std::string> dirs;
     const auto add_dir = [&](std::string_view dir) {
-      const auto resolved = m_resolver.resolve(dir);
-      if (resolved && stat_path(*resolved).transform([](const struct stat& st) { return S_ISDIR(st.st_mode); })
-                          .value_or(false)) {
-        dirs.insert(*resolved);
+      if (auto resolved = locate_dir(dir)) {
+        dirs.insert(std::move(*resolved));
       }
     };
     if (!is_32bit) {
@@ -182,7 +289,12 @@ class Collector {
       }
       const auto resolved = m_resolver.resolve(entry.path);
       if (resolved && resolved->ends_with(m_suffix)) {
-        dirs.insert(std::string(dirname_of(*resolved)));
+        dirs.emplace(dirname_of(*resolved));
+      }
+    }
+    if (is_32bit) {
+      for (const auto& dir : m_host_library_dirs64) {
+        dirs.erase(dir);
       }
     }
     return dirs;
@@ -191,30 +303,31 @@ class Collector {
   Result<void> collect_libraries(bool is_32bit) {
     for (const auto& dir : library_dirs(is_32bit)) {
       ++m_dirs_searched;
-      bool found_here = false;
-      for (const std::string& sub : {dir, dir + "/vdpau"}) {
-        auto found = collect_library_dir(sub, is_32bit);
-        if (!found) {
-          return std::unexpected(found.error());
+      GPUCTK_TRY_ASSIGN(const bool found, collect_library_dir(dir, is_32bit));
+      if (!is_32bit) {
+        m_host_library_dirs64.push_back(dir);
+        if (found) {
+          m_container_library_dirs64.push_back(strip_root(m_root, dir));
         }
-        found_here = found_here || *found;
       }
-      if (found_here) {
-        m_library_dirs.insert(strip_root(m_root, dir));
-        m_host_library_dirs.push_back(dir);
+      // vdpau/ beside the libraries holds libvdpau_nvidia; resolved like everything else, so a link
+      // there cannot list a directory outside the root.
+      if (found) {
+        if (auto vdpau = locate_dir(strip_root(m_root, dir) + "/vdpau")) {
+          GPUCTK_TRY(collect_library_dir(*vdpau, is_32bit));
+        }
       }
     }
     return {};
   }
 
-  // Adds the driver libraries of one directory and the links beside them; true if it held any.
+  // Adds the driver libraries of one directory (a resolved host path) and the links beside them; true
+  // if it held any.
   Result<bool> collect_library_dir(const std::string& dir, bool is_32bit) {
-    auto entries = list_dir(dir);
-    if (!entries) {
-      return std::unexpected(entries.error());
-    }
+    GPUCTK_TRY_ASSIGN(const auto entries, list_dir(dir));
     std::set<std::string> libraries;
-    for (const auto& entry : *entries) {
+    const std::string container_dir = strip_root(m_root, dir);
+    for (const auto& entry : entries) {
       if (entry.type != DT_REG) {
         continue;
       }
@@ -222,9 +335,8 @@ class Collector {
       if (!ours || !entry.name.starts_with("lib")) {
         continue;
       }
-      const std::string host = dir + "/" + entry.name;
-      const auto cap = library_capability(entry.name);
-      add(is_32bit ? FileKind::library32 : FileKind::library, host, strip_root(m_root, host), cap);
+      add(is_32bit ? FileKind::library32 : FileKind::library, dir + "/" + entry.name,
+          container_dir + "/" + entry.name);
       libraries.insert(entry.name);
       if (!is_32bit) {
         ++m_libraries64;
@@ -236,20 +348,22 @@ class Collector {
     // Links in the directory that lead to a driver library (possibly through another link): the SONAME
     // links (libcuda.so.1) and development links (libcuda.so) the container needs.
     std::map<std::string, std::string> links;  // link name -> verbatim target
-    for (const auto& entry : *entries) {
+    for (const auto& entry : entries) {
       if (entry.type == DT_LNK) {
         if (auto target = read_link(dir + "/" + entry.name); target && target->find('/') == std::string::npos) {
           links.emplace(entry.name, *target);
         }
       }
     }
-    const std::string container_dir = strip_root(m_root, dir);
-    for (const auto& [name, target] : links) {
-      std::string end = target;
+    // The name a link target ends at, through the links of this directory.
+    const auto end_of = [&links](std::string end) {
       for (int hops = 0; hops < 8 && links.contains(end); ++hops) {
         end = links.at(end);
       }
-      if (libraries.contains(end)) {
+      return end;
+    };
+    for (const auto& [name, target] : links) {
+      if (libraries.contains(end_of(target))) {
         m_out.links.push_back({target, container_dir + "/" + name});
       }
     }
@@ -261,6 +375,21 @@ class Collector {
     if (links.contains("libGLX_nvidia.so.0") && !links.contains("libGLX_indirect.so.0")) {
       m_out.links.push_back({"libGLX_nvidia.so.0", container_dir + "/libGLX_indirect.so.0"});
     }
+    // gbm/nvidia-drm_gbm.so -> ../libnvidia-allocator.so.1: the GBM loader's backend is a link one
+    // directory down that climbs back to a driver library here (so gbm/ must be a real directory).
+    if (auto gbm = locate_dir(container_dir + "/gbm"); gbm && *gbm == dir + "/gbm") {
+      GPUCTK_TRY_ASSIGN(const auto gbm_entries, list_dir(*gbm));
+      for (const auto& entry : gbm_entries) {
+        if (entry.type != DT_LNK) {
+          continue;
+        }
+        const auto target = read_link(*gbm + "/" + entry.name);
+        if (target && target->starts_with("../") && target->find('/', 3) == std::string::npos &&
+            libraries.contains(end_of(target->substr(3)))) {
+          m_out.links.push_back({*target, strip_root(m_root, *gbm) + "/" + entry.name});
+        }
+      }
+    }
     return true;
   }
 
@@ -269,19 +398,20 @@ class Collector {
       bool found = false;
       for (const auto dir : k_binary_dirs) {
         const std::string path = std::string(dir) + "/" + std::string(name);
-        const auto host = m_resolver.resolve(path);
+        const auto host = locate(path);
         if (!host) {
           continue;
         }
         const auto st = stat_path(*host);
         if (st && S_ISREG(st->st_mode) && (st->st_mode & 0111) != 0) {
-          add(FileKind::binary, under_root(m_root, path), path, binary_capability(name));
+          add(FileKind::binary, *host, path);
           found = true;
           break;
         }
       }
       if (!found) {
-        m_warnings.push_back("binary " + std::string(name) + ": not found under " + m_root);
+        (binary_is_optional(name) ? m_out.notes : m_warnings)
+            .push_back("binary " + std::string(name) + ": not found under " + m_root);
       }
     }
   }
@@ -291,23 +421,23 @@ class Collector {
     for (const std::string& name : {std::string("nvidia_drv.so"), glx}) {
       bool found = false;
       for (const auto pattern : k_xorg_dirs) {
-        std::vector<std::string> dirs;
+        std::vector<std::string> dirs;  // container paths
         if (pattern.starts_with("<lib>")) {
-          for (const auto& lib : m_host_library_dirs) {
+          for (const auto& lib : m_container_library_dirs64) {
             dirs.push_back(lib + std::string(pattern.substr(5)));
           }
         } else {
-          dirs.push_back(under_root(m_root, pattern));
+          dirs.emplace_back(pattern);
         }
         for (const auto& dir : dirs) {
-          const std::string host = dir + "/" + name;
-          const auto st = lstat_path(host);
+          const auto host = locate(dir + "/" + name);
+          const auto st = host ? stat_path(*host) : std::nullopt;
           if (!st || !S_ISREG(st->st_mode)) {
             continue;
           }
-          add(FileKind::xorg_module, host, strip_root(m_root, host), Capability::display);
+          add(FileKind::xorg_module, *host, dir + "/" + name);
           if (name == glx) {
-            m_out.links.push_back({glx, strip_root(m_root, dir) + "/libglxserver_nvidia.so"});
+            m_out.links.push_back({glx, dir + "/libglxserver_nvidia.so"});
           }
           found = true;
           break;
@@ -326,20 +456,23 @@ class Collector {
       dirs.push_back(m_in.firmware_class_path);
     }
     for (const auto dir : k_firmware_dirs) {
-      dirs.push_back(std::string(dir));
+      dirs.emplace_back(dir);
     }
-    bool found = false;
     for (const auto& dir : dirs) {
-      const std::string fw_dir = under_root(m_root, dir + "/nvidia/" + m_in.driver_version);
-      auto entries = list_dir(fw_dir);
+      const std::string fw_dir = dir + "/nvidia/" + m_in.driver_version;  // container path
+      const auto host_dir = locate_dir(fw_dir);
+      if (!host_dir) {
+        continue;
+      }
+      auto entries = list_dir(*host_dir);
       if (!entries) {
         m_warnings.push_back(entries.error().message);
         continue;
       }
+      bool found = false;
       for (const auto& entry : *entries) {
         if (entry.name.starts_with("gsp") && entry.name.ends_with(".bin") && entry.type == DT_REG) {
-          const std::string host = fw_dir + "/" + entry.name;
-          add(FileKind::firmware, host, strip_root(m_root, host), std::nullopt);
+          add(FileKind::firmware, *host_dir + "/" + entry.name, fw_dir + "/" + entry.name);
           found = true;
         }
       }
@@ -349,6 +482,43 @@ class Collector {
     }
   }
 
+  // Whether a daemon's socket or directory at host path `host` (its last component not followed) can
+  // be mounted into every GPU container; a warning says why not. Owned by root means owned by root or
+  // by whoever runs discovery (a user generating a spec for their own rootless containers).
+  bool ipc_trusted(const IpcRow& row, const std::string& host, const struct stat& st) {
+    const auto is_root = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
+    const auto shared = [](const struct stat& s) { return (s.st_mode & (S_IWGRP | S_IWOTH)) != 0; };
+    std::string problem;
+    if (S_ISLNK(st.st_mode)) {
+      problem = "a symbolic link to " + read_link(host).value_or("?") + ", not the daemon's own " +
+                (row.directory ? "directory" : "socket");
+    } else if (row.directory ? !S_ISDIR(st.st_mode) : !S_ISSOCK(st.st_mode)) {
+      problem = std::string("not a ") + (row.directory ? "directory" : "socket");
+    } else if (row.directory && !is_root(st.st_uid)) {
+      problem = "owned by uid " + std::to_string(st.st_uid) + ", not root";
+    } else if (row.directory && shared(st)) {
+      problem = "writable by group or others (mode " + std::to_string((st.st_mode >> 6) & 7) +
+                std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) + ")";
+    } else if (!row.directory && !is_root(st.st_uid)) {
+      // nvidia-persistenced --user (NVIDIA's and the distributions' default) makes its socket as that
+      // user, in the runtime directory root made and handed to it: trusted when only that user could
+      // have put it there (its own directory, in a directory only root can write).
+      const std::string dir(dirname_of(host));
+      const auto parent = lstat_path(dir);
+      const auto grandparent = lstat_path(std::string(dirname_of(dir)));
+      if (!parent || !grandparent || parent->st_uid != st.st_uid || shared(*parent) ||
+          !is_root(grandparent->st_uid) || shared(*grandparent)) {
+        problem = "owned by uid " + std::to_string(st.st_uid) +
+                  ", neither root nor a service user in its own directory";
+      }
+    }
+    if (problem.empty()) {
+      return true;
+    }
+    m_warnings.push_back(host + ": " + problem + "; not mounted");
+    return false;
+  }
+
   void collect_ipc() {
     for (const auto& row : k_ipc) {
       std::vector<std::string> candidates{std::string(row.path)};
@@ -356,12 +526,23 @@ class Collector {
         candidates.push_back("/var" + std::string(row.path));
       }
       for (const auto& path : candidates) {
-        const std::string host = under_root(m_root, path);
-        const auto st = lstat_path(host);
-        if (st && (row.directory ? S_ISDIR(st->st_mode) : S_ISSOCK(st->st_mode))) {
-          add(FileKind::ipc, host, path, row.capability);
-          break;
+        // The parent is resolved in the root; the socket or directory itself must not be a link.
+        const auto parent = locate_dir(dirname_of(path));
+        if (!parent) {
+          continue;
         }
+        const std::string host = (*parent == "/" ? "" : *parent) + "/" + std::string(basename_of(path));
+        struct stat st {};
+        if (::lstat(host.c_str(), &st) != 0) {
+          if (errno != ENOENT) {
+            m_warnings.push_back(host + ": " + std::strerror(errno) + "; not mounted");
+          }
+          continue;
+        }
+        if (ipc_trusted(row, host, st)) {
+          add(FileKind::ipc, host, path);
+        }
+        break;  // the first one that exists is the daemon's, whether it is usable or not
       }
     }
   }
@@ -369,10 +550,10 @@ class Collector {
   void collect_configs() {
     for (const auto& row : k_configs) {
       for (const auto dir : k_config_dirs) {
-        const std::string host = under_root(m_root, std::string(dir) + "/" + std::string(row.relative));
-        const auto st = stat_path(host);
+        const auto host = locate(std::string(dir) + "/" + std::string(row.relative));
+        const auto st = host ? stat_path(*host) : std::nullopt;
         if (st && S_ISREG(st->st_mode)) {
-          add(FileKind::config, host, std::string(row.container), row.capability);
+          add(FileKind::config, *host, std::string(row.container));
           break;
         }
       }
@@ -380,13 +561,14 @@ class Collector {
   }
 
   const DriverFilesInput& m_in;
-  std::string m_root;
   RootResolver m_resolver;  // shared by every lookup of this pass
+  std::string m_root;       // the driver root as messages show it
   std::string m_suffix;
   std::vector<std::string>& m_warnings;
   DriverFiles m_out;
-  std::set<std::string> m_library_dirs;
-  std::vector<std::string> m_host_library_dirs;
+  std::vector<std::string> m_host_library_dirs64;       // every 64-bit library directory searched
+  std::vector<std::string> m_container_library_dirs64;  // those that held driver libraries
+  std::set<std::string> m_reported_links;               // links a warning has named
   size_t m_libraries64 = 0;
   size_t m_dirs_searched = 0;
 };
@@ -394,23 +576,20 @@ class Collector {
 }  // namespace
 
 FileNeed file_need(std::string_view container_path) {
-  const auto slash = container_path.rfind('/');
-  const std::string_view dir = slash == std::string_view::npos ? std::string_view() : container_path.substr(0, slash);
-  const std::string_view name = container_path.substr(slash + 1);
+  const std::string_view dir = dirname_of(container_path);
+  const std::string_view name = basename_of(container_path);
   FileNeed need;
   const auto with = [&need](Capability c) {
     need.kind = FileNeed::Kind::capability;
     need.capability = c;
     return need;
   };
-  if (container_path.starts_with("/lib/firmware/") || container_path.starts_with("/usr/lib/firmware/")) {
+  if (is_firmware(container_path)) {
     need.kind = FileNeed::Kind::always;
     return need;
   }
-  for (const auto& row : k_ipc) {
-    if (container_path == row.path || container_path == "/var" + std::string(row.path)) {
-      return with(row.capability);
-    }
+  if (const auto* row = ipc_row(container_path)) {
+    return with(row->capability);
   }
   for (const auto& row : k_configs) {
     if (container_path == row.container) {
@@ -421,14 +600,27 @@ FileNeed file_need(std::string_view container_path) {
     return with(*cap);
   }
   if (const auto cap = library_capability(name)) {
-    std::string_view lib_dir = dir;
-    if (lib_dir.ends_with("/vdpau")) {
-      lib_dir.remove_suffix(6);
-    }
-    need.is_32bit = std::ranges::any_of(k_library32_dirs, [&](auto d) { return d == lib_dir; });
+    need.is_32bit = is_library32_dir(dir);
     return with(*cap);
   }
   return need;
+}
+
+FileNeed recorded_need(const DriverFile& file) {
+  FileNeed need;
+  if (file.kind == FileKind::firmware) {
+    need.kind = FileNeed::Kind::always;
+  } else if (file.capability) {
+    need.kind = FileNeed::Kind::capability;
+    need.capability = *file.capability;
+    need.is_32bit = file.kind == FileKind::library32;
+  }
+  return need;
+}
+
+bool is_ipc_directory(std::string_view container_path) {
+  const auto* row = ipc_row(container_path);
+  return row != nullptr && row->directory;
 }
 
 Result<DriverFiles> discover_driver_files(const DriverFilesInput& input, std::vector<std::string>& warnings) {

@@ -1,6 +1,11 @@
 #pragma once
 // The driver's files on a host: libraries (64- and 32-bit), binaries, X.Org modules, GSP firmware, IPC
 // sockets and configuration files, each with its host path (driver root included) and container path.
+//
+// Every file is found by resolving its path inside the driver root (host_fs.hpp's RootResolver, links
+// followed as if the root were "/"), and the host path recorded is the resolved one: a link in a driver
+// container's root never makes a spec mount a file of the host. A path whose links lead out of the root,
+// dangle or loop is skipped with a warning naming the link and its target.
 
 #include <string>
 #include <string_view>
@@ -30,12 +35,22 @@ struct DriverFilesInput {
 
 struct DriverFiles {
   std::vector<DriverFile> files;            // sorted by container path, no duplicates
-  std::vector<std::string> library_dirs;    // container paths of the 64- and 32-bit library directories
-  std::vector<Symlink> links;               // links next to the libraries (SONAME, dev, GLX indirect)
+  // Container paths of every directory holding a mounted library (64- and 32-bit, vdpau/ included):
+  // the update-ldcache hook's folders.
+  std::vector<std::string> library_dirs;
+  std::vector<Symlink> links;      // links next to the libraries (SONAME, dev, GLX indirect, gbm)
+  std::vector<std::string> notes;  // optional components the host lacks (IMEX): not warnings
 };
 
 // Which driver capabilities a file mounted at `container_path` (as a generated spec mounts it) serves,
 // so that a container asking for NVIDIA_DRIVER_CAPABILITIES=utility gets only what it needs.
+//
+// This is THE classification of driver files: discovery records what it says for every file it finds
+// (DriverFile::capability, FileKind::firmware = always, FileKind::library32 = is_32bit) and the hook's
+// capability filter asks it about the container paths of a spec's mounts, so the two cannot disagree.
+// It needs nothing but the container path: firmware is any "nvidia/<version>/gsp*.bin" (wherever
+// firmware_class.path puts it), a library is 32-bit when its directory says so (i386-linux-gnu,
+// lib32, RHEL's /usr/lib; see k_library32_markers).
 struct FileNeed {
   enum class Kind {
     always,      // firmware: every GPU container needs it
@@ -45,8 +60,16 @@ struct FileNeed {
   Kind kind = Kind::unknown;
   Capability capability = Capability::utility;
   bool is_32bit = false;
+  bool operator==(const FileNeed&) const = default;
 };
 FileNeed file_need(std::string_view container_path);
+
+// The need discovery recorded for `file` (what file_need says for its container path, by construction).
+FileNeed recorded_need(const DriverFile& file);
+
+// Whether the IPC file at `container_path` is a directory (the MPS pipe directory) rather than a
+// daemon's socket: directories are mounted writable, sockets read-only.
+bool is_ipc_directory(std::string_view container_path);
 
 // Finds every driver file. Nothing found at all for the 64-bit libraries is an error (no driver under the
 // root); every other missing piece is a warning.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <memory>
 
 #include "util/strings.hpp"
@@ -108,62 +109,125 @@ std::optional<std::string> resolve_in_root(std::string_view root, std::string_vi
   return RootResolver(root).resolve(path);
 }
 
+std::string describe_unresolved(std::string_view root, std::string_view path, const Unresolved& why) {
+  const std::string shown_root =
+      is_plain_root(root) ? std::string("/") : std::string(without_trailing_slash(root));
+  const std::string host = under_root(root, path);
+  // "<link> -> <target>", with the requested path in front when the link is one of its parents.
+  const auto via = [&] {
+    std::string out = why.link == host ? std::string() : host + ": ";
+    return out + why.link + " -> " + why.target;
+  };
+  switch (why.reason) {
+    case Unresolved::Reason::missing:
+      return why.link.empty() ? std::string() : via() + ": no such file inside " + shown_root;
+    case Unresolved::Reason::unreadable:
+      return host + ": " + (why.failed == host ? "" : "lstat " + why.failed + ": ") +
+             std::strerror(why.error);
+    case Unresolved::Reason::escapes:
+      return (why.link.empty() ? host : via()) + ": leads out of " + shown_root;
+    case Unresolved::Reason::loop:
+      return host + ": more than 40 symbolic links (last " + why.link + " -> " + why.target + ")";
+  }
+  return host + ": unresolvable";
+}
+
 RootResolver::RootResolver(std::string_view root)
     : m_root(is_plain_root(root) ? "" : std::string(without_trailing_slash(root))) {}
 
 std::optional<std::string> RootResolver::resolve(std::string_view path) {
+  auto resolved = resolve_or_why(path);
+  if (!resolved) {
+    return std::nullopt;
+  }
+  return std::move(*resolved);
+}
+
+std::expected<std::string, Unresolved> RootResolver::resolve_or_why(std::string_view path) {
+  struct Link {
+    std::string host;    // the link, as a host path
+    std::string target;  // its target, verbatim
+  };
+  std::vector<Link> links;  // every link followed, in order
+  struct Part {
+    std::string name;
+    int origin;  // index into `links` of the link whose target it came from; -1 for `path` itself
+  };
   // Components still to walk, last one first.
-  std::vector<std::string> pending;
-  const auto push_path = [&pending](std::string_view p) {
+  std::vector<Part> pending;
+  const auto push_path = [&pending](std::string_view p, int origin) {
     auto parts = split(p, '/');
     for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
       if (!it->empty() && *it != ".") {
-        pending.emplace_back(*it);
+        pending.push_back({std::string(*it), origin});
       }
     }
   };
-  push_path(path);
+  const auto why = [&links](Unresolved::Reason reason, int origin) {
+    Unresolved out;
+    out.reason = reason;
+    if (origin >= 0) {
+      out.link = links[static_cast<size_t>(origin)].host;
+      out.target = links[static_cast<size_t>(origin)].target;
+    }
+    return std::unexpected(std::move(out));
+  };
+  push_path(path, -1);
   std::vector<std::string> resolved;  // components below root
   std::string host = m_root;          // m_root + "/" + each of resolved
   const auto pop = [&] {
     host.resize(host.size() - 1 - resolved.back().size());
     resolved.pop_back();
   };
-  int links = 0;
   while (!pending.empty()) {
-    std::string part = std::move(pending.back());
+    Part part = std::move(pending.back());
     pending.pop_back();
-    if (part == "..") {
+    if (part.name == "..") {
       if (!resolved.empty()) {
         pop();
+      } else if (!m_root.empty()) {
+        return why(Unresolved::Reason::escapes, part.origin);  // the kernel would leave the root here
       }
       continue;
     }
-    host.append("/").append(part);
-    resolved.push_back(std::move(part));
+    host.append("/").append(part.name);
+    resolved.push_back(std::move(part.name));
     if (m_dirs.contains(host)) {
       continue;
     }
-    const auto st = lstat_path(host);
-    if (!st) {
-      return std::nullopt;
-    }
-    if (S_ISDIR(st->st_mode)) {
-      m_dirs.insert(host);
-    } else if (S_ISLNK(st->st_mode)) {
-      if (++links > 40) {
-        return std::nullopt;
+    struct stat st {};
+    if (::lstat(host.c_str(), &st) != 0) {
+      const int err = errno;
+      if (err == ENOENT || err == ENOTDIR) {
+        return why(Unresolved::Reason::missing, part.origin);
       }
-      const auto target = read_link(host);
+      auto out = why(Unresolved::Reason::unreadable, part.origin);
+      out.error().failed = host;
+      out.error().error = err;
+      return out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      m_dirs.insert(host);
+    } else if (S_ISLNK(st.st_mode)) {
+      auto target = read_link(host);
       if (!target) {
-        return std::nullopt;
+        const int err = errno;
+        auto out = why(Unresolved::Reason::unreadable, part.origin);
+        out.error().failed = host;
+        out.error().error = err;
+        return out;
+      }
+      links.push_back({host, *target});
+      const int origin = static_cast<int>(links.size()) - 1;
+      if (links.size() > 40) {
+        return why(Unresolved::Reason::loop, origin);
       }
       pop();
       if (!target->empty() && target->front() == '/') {
         resolved.clear();
         host = m_root;
       }
-      push_path(*target);
+      push_path(*target, origin);
     }
   }
   return host.empty() ? std::string("/") : host;

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <expected>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,10 +40,35 @@ Result<std::vector<DirEntry>> list_dir(const std::string& path);
 // The target of symlink `path`, verbatim; nothing if `path` is not a symlink.
 std::optional<std::string> read_link(const std::string& path);
 
+// Why a path has no host path inside a root (see resolve_in_root).
+struct Unresolved {
+  enum class Reason {
+    missing,     // a component does not exist (ENOENT, ENOTDIR)
+    unreadable,  // lstat or readlink failed otherwise (`error`, e.g. EACCES)
+    escapes,     // ".." (in the path or in a link's target) climbs above a root other than "/"
+    loop,        // more than 40 links
+  };
+  Reason reason = Reason::missing;
+  // The link whose target the failing component came from, as a host path, and that target verbatim;
+  // both empty when the component came from `path` itself. A missing component with a link here is a
+  // dangling link; one without is a plain absence.
+  std::string link;
+  std::string target;
+  std::string failed;  // the host path whose lstat or readlink failed (unreadable only)
+  int error = 0;       // its errno (unreadable only)
+};
+
+// One line for a path that did not resolve: "<root>/etc/x.json -> /etc/shadow: no such file inside
+// <root>", "<root>/etc/x.json -> ../../../etc/shadow: leads out of <root>",
+// "<root>/etc/x.json: lstat <root>/etc: Permission denied". Empty for a plain absence (nothing to say).
+std::string describe_unresolved(std::string_view root, std::string_view path, const Unresolved& why);
+
 // Resolves `path` (absolute, inside `root`) to the host path it names, following symlinks as if `root`
-// were "/": absolute link targets restart at `root`, ".." never climbs above it. Nothing if a component is
-// missing or the chain is longer than 40 links. Used for ld.so.cache values and library links of driver
-// roots such as /run/nvidia/driver, whose absolute links point inside the driver root.
+// were "/": absolute link targets restart at `root`. ".." that would climb above a root other than "/"
+// (in `path` or in a link target) is refused, not clamped: no driver tree needs it, and a link that tries
+// it is hostile or broken. Nothing if a component is missing or unreadable, the chain is longer than 40
+// links, or it escapes. Used for every file discovery takes from a driver root such as
+// /run/nvidia/driver, whose absolute links point inside the driver root.
 std::optional<std::string> resolve_in_root(std::string_view root, std::string_view path);
 
 // resolve_in_root for many paths in one root: a directory it has once found to be a real directory (not
@@ -52,6 +78,10 @@ class RootResolver {
  public:
   explicit RootResolver(std::string_view root);
   std::optional<std::string> resolve(std::string_view path);
+  // resolve() with the reason when there is no answer.
+  std::expected<std::string, Unresolved> resolve_or_why(std::string_view path);
+  // The root as given to the constructor, without a trailing slash; "/" for the host's root.
+  [[nodiscard]] std::string root() const { return m_root.empty() ? std::string("/") : m_root; }
 
  private:
   std::string m_root;                      // without a trailing slash; "" for "/"

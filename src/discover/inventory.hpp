@@ -74,9 +74,10 @@ enum class FileKind {
 
 struct DriverFile {
   FileKind kind = FileKind::library;
-  std::string host_path;       // with the driver root prefix
+  std::string host_path;       // with the driver root prefix, resolved inside the driver root (no links)
   std::string container_path;  // without it (configs: the canonical container location)
-  // The capability that needs the file; files of unknown libraries have none (mounted only for "all").
+  // The capability that needs the file, as file_need() (driver_files.hpp) classifies its container path;
+  // none for firmware (every GPU container gets it) and for unknown libraries (mounted only for "all").
   std::optional<Capability> capability;
   bool operator==(const DriverFile&) const = default;
 };
@@ -91,9 +92,12 @@ struct Inventory {
   std::vector<DeviceNode> control_nodes;      // nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset
   std::vector<DeviceNode> management_nodes;   // every other NVIDIA node: caps, IMEX channels, nvswitch
   std::vector<DriverFile> files;              // sorted by container path
-  std::vector<std::string> library_dirs;      // container paths of the 64-bit driver library directories
+  std::vector<std::string> library_dirs;      // container paths of every directory with a mounted library
   std::vector<Symlink> library_links;         // SONAME and development links of the driver libraries
-  std::vector<std::string> warnings;          // optional pieces that were missing
+  // What a user should look at: expected pieces that are missing, files refused for leaving the driver
+  // root or for being squattable (an IPC directory any user could have made).
+  std::vector<std::string> warnings;
+  std::vector<std::string> notes;  // informational: optional components the host lacks (IMEX)
 };
 
 }  // namespace gpuctk::discover

@@ -25,6 +25,13 @@
 // dynamic linker, we read the new table and ignore the old one.
 //
 // Every position below is computed in 64 bits from 32-bit fields, so nothing can wrap.
+//
+// Limits. A cache is untrusted input (a driver container's root is someone else's image), and a small
+// file can describe a huge decoded cache: 100000 entries whose keys all point at one 1 MiB string decode
+// to 200 GB. So the file (k_max_file_size), each string (k_max_string_length), the entry count
+// (k_max_entries) and the sum of all decoded strings (k_max_decoded_bytes) are bounded; each limit is
+// orders of magnitude above real caches (a full desktop: ~5000 entries, ~500 KB) and each has its own
+// error.
 
 #include "discover/ld_cache.hpp"
 
@@ -51,6 +58,11 @@ constexpr uint8_t k_endian_mask = 0x3;
 constexpr uint8_t k_endian_little = 2;
 constexpr uint8_t k_endian_big = 3;
 
+constexpr size_t k_max_file_size = size_t{64} << 20;          // bytes read from disk
+constexpr uint64_t k_max_string_length = 4096;                // PATH_MAX: no SONAME or path is longer
+constexpr uint64_t k_max_entries = uint64_t{1} << 17;         // 131072 entries in one table
+constexpr uint64_t k_max_decoded_bytes = uint64_t{32} << 20;  // keys and values of all entries together
+
 // A native-endian integer at `pos`; the caller has checked that it lies within `bytes`.
 template <class T>
 T load(std::string_view bytes, uint64_t pos) {
@@ -69,12 +81,37 @@ Result<std::string> string_at(std::string_view bytes, uint64_t base, uint32_t of
                 std::to_string(offset) + at + " outside the file (size " + std::to_string(bytes.size()) +
                 ")");
   }
-  const auto nul = bytes.find('\0', pos);
+  // The NUL is looked for within the longest string allowed, not through the rest of the file.
+  const auto window = bytes.substr(pos, k_max_string_length + 1);
+  const auto nul = window.find('\0');
   if (nul == std::string_view::npos) {
+    if (window.size() > k_max_string_length) {
+      return fail("entry " + std::to_string(index) + ": " + std::string(what) + " at file offset " +
+                  std::to_string(pos) + " is longer than " + std::to_string(k_max_string_length) +
+                  " bytes (the limit for a path)");
+    }
     return fail("entry " + std::to_string(index) + ": " + std::string(what) + " at file offset " +
                 std::to_string(pos) + " is not NUL-terminated within the file");
   }
-  return std::string(bytes.substr(pos, nul - pos));
+  return std::string(window.substr(0, nul));
+}
+
+// Counts the strings of `entry` against the limit for the whole cache.
+Result<void> count_decoded(const LdCacheEntry& entry, uint64_t index, uint64_t& decoded) {
+  decoded += entry.key.size() + entry.value.size();
+  if (decoded > k_max_decoded_bytes) {
+    return fail("entry " + std::to_string(index) + ": the decoded keys and values exceed " +
+                std::to_string(k_max_decoded_bytes) + " bytes (the limit for a whole cache)");
+  }
+  return {};
+}
+
+Result<void> check_entry_count(uint32_t count, std::string_view kind) {
+  if (count > k_max_entries) {
+    return fail(std::to_string(count) + " " + std::string(kind) + "entries exceed the limit of " +
+                std::to_string(k_max_entries));
+  }
+  return {};
 }
 
 // The flags, key and value that old and new entries start with; entry `index` is at `at` and its
@@ -130,20 +167,18 @@ Result<LdCache> parse_new(std::string_view bytes, uint64_t base, LdCacheFormat f
   }
   const auto nlibs = load<uint32_t>(bytes, base + k_new_nlibs_at);
   const uint64_t table = base + k_new_header_size;
-  if (auto fits = check_table(bytes, table, nlibs, k_new_entry_size, ""); !fits) {
-    return std::unexpected(fits.error());
-  }
+  GPUCTK_TRY(check_table(bytes, table, nlibs, k_new_entry_size, ""));
+  GPUCTK_TRY(check_entry_count(nlibs, ""));
   LdCache cache{.format = format, .entries = {}};
   cache.entries.reserve(nlibs);
+  uint64_t decoded = 0;
   for (uint64_t i = 0; i < nlibs; ++i) {
     const uint64_t at = table + i * k_new_entry_size;
-    auto entry = read_entry(bytes, at, base, i);
-    if (!entry) {
-      return std::unexpected(entry.error());
-    }
-    entry->osversion = load<uint32_t>(bytes, at + 12);
-    entry->hwcap = load<uint64_t>(bytes, at + 16);
-    cache.entries.push_back(std::move(*entry));
+    GPUCTK_TRY_ASSIGN(LdCacheEntry entry, read_entry(bytes, at, base, i));
+    GPUCTK_TRY(count_decoded(entry, i, decoded));
+    entry.osversion = load<uint32_t>(bytes, at + 12);
+    entry.hwcap = load<uint64_t>(bytes, at + 16);
+    cache.entries.push_back(std::move(entry));
   }
   return cache;
 }
@@ -163,14 +198,15 @@ Result<LdCache> parse_old(std::string_view bytes) {
   if (new_header <= bytes.size() && bytes.substr(new_header).starts_with(k_new_magic)) {
     return parse_new(bytes, new_header, LdCacheFormat::compat);
   }
+  GPUCTK_TRY(check_entry_count(nlibs, "old-format "));
   LdCache cache{.format = LdCacheFormat::old_only, .entries = {}};
   cache.entries.reserve(nlibs);
+  uint64_t decoded = 0;
   for (uint64_t i = 0; i < nlibs; ++i) {
-    auto entry = read_entry(bytes, k_old_header_size + i * k_old_entry_size, strings, i);
-    if (!entry) {
-      return std::unexpected(entry.error());
-    }
-    cache.entries.push_back(std::move(*entry));
+    GPUCTK_TRY_ASSIGN(LdCacheEntry entry,
+                      read_entry(bytes, k_old_header_size + i * k_old_entry_size, strings, i));
+    GPUCTK_TRY(count_decoded(entry, i, decoded));
+    cache.entries.push_back(std::move(entry));
   }
   return cache;
 }
@@ -282,7 +318,12 @@ Result<LdCache> parse_ld_cache(std::string_view bytes) {
 }
 
 Result<LdCache> read_ld_cache(const std::string& path) {
-  return read_parsed(path, parse);
+  GPUCTK_TRY_ASSIGN(const std::string bytes, read_file_nofollow(path, k_max_file_size));
+  auto cache = parse(bytes);
+  if (!cache) {
+    return fail_with(path, cache.error());
+  }
+  return cache;
 }
 
 }  // namespace gpuctk::discover

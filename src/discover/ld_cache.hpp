@@ -90,10 +90,13 @@ std::optional<Arch> compat32_arch(Arch native);
 
 // Parses the bytes of an ld.so.cache. Errors start with "ld.so.cache: " and say what is wrong and
 // where, e.g. "ld.so.cache: entry 12: key offset 99999 outside the file (size 4096)". Entries are
-// numbered from 0 in table order.
+// numbered from 0 in table order. What a cache may decode to is bounded, each bound with its own error:
+// a key or value longer than 4096 bytes (PATH_MAX), more than 131072 entries, more than 32 MiB of keys
+// and values together.
 Result<LdCache> parse_ld_cache(std::string_view bytes);
 
-// Reads and parses the cache at `path`; errors start with the path instead of "ld.so.cache".
+// Reads and parses the cache at `path`, a regular file of at most 64 MiB whose last component is not
+// followed (resolve it inside its root first); errors start with the path instead of "ld.so.cache".
 Result<LdCache> read_ld_cache(const std::string& path);
 
 }  // namespace gpuctk::discover

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 
 #include "cdi/codec.hpp"
 #include "cdi/validate.hpp"
@@ -78,7 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenCase{"dgx-a100", discover::Mode::management, "management"},
                       GoldenCase{"h100-rhel", discover::Mode::nvml, "nvml"},
                       GoldenCase{"h100-rhel", discover::Mode::proc, "proc"},
-                      GoldenCase{"driver-container", discover::Mode::nvml, "nvml"}),
+                      GoldenCase{"driver-container", discover::Mode::nvml, "nvml"},
+                      GoldenCase{"a10-debian-packaged", discover::Mode::proc, "proc"}),
     [](const auto& test_info) {
       std::string name = std::string(test_info.param.host) + "_" + test_info.param.mode_name;
       std::ranges::replace(name, '-', '_');
@@ -89,8 +91,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(GoldenSpecFiles, AreValidAndAtMostVersion050) {
   const std::string dir = std::string(GPUCTK_SOURCE_DIR) + "/tests/golden";
   size_t checked = 0;
-  for (const char* name : {"t4-debian.nvml", "t4-debian.proc", "dgx-a100.nvml", "dgx-a100.proc",
-                           "dgx-a100.management", "h100-rhel.nvml", "h100-rhel.proc", "driver-container.nvml"}) {
+  for (const char* name :
+       {"t4-debian.nvml", "t4-debian.proc", "dgx-a100.nvml", "dgx-a100.proc", "dgx-a100.management",
+        "h100-rhel.nvml", "h100-rhel.proc", "driver-container.nvml", "a10-debian-packaged.proc"}) {
     const std::string path = dir + "/" + name + ".yaml";
     auto text = read_file(path);
     ASSERT_TRUE(text) << text.error().message;
@@ -124,7 +127,7 @@ TEST(GoldenSpecFiles, AreValidAndAtMostVersion050) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 8u);
+  EXPECT_EQ(checked, 9u);
 }
 
 // --- Rules, on a hand-made inventory -------------------------------------------------------------
@@ -225,7 +228,8 @@ TEST(SpecBuilder, CommonEditsCarryControlNodesMountsHooksAndEnv) {
   ASSERT_EQ(e.device_nodes.size(), 1u);
   EXPECT_EQ(e.device_nodes[0].path, "/dev/nvidiactl");
   ASSERT_EQ(e.mounts.size(), 2u);
-  EXPECT_EQ(e.mounts[0].options, (std::vector<std::string>{"nosuid", "nodev", "rbind", "rprivate", "noexec"}));
+  // A daemon's socket is read-only (connecting needs no writable mount), as libnvidia-container mounts it.
+  EXPECT_EQ(e.mounts[0].options, (std::vector<std::string>{"ro", "nosuid", "nodev", "noexec", "bind"}));
   EXPECT_EQ(e.mounts[0].container_path, "/run/nvidia-persistenced/socket");
   EXPECT_EQ(e.mounts[1].options, (std::vector<std::string>{"ro", "nosuid", "nodev", "rbind", "rprivate"}));
   ASSERT_EQ(e.hooks.size(), 4u);
@@ -240,6 +244,25 @@ TEST(SpecBuilder, CommonEditsCarryControlNodesMountsHooksAndEnv) {
     EXPECT_EQ(h.path, k_hook);
     EXPECT_FALSE(h.env.empty()) << "a hook must never inherit the container's environment";
   }
+}
+
+TEST(SpecBuilder, IpcSocketsAreReadOnlyAndTheMpsDirectoryStaysWritable) {
+  auto inv = two_gpus_one_mig();
+  inv.files.push_back({discover::FileKind::ipc, "/run/nvidia-fabricmanager/socket",
+                       "/run/nvidia-fabricmanager/socket", discover::Capability::utility});
+  inv.files.push_back(
+      {discover::FileKind::ipc, "/tmp/nvidia-mps", "/tmp/nvidia-mps", discover::Capability::compute});
+  auto spec = build_spec(inv, options());
+  ASSERT_TRUE(spec);
+  std::map<std::string, std::vector<std::string>> options_of;
+  for (const auto& m : spec->container_edits.mounts) {
+    options_of[m.container_path] = m.options;
+  }
+  EXPECT_EQ(options_of["/run/nvidia-persistenced/socket"], k_ipc_socket_mount_options);
+  EXPECT_EQ(options_of["/run/nvidia-fabricmanager/socket"], k_ipc_socket_mount_options);
+  EXPECT_EQ(options_of["/tmp/nvidia-mps"], k_ipc_directory_mount_options);
+  EXPECT_EQ(k_ipc_directory_mount_options,
+            (std::vector<std::string>{"nosuid", "nodev", "rbind", "rprivate", "noexec"}));
 }
 
 TEST(SpecBuilder, DisableHookByNameAndAll) {

@@ -2,16 +2,32 @@
 // device nodes, driver files, and the errors a broken host must give.
 #include "discover/discover.hpp"
 
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <gtest/gtest.h>
+#include <ostream>
+#include <system_error>
 
+#include "cdi/spec_builder.hpp"
+#include "discover/driver_files.hpp"
+#include "discover/host_fs.hpp"
 #include "fixtures/builder/hosts.hpp"
 
 namespace gpuctk::discover {
+
+// gtest prints a FileNeed in failures as this, not as bytes.
+void PrintTo(const FileNeed& need, std::ostream* os) {
+  static constexpr const char* k_kinds[] = {"always", "capability", "unknown"};
+  *os << "{" << k_kinds[static_cast<int>(need.kind)] << ", " << capability_name(need.capability)
+      << (need.is_32bit ? ", 32-bit}" : "}");
+}
+
 namespace {
 
 fixture::Fixture materialise_or_die(std::string_view name) {
@@ -88,10 +104,16 @@ TEST(Discover, T4InNvmlModeReadsTheManifestThroughTheMockNvml) {
   const auto* icd = find_file(*inv, "/etc/vulkan/icd.d/nvidia_icd.json");
   ASSERT_NE(icd, nullptr) << "the Vulkan ICD goes to its canonical container path";
   EXPECT_EQ(icd->host_path, f.host.driver_root + "/usr/share/vulkan/icd.d/nvidia_icd.json");
+  // Every directory that holds a mounted library, vdpau/ included, is an update-ldcache folder.
   EXPECT_EQ(inv->library_dirs,
-            (std::vector<std::string>{"/usr/lib/i386-linux-gnu", "/usr/lib/x86_64-linux-gnu"}));
+            (std::vector<std::string>{"/usr/lib/i386-linux-gnu", "/usr/lib/i386-linux-gnu/vdpau",
+                                      "/usr/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu/vdpau"}));
   EXPECT_NE(std::ranges::find(inv->library_links,
                               Symlink{"libcuda.so.535.183.01", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"}),
+            inv->library_links.end());
+  // The GBM backend link one directory down, as nvidia-ctk makes it.
+  EXPECT_NE(std::ranges::find(inv->library_links, Symlink{"../libnvidia-allocator.so.1",
+                                                          "/usr/lib/x86_64-linux-gnu/gbm/nvidia-drm_gbm.so"}),
             inv->library_links.end());
   EXPECT_NE(std::ranges::find(inv->library_links, Symlink{"libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so"}),
             inv->library_links.end());
@@ -194,17 +216,21 @@ TEST(Discover, EmptyRootHasNoDriver) {
                                      "libcuda.so.<version> in " + empty + "/etc/ld.so.cache");
 }
 
-TEST(Discover, FailingNvmlIsAnErrorInAutoModeNotASilentFallback) {
+TEST(Discover, NvmlThatCannotInitialiseFallsBackToProcInAutoModeOnlyWithOneWarning) {
   auto f = materialise_or_die("t4-debian");
   ASSERT_FALSE(f.host.nvml_config.empty());
   std::ofstream(f.host.nvml_config, std::ios::app) << "fail\tinit=NVML_ERROR_DRIVER_NOT_LOADED\n";
+  auto strict = discover(options_for(f, Mode::nvml));
+  ASSERT_FALSE(strict);
+  EXPECT_EQ(strict.error().message, "nvml: nvmlInit_v2: Driver Not Loaded");
+  SKIP_WITHOUT_REAL_NODES(f);
   auto inv = discover(options_for(f, Mode::automatic));
-  ASSERT_FALSE(inv);
-  EXPECT_EQ(inv.error().message, "nvml: nvmlInit_v2: Driver Not Loaded");
-  // proc mode never loads NVML, so the same host still works there.
-  if (f.host.nodes_are_real) {
-    EXPECT_TRUE(discover(options_for(f, Mode::proc)));
-  }
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->gpu_source, GpuSource::proc);
+  EXPECT_EQ(std::count(inv->warnings.begin(), inv->warnings.end(),
+                       "nvml: nvmlInit_v2: Driver Not Loaded; GPUs from /proc/driver/nvidia instead"),
+            1);
+  EXPECT_EQ(inv->warnings.size(), 1u) << testing::PrintToString(inv->warnings);
 }
 
 TEST(Discover, NvmlModeWithoutTheLibraryNamesWhatWasSearched) {
@@ -249,6 +275,360 @@ TEST(Discover, H100OpenModuleRhelLayoutWithGspFirmware) {
   const auto* fw = find_file(*inv, "/lib/firmware/nvidia/580.95.05/gsp_ga10x.bin");
   ASSERT_NE(fw, nullptr);
   EXPECT_EQ(fw->kind, FileKind::firmware);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Confinement to the driver root: every discovered file is resolved inside it (issue 9 item 3).
+
+namespace fs = std::filesystem;
+
+// Driver files of a materialised host, found without /dev (so without root): the 64-bit libraries of
+// these hosts are in built-in directories, the cache is not needed.
+DriverFiles driver_files_of(const fixture::Fixture& f, std::vector<std::string>& warnings) {
+  DriverFilesInput input;
+  input.driver_root = f.host.driver_root;
+  input.driver_version = f.manifest.driver.version;
+  auto files = discover_driver_files(input, warnings);
+  if (!files) {
+    ADD_FAILURE() << files.error().message;
+    return {};
+  }
+  return std::move(*files);
+}
+
+const DriverFile* find_in(const std::vector<DriverFile>& files, std::string_view container_path) {
+  const auto it = std::ranges::find(files, container_path, &DriverFile::container_path);
+  return it == files.end() ? nullptr : &*it;
+}
+
+// Every host path is inside the driver root and has no link in it below the root: what the runtime
+// bind-mounts is exactly the file discovery examined.
+void expect_confined(const std::vector<DriverFile>& files, const std::string& driver_root) {
+  const std::string root = fs::canonical(driver_root).string();
+  for (const auto& file : files) {
+    ASSERT_TRUE(file.host_path.starts_with(driver_root + "/")) << file.host_path;
+    std::error_code error;
+    const auto real = fs::canonical(file.host_path, error);
+    if (error) {
+      ADD_FAILURE() << file.container_path << " is mounted from " << file.host_path << ": "
+                    << error.message();
+      continue;
+    }
+    EXPECT_EQ(real.string(), root + file.host_path.substr(driver_root.size()))
+        << file.container_path << " is mounted from " << file.host_path << ", which leads elsewhere";
+  }
+}
+
+void bind_socket(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof addr.sun_path) << path;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  ::close(fd);
+}
+
+void replace_with_link(const std::string& path, const std::string& target) {
+  fs::remove_all(path);
+  fs::create_symlink(target, path);
+}
+
+bool contains(const std::vector<std::string>& lines, const std::string& line) {
+  return std::ranges::find(lines, line) != lines.end();
+}
+#define EXPECT_CONTAINS(lines, line) \
+  EXPECT_TRUE(contains(lines, line)) << "missing: " << (line) << "\nin: " << ::testing::PrintToString(lines)
+
+TEST(DriverRoot, HostileLinksInADriverContainerNeverMountAHostFile) {
+  auto f = materialise_or_die("driver-container");
+  const std::string droot = f.host.driver_root;  // <root>/run/nvidia/driver
+  const std::string root = f.host.root;
+  const std::string version = f.manifest.driver.version;
+  ASSERT_NE(droot, root);
+  // Files of "the host", outside the driver root.
+  std::ofstream(root + "/secret") << "host secret\n";
+  fs::create_directories(root + "/hostlibs");
+  std::ofstream(root + "/hostlibs/libvdpau_nvidia.so." + version) << "host library\n";
+  fs::create_directories(root + "/hostfw");
+  std::ofstream(root + "/hostfw/gsp_ga10x.bin") << "host firmware\n";
+  fs::create_directories(root + "/hostrun");
+  bind_socket(root + "/hostrun/socket");
+
+  // An absolute link out of the root (a config file, the vdpau/ directory, the firmware directory, an
+  // IPC socket's directory): inside the driver root it names something that is not there.
+  replace_with_link(droot + "/usr/share/vulkan/icd.d/nvidia_icd.json", root + "/secret");
+  replace_with_link(droot + "/usr/lib/x86_64-linux-gnu/vdpau", root + "/hostlibs");
+  replace_with_link(droot + "/usr/lib/firmware/nvidia/" + version, root + "/hostfw");
+  replace_with_link(droot + "/run/nvidia-persistenced", root + "/hostrun");
+  // A relative link that climbs out: 4 levels up is the driver root, 3 more are <root>.
+  replace_with_link(droot + "/usr/share/glvnd/egl_vendor.d/10_nvidia.json", "../../../../../../../secret");
+  // A loop.
+  replace_with_link(droot + "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json", "nvidia_layers.json");
+  // An absolute link inside the root is followed there, and the resolved file is what gets mounted.
+  fs::create_directories(droot + "/usr/sbin");
+  fs::rename(droot + "/usr/bin/nvidia-smi", droot + "/usr/sbin/nvidia-smi.real");
+  fs::create_symlink("/usr/sbin/nvidia-smi.real", droot + "/usr/bin/nvidia-smi");
+
+  std::vector<std::string> warnings;
+  const auto found = driver_files_of(f, warnings);
+  ASSERT_FALSE(found.files.empty());
+  expect_confined(found.files, droot);
+
+  EXPECT_EQ(find_in(found.files, "/etc/vulkan/icd.d/nvidia_icd.json"), nullptr);
+  EXPECT_EQ(find_in(found.files, "/usr/share/glvnd/egl_vendor.d/10_nvidia.json"), nullptr);
+  EXPECT_EQ(find_in(found.files, "/etc/vulkan/implicit_layer.d/nvidia_layers.json"), nullptr);
+  EXPECT_EQ(find_in(found.files, "/usr/lib/x86_64-linux-gnu/vdpau/libvdpau_nvidia.so." + version), nullptr);
+  EXPECT_EQ(find_in(found.files, "/lib/firmware/nvidia/" + version + "/gsp_ga10x.bin"), nullptr);
+  EXPECT_EQ(find_in(found.files, "/run/nvidia-persistenced/socket"), nullptr);
+  const auto* smi = find_in(found.files, "/usr/bin/nvidia-smi");
+  ASSERT_NE(smi, nullptr);
+  EXPECT_EQ(smi->host_path, droot + "/usr/sbin/nvidia-smi.real");
+  // Everything else is still there.
+  EXPECT_NE(find_in(found.files, "/usr/lib/x86_64-linux-gnu/libcuda.so." + version), nullptr);
+  EXPECT_NE(find_in(found.files, "/etc/OpenCL/vendors/nvidia.icd"), nullptr);
+
+  // Each refusal names the path and where it points, once.
+  EXPECT_CONTAINS(warnings, (droot + "/usr/share/vulkan/icd.d/nvidia_icd.json -> " + root +
+                             "/secret: no such file inside " + droot + "; skipped"));
+  EXPECT_CONTAINS(warnings, (droot +
+                             "/usr/share/glvnd/egl_vendor.d/10_nvidia.json -> "
+                             "../../../../../../../secret: leads out of " +
+                             droot + "; skipped"));
+  EXPECT_CONTAINS(warnings, (droot +
+                             "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json: more than 40 "
+                             "symbolic links (last " +
+                             droot +
+                             "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json -> nvidia_layers.json); "
+                             "skipped"));
+  EXPECT_CONTAINS(warnings, (droot + "/usr/lib/x86_64-linux-gnu/vdpau -> " + root +
+                             "/hostlibs: no such file inside " + droot + "; skipped"));
+  EXPECT_CONTAINS(warnings,
+                  (droot + "/lib/firmware/nvidia/" + version + ": " + droot + "/usr/lib/firmware/nvidia/" +
+                   version + " -> " + root + "/hostfw: no such file inside " + droot + "; skipped"));
+  EXPECT_CONTAINS(warnings, (droot + "/run/nvidia-persistenced -> " + root +
+                             "/hostrun: no such file inside " + droot + "; skipped"));
+  EXPECT_EQ(warnings.size(), 6u) << ::testing::PrintToString(warnings);
+}
+
+TEST(DriverRoot, NvmlIsLoadedFromInsideTheDriverRoot) {
+  auto f = materialise_or_die("driver-container");
+  SKIP_WITHOUT_REAL_NODES(f);
+  const std::string droot = f.host.driver_root;
+  const std::string lib_dir = "/usr/lib/x86_64-linux-gnu";
+  // The SONAME link of NVML made absolute, as a driver image may ship it: inside the root it names the
+  // image's library; followed by the host's kernel (dlopen) it would name the host's (here: nothing).
+  replace_with_link(droot + lib_dir + "/libnvidia-ml.so.1",
+                    lib_dir + "/libnvidia-ml.so." + f.manifest.driver.version);
+  auto inv = discover(options_for(f, Mode::nvml));
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->gpu_source, GpuSource::nvml);
+  EXPECT_EQ(inv->gpus.size(), 2u);
+}
+
+TEST(DriverRoot, TheLinkerCacheIsReadFromInsideTheDriverRoot) {
+  auto f = materialise_or_die("driver-container");
+  SKIP_WITHOUT_REAL_NODES(f);
+  const std::string droot = f.host.driver_root;
+  // An absolute link out of the root, to a file of the host that is not a cache.
+  std::ofstream(f.host.root + "/not-a-cache") << "not a cache at all";
+  replace_with_link(droot + "/etc/ld.so.cache", f.host.root + "/not-a-cache");
+  auto inv = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->warnings, std::vector<std::string>{droot + "/etc/ld.so.cache -> " + f.host.root +
+                                                    "/not-a-cache: no such file inside " + droot +
+                                                    "; searching the standard library directories only"});
+  EXPECT_NE(find_file(*inv, "/usr/lib/x86_64-linux-gnu/libcuda.so." + f.manifest.driver.version), nullptr);
+}
+
+TEST(DriverRoot, UnchangedFixtureHostsAreConfinedAndWarnNothing) {
+  const auto names = fixture::list_hosts();
+  ASSERT_TRUE(names) << names.error().message;
+  for (const auto& name : *names) {
+    SCOPED_TRACE(name);
+    auto f = materialise_or_die(name);
+    std::vector<std::string> warnings;
+    const auto found = driver_files_of(f, warnings);
+    expect_confined(found.files, f.host.driver_root);
+    EXPECT_EQ(warnings, std::vector<std::string>{});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// IPC files are mounted into every GPU container: only the daemon's own (issue 9 item 3).
+
+class IpcTrust : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_fixture.emplace(materialise_or_die("a10-debian-packaged"));
+    m_root = m_fixture->host.driver_root;
+  }
+  DriverFiles found() { return driver_files_of(*m_fixture, m_warnings); }
+  const std::string& root() const { return m_root; }
+  const std::vector<std::string>& warnings() const { return m_warnings; }
+
+ private:
+  std::optional<fixture::Fixture> m_fixture;
+  std::string m_root;
+  std::vector<std::string> m_warnings;
+};
+
+TEST_F(IpcTrust, TheDaemonsOwnSocketsAndMpsDirectoryAreMounted) {
+  const auto files = found();
+  const auto* mps = find_in(files.files, "/tmp/nvidia-mps");
+  ASSERT_NE(mps, nullptr);
+  EXPECT_EQ(mps->kind, FileKind::ipc);
+  EXPECT_EQ(mps->host_path, root() + "/tmp/nvidia-mps");
+  EXPECT_NE(find_in(files.files, "/run/nvidia-persistenced/socket"), nullptr);
+  EXPECT_NE(find_in(files.files, "/run/nvidia-fabricmanager/socket"), nullptr);
+  EXPECT_EQ(warnings(), std::vector<std::string>{});
+}
+
+TEST_F(IpcTrust, AWorldWritableMpsDirectoryIsNotMounted) {
+  fs::permissions(root() + "/tmp/nvidia-mps", fs::perms::all);
+  const auto files = found();
+  EXPECT_EQ(find_in(files.files, "/tmp/nvidia-mps"), nullptr);
+  EXPECT_EQ(warnings(), std::vector<std::string>{root() + "/tmp/nvidia-mps: writable by group or others "
+                                                          "(mode 777); not mounted"});
+}
+
+TEST_F(IpcTrust, AnMpsDirectoryThatIsALinkIsNotMounted) {
+  fs::create_directories(root() + "/opt/mps");
+  replace_with_link(root() + "/tmp/nvidia-mps", "/opt/mps");
+  const auto files = found();
+  EXPECT_EQ(find_in(files.files, "/tmp/nvidia-mps"), nullptr);
+  EXPECT_EQ(warnings(),
+            std::vector<std::string>{root() + "/tmp/nvidia-mps: a symbolic link to /opt/mps, not the "
+                                              "daemon's own directory; not mounted"});
+}
+
+TEST_F(IpcTrust, IpcFilesOfAnotherUserAreNotMounted) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "chown to another user needs root";
+  }
+  ASSERT_EQ(::lchown((root() + "/tmp/nvidia-mps").c_str(), 4242, 4242), 0);
+  ASSERT_EQ(::lchown((root() + "/run/nvidia-persistenced/socket").c_str(), 4242, 4242), 0);
+  const auto files = found();
+  EXPECT_EQ(find_in(files.files, "/tmp/nvidia-mps"), nullptr);
+  EXPECT_EQ(find_in(files.files, "/run/nvidia-persistenced/socket"), nullptr);
+  EXPECT_NE(find_in(files.files, "/run/nvidia-fabricmanager/socket"), nullptr);
+  EXPECT_EQ(warnings(), (std::vector<std::string>{
+                            root() + "/run/nvidia-persistenced/socket: owned by uid 4242, neither root nor "
+                                     "a service user in its own directory; not mounted",
+                            root() + "/tmp/nvidia-mps: owned by uid 4242, not root; not mounted"}));
+}
+
+TEST_F(IpcTrust, ASocketOfTheDaemonsServiceUserInItsOwnRuntimeDirectoryIsMounted) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "chown to another user needs root";
+  }
+  // nvidia-persistenced --user nvidia-persistenced: root makes /run/nvidia-persistenced, hands it to the
+  // user, and the daemon makes its socket as that user.
+  ASSERT_EQ(::lchown((root() + "/run/nvidia-persistenced").c_str(), 4242, 4242), 0);
+  ASSERT_EQ(::lchown((root() + "/run/nvidia-persistenced/socket").c_str(), 4242, 4242), 0);
+  EXPECT_NE(find_in(found().files, "/run/nvidia-persistenced/socket"), nullptr);
+  EXPECT_EQ(warnings(), std::vector<std::string>{});
+  // Not when anyone could have made that directory.
+  fs::permissions(root() + "/run", fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_EQ(find_in(found().files, "/run/nvidia-persistenced/socket"), nullptr);
+  EXPECT_EQ(warnings(),
+            std::vector<std::string>{root() + "/run/nvidia-persistenced/socket: owned by uid 4242, "
+                                              "neither root nor a service user in its own directory; "
+                                              "not mounted"});
+}
+
+// ---------------------------------------------------------------------------------------------------
+// One classification (issue 10 item 2): what discovery records for a file is what the hook's
+// capability filter says for the container path the spec mounts it at, on every fixture host.
+
+TEST(Classification, DiscoveryAndTheHookFilterAgreeOnEveryFileOfEveryFixtureHost) {
+  const auto names = fixture::list_hosts();
+  ASSERT_TRUE(names) << names.error().message;
+  for (const auto& name : *names) {
+    SCOPED_TRACE(name);
+    auto f = materialise_or_die(name);
+    if (!f.host.nodes_are_real) {
+      GTEST_SKIP() << "device nodes need root to mknod; this fixture has regular files";
+    }
+    auto inv = discover(options_for(f, Mode::proc));
+    ASSERT_TRUE(inv) << inv.error().message;
+    ASSERT_FALSE(inv->files.empty());
+    for (const auto& file : inv->files) {
+      const FileNeed hook_side = file_need(file.container_path);
+      EXPECT_EQ(recorded_need(file), hook_side) << file.container_path;
+      EXPECT_NE(hook_side.kind, FileNeed::Kind::unknown) << file.container_path << ": not in the tables";
+      EXPECT_EQ(hook_side.kind == FileNeed::Kind::always, file.kind == FileKind::firmware)
+          << file.container_path;
+      if (file.kind == FileKind::library || file.kind == FileKind::library32) {
+        EXPECT_EQ(hook_side.is_32bit, file.kind == FileKind::library32) << file.container_path;
+      }
+    }
+    // The same through a generated spec: the filter sees mounts, one per discovered file.
+    cdi::BuildOptions build;
+    build.hook_path = "/usr/bin/gpuctk";
+    auto spec = cdi::build_spec(*inv, build);
+    ASSERT_TRUE(spec) << spec.error().message;
+    ASSERT_EQ(spec->container_edits.mounts.size(), inv->files.size());
+    for (const auto& mount : spec->container_edits.mounts) {
+      const auto* file = find_file(*inv, mount.container_path);
+      ASSERT_NE(file, nullptr) << mount.container_path;
+      EXPECT_EQ(file_need(mount.container_path), recorded_need(*file)) << mount.container_path;
+    }
+    for (const auto& note : inv->notes) {
+      EXPECT_EQ(note.find("-bit library in a directory"), std::string::npos) << note;
+    }
+  }
+}
+
+TEST(Classification, TheCasesTheyUsedToDisagreeOn) {
+  auto f = materialise_or_die("a10-debian-packaged");
+  SKIP_WITHOUT_REAL_NODES(f);
+  auto inv = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(inv) << inv.error().message;
+  // Firmware from the custom firmware_class.path (it wins over /lib/firmware, as in the kernel).
+  const auto* fw = find_file(*inv, "/opt/nvidia-firmware/nvidia/535.216.01/gsp_ga10x.bin");
+  ASSERT_NE(fw, nullptr);
+  EXPECT_EQ(fw->kind, FileKind::firmware);
+  EXPECT_EQ(file_need(fw->container_path).kind, FileNeed::Kind::always);
+  EXPECT_EQ(find_file(*inv, "/lib/firmware/nvidia/535.216.01/gsp_ga10x.bin"), nullptr);
+  // A 32-bit library only the ld.so.cache knows about.
+  const auto* cuda32 = find_file(*inv, "/usr/lib/i386-linux-gnu/nvidia/current/libcuda.so.535.216.01");
+  ASSERT_NE(cuda32, nullptr);
+  EXPECT_EQ(cuda32->kind, FileKind::library32);
+  EXPECT_EQ(file_need(cuda32->container_path),
+            (FileNeed{FileNeed::Kind::capability, Capability::compute, true}));
+  EXPECT_TRUE(
+      file_need("/usr/lib/i386-linux-gnu/nvidia/current/vdpau/libvdpau_nvidia.so.535.216.01").is_32bit);
+  EXPECT_FALSE(file_need("/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.535.216.01").is_32bit);
+  // IPC files, under /run and /var/run alike.
+  EXPECT_EQ(file_need("/tmp/nvidia-mps"), (FileNeed{FileNeed::Kind::capability, Capability::compute, false}));
+  EXPECT_EQ(file_need("/var/run/nvidia-persistenced/socket"),
+            (FileNeed{FileNeed::Kind::capability, Capability::utility, false}));
+  EXPECT_EQ(file_need("/var/tmp/nvidia-mps").kind, FileNeed::Kind::unknown);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Warnings are for what a user can act on (issue 10 item 5).
+
+TEST(Warnings, FixtureHostsWarnNothingAndOptionalComponentsAreNotes) {
+  const auto names = fixture::list_hosts();
+  ASSERT_TRUE(names) << names.error().message;
+  for (const auto& name : *names) {
+    SCOPED_TRACE(name);
+    auto f = materialise_or_die(name);
+    if (!f.host.nodes_are_real) {
+      GTEST_SKIP() << "device nodes need root to mknod; this fixture has regular files";
+    }
+    auto inv = discover(options_for(f, Mode::proc));
+    ASSERT_TRUE(inv) << inv.error().message;
+    EXPECT_EQ(inv->warnings, std::vector<std::string>{});
+    const bool has_imex = std::ranges::any_of(
+        inv->files, [](const DriverFile& file) { return file.container_path.ends_with("/nvidia-imex"); });
+    if (!has_imex) {
+      EXPECT_CONTAINS(inv->notes, ("binary nvidia-imex: not found under " + f.host.driver_root));
+    }
+  }
 }
 
 }  // namespace

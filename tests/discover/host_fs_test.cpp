@@ -1,4 +1,5 @@
-// In-root path resolution: symlinks are followed as if the root were "/", and nothing resolves outside it.
+// In-root path resolution: symlinks are followed as if the root were "/", and nothing resolves outside it:
+// what would climb out of the root is refused, with the link and its target named.
 #include "discover/host_fs.hpp"
 
 #include <unistd.h>
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 //   usr/lib/x86_64-linux-gnu/libcuda.so.1 -> libcuda.so.550.1
 //   usr/lib64 -> /usr/lib/x86_64-linux-gnu          (absolute: restarts at the root)
 //   lib -> usr/lib                                   (relative)
-//   escape -> ../../../../../../etc                  (climbs: stops at the root)
+//   escape -> ../../../../../../etc                  (climbs out of the root: refused)
 //   etc/passwd                                       (the root's own, not the host's)
 //   loop -> loop
 class RootTree : public ::testing::Test {
@@ -55,11 +56,68 @@ TEST_F(RootTree, FollowsRelativeAndAbsoluteLinksInsideTheRoot) {
   EXPECT_EQ(resolve_in_root(path() + "/", "/usr/lib64"), path() + "/usr/lib/x86_64-linux-gnu");
 }
 
-TEST_F(RootTree, NeverLeavesTheRoot) {
-  // ".." at the root stays at the root, in the path and in a link target alike.
-  EXPECT_EQ(resolve_in_root(path(), "/../../etc/passwd"), path() + "/etc/passwd");
-  EXPECT_EQ(resolve_in_root(path(), "/escape/passwd"), path() + "/etc/passwd");
-  EXPECT_EQ(resolve_in_root(path(), "/usr/lib/../../.."), path());
+TEST_F(RootTree, RefusesWhatClimbsOutOfTheRoot) {
+  // ".." above the root is refused, in the path and in a link target alike (it used to be clamped to
+  // the root, which hid a hostile link instead of reporting it).
+  EXPECT_EQ(resolve_in_root(path(), "/../../etc/passwd"), std::nullopt);
+  EXPECT_EQ(resolve_in_root(path(), "/escape/passwd"), std::nullopt);
+  EXPECT_EQ(resolve_in_root(path(), "/usr/lib/../../.."), std::nullopt);
+  EXPECT_EQ(resolve_in_root(path(), "/usr/lib/../.."), path()) << "up to the root itself is fine";
+
+  RootResolver resolver(path());
+  auto escaped = resolver.resolve_or_why("/escape/passwd");
+  ASSERT_FALSE(escaped);
+  EXPECT_EQ(escaped.error().reason, Unresolved::Reason::escapes);
+  EXPECT_EQ(escaped.error().link, path() + "/escape");
+  EXPECT_EQ(escaped.error().target, "../../../../../../etc");
+  EXPECT_EQ(
+      describe_unresolved(path(), "/escape/passwd", escaped.error()),
+      path() + "/escape/passwd: " + path() + "/escape -> ../../../../../../etc: leads out of " + path());
+  auto dotdot = resolver.resolve_or_why("/../etc/passwd");
+  ASSERT_FALSE(dotdot);
+  EXPECT_EQ(dotdot.error().reason, Unresolved::Reason::escapes);
+  EXPECT_EQ(describe_unresolved(path(), "/../etc/passwd", dotdot.error()),
+            path() + "/../etc/passwd: leads out of " + path());
+}
+
+TEST_F(RootTree, AbsoluteLinksStayInsideTheRoot) {
+  // A driver container's "x.json -> /etc/passwd" names the container's /etc/passwd, never the host's.
+  fs::create_symlink("/etc/passwd", path() + "/x.json");
+  EXPECT_EQ(resolve_in_root(path(), "/x.json"), path() + "/etc/passwd");
+  fs::create_symlink("/etc/shadow", path() + "/y.json");  // the tree has no /etc/shadow
+  RootResolver resolver(path());
+  auto dangling = resolver.resolve_or_why("/y.json");
+  ASSERT_FALSE(dangling);
+  EXPECT_EQ(dangling.error().reason, Unresolved::Reason::missing);
+  EXPECT_EQ(describe_unresolved(path(), "/y.json", dangling.error()),
+            path() + "/y.json -> /etc/shadow: no such file inside " + path());
+}
+
+TEST_F(RootTree, WhyAPathDoesNotResolve) {
+  RootResolver resolver(path());
+  // A plain absence says nothing, even through a link of a parent (lib -> usr/lib).
+  auto absent = resolver.resolve_or_why("/lib/nope");
+  ASSERT_FALSE(absent);
+  EXPECT_EQ(absent.error().reason, Unresolved::Reason::missing);
+  EXPECT_TRUE(absent.error().link.empty());
+  EXPECT_EQ(describe_unresolved(path(), "/lib/nope", absent.error()), "");
+  auto loop = resolver.resolve_or_why("/loop");
+  ASSERT_FALSE(loop);
+  EXPECT_EQ(loop.error().reason, Unresolved::Reason::loop);
+  EXPECT_EQ(describe_unresolved(path(), "/loop", loop.error()),
+            path() + "/loop: more than 40 symbolic links (last " + path() + "/loop -> loop)");
+  if (::geteuid() != 0) {
+    // An unreadable directory is not "missing": the errno is kept.
+    fs::create_directories(path() + "/locked/inner");
+    fs::permissions(path() + "/locked", fs::perms::none);
+    auto locked = resolver.resolve_or_why("/locked/inner");
+    fs::permissions(path() + "/locked", fs::perms::owner_all);
+    ASSERT_FALSE(locked);
+    EXPECT_EQ(locked.error().reason, Unresolved::Reason::unreadable);
+    EXPECT_EQ(locked.error().error, EACCES);
+    EXPECT_EQ(describe_unresolved(path(), "/locked/inner", locked.error()),
+              path() + "/locked/inner: Permission denied");
+  }
 }
 
 TEST_F(RootTree, MissingComponentsAndLoopsResolveToNothing) {
@@ -72,7 +130,8 @@ TEST_F(RootTree, MissingComponentsAndLoopsResolveToNothing) {
 TEST_F(RootTree, TheSlashRootIsTheHost) {
   EXPECT_EQ(resolve_in_root("/", "/"), "/");
   EXPECT_EQ(resolve_in_root("", path() + "/lib/x86_64-linux-gnu"), path() + "/usr/lib/x86_64-linux-gnu");
-  // With "/" as the root, an absolute link target is the host's own path.
+  // With "/" as the root, an absolute link target is the host's own path, and ".." at "/" stays there as
+  // it does for the kernel: there is nothing outside to refuse.
   EXPECT_EQ(resolve_in_root("/", path() + "/escape"), resolve_in_root("/", "/etc"));
 }
 

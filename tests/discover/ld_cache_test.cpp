@@ -405,6 +405,64 @@ TEST(LdCacheErrors, ForeignByteOrder) {
   EXPECT_EQ(error_of(write_new(k_driver_entries, 1)), "ld.so.cache: invalid byte-order flags 1");
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Limits: a small file must not decode into an unbounded amount of memory.
+
+// A new-format cache of `count` entries whose keys and values all point at one string of `length` bytes.
+std::string shared_string_cache(uint32_t count, size_t length) {
+  const auto strings = static_cast<uint32_t>(48 + 24 * uint64_t{count});
+  std::string out = "glibc-ld.so.cache1.1";
+  append(out, count);
+  append(out, static_cast<uint32_t>(length + 1));
+  append(out, k_little_endian_flags);
+  out.append(19, '\0');
+  for (uint32_t i = 0; i < count; ++i) {
+    append(out, int32_t{0x0303});
+    append(out, strings);  // key
+    append(out, strings);  // value
+    append(out, uint32_t{0});
+    append(out, uint64_t{0});
+  }
+  return out + std::string(length, 'x') + '\0';
+}
+
+TEST(LdCacheLimits, OneHugeStringSharedByEveryEntryIsRefusedAtTheFirstEntry) {
+  // 100000 entries, one 1 MiB string: 3.4 MB of file that would decode to 200 GB.
+  const auto bytes = shared_string_cache(100000, 1 << 20);
+  EXPECT_EQ(error_of(bytes), "ld.so.cache: entry 0: key at file offset " + std::to_string(48 + 24 * 100000) +
+                                 " is longer than 4096 bytes (the limit for a path)");
+}
+
+TEST(LdCacheLimits, StringsUpToPathMaxAreAccepted) {
+  const auto cache = parse_ld_cache(shared_string_cache(3, 4096));
+  ASSERT_TRUE(cache) << cache.error().message;
+  ASSERT_EQ(cache->entries.size(), 3u);
+  EXPECT_EQ(cache->entries[2].value, std::string(4096, 'x'));
+  EXPECT_EQ(error_of(shared_string_cache(3, 4097)),
+            "ld.so.cache: entry 0: key at file offset 120 is longer than 4096 bytes (the limit for a path)");
+  // The old format reads its strings the same way.
+  auto old = write_old({{.flags = 0x0303, .key = std::string(5000, 'k'), .value = "/v"}});
+  EXPECT_EQ(error_of(old),
+            "ld.so.cache: entry 0: key at file offset 31 is longer than 4096 bytes "
+            "(the limit for a path)");
+}
+
+TEST(LdCacheLimits, DecodedBytesOfTheWholeCacheAreBounded) {
+  // Each entry decodes to 2 x 4000 bytes; 32 MiB are reached within entry 4194.
+  EXPECT_EQ(error_of(shared_string_cache(5000, 4000)),
+            "ld.so.cache: entry 4194: the decoded keys and values exceed 33554432 bytes (the limit for a "
+            "whole cache)");
+  EXPECT_TRUE(parse_ld_cache(shared_string_cache(4194, 4000)));
+}
+
+TEST(LdCacheLimits, EntryCountIsBounded) {
+  EXPECT_TRUE(parse_ld_cache(shared_string_cache(131072, 1)));
+  EXPECT_EQ(error_of(shared_string_cache(131073, 1)),
+            "ld.so.cache: 131073 entries exceed the limit of 131072");
+  std::vector<RawEntry> many(131073, RawEntry{.flags = 0x0303, .key = "k", .value = "v"});
+  EXPECT_EQ(error_of(write_old(many)), "ld.so.cache: 131073 old-format entries exceed the limit of 131072");
+}
+
 TEST(LdCacheErrors, EveryTruncationOfEveryLayoutFails) {
   expect_truncations_fail(write_new(k_driver_entries));
   expect_truncations_fail(write_old(k_driver_entries));
@@ -626,6 +684,26 @@ TEST(LdCacheReal, ReadErrorsNameThePath) {
   const auto bad = read_ld_cache(garbage);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message, garbage + ": unsupported format (magic \"garbage\")");
+}
+
+TEST(LdCacheLimits, TheFileIsReadBoundedAndNotThroughALink) {
+  TempDir dir;
+  const auto big = (dir.path() / "big.cache").string();
+  { std::ofstream out(big); }
+  fs::resize_file(big, (size_t{64} << 20) + 1);  // sparse: costs nothing on disk
+  auto result = read_ld_cache(big);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().message, "read " + big + ": larger than 67108864 bytes");
+
+  const auto link = (dir.path() / "ld.so.cache").string();
+  fs::create_symlink(big, link);
+  result = read_ld_cache(link);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().message, "read " + link + ": Too many levels of symbolic links");
+
+  result = read_ld_cache(dir.path().string());
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().message, "read " + dir.path().string() + ": not a regular file");
 }
 
 }  // namespace
