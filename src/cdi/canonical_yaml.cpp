@@ -10,6 +10,10 @@
 namespace gpuctk::cdi {
 namespace {
 
+// Past k_max_doc_nodes the fast path gives up: read_yaml_document then refuses the document, with a
+// message.
+constexpr size_t k_max_nodes = k_max_doc_nodes;
+
 // Characters of the plain scalars the writer uses: decimal numbers and true/false.
 bool is_plain_char(char c) {
   return is_plain_key_char(c) || c == '-' || c == '+' || c == '.';
@@ -183,7 +187,7 @@ class Reader {
   // The block whose first entry starts at column `col` of the current line (col > indent right after a
   // "- "); its later entries start at column `indent` of their own lines.
   bool block(size_t indent, size_t col, DocNode& out, size_t depth) {
-    if (depth > k_max_doc_depth) {
+    if (depth > k_max_doc_depth || !counted(1)) {
       return false;
     }
     return is_item(m_line.substr(col)) ? list(indent, col, out, depth) : object(indent, col, out, depth);
@@ -199,7 +203,7 @@ class Reader {
         if (!block(indent + 2, item_col, item, depth + 1)) {
           return false;
         }
-      } else if (!scalar_to_end(rest, item)) {
+      } else if (!counted(1) || !scalar_to_end(rest, item)) {
         return false;
       }
       out.items.push_back(std::move(item));
@@ -217,7 +221,7 @@ class Reader {
       const auto content = m_line.substr(col);
       DocNode key;
       size_t colon = 0;
-      if (!read_key(content, key, colon)) {
+      if (!read_key(content, key, colon) || !counted(1)) {
         return false;
       }
       DocNode value;
@@ -227,7 +231,7 @@ class Reader {
         if (m_at_end || leading_spaces() != indent + 2 || !block(indent + 2, indent + 2, value, depth + 1)) {
           return false;
         }
-      } else if (rest.front() != ' ' || !scalar_to_end(rest.substr(1), value)) {
+      } else if (rest.front() != ' ' || !counted(1) || !scalar_to_end(rest.substr(1), value)) {
         return false;
       }
       out.members.emplace_back(std::move(key), std::move(value));
@@ -304,7 +308,14 @@ class Reader {
     return true;
   }
 
+  // Counts `n` more nodes; false past k_max_nodes.
+  bool counted(size_t n) {
+    m_nodes += n;
+    return m_nodes <= k_max_nodes;
+  }
+
   std::string_view m_text;
+  size_t m_nodes = 0;
   size_t m_pos = 0;
   std::string_view m_line;
   bool m_at_end = false;

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
+#include <span>
+#include <spanstream>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "cdi/doc_tree.hpp"
@@ -18,61 +22,139 @@ namespace {
 
 using Node = DocNode;
 constexpr size_t k_max_depth = k_max_doc_depth;
-// YAML aliases can expand a small file into an enormous tree ("billion laughs").
-constexpr size_t k_max_nodes = 1'000'000;
+
+// How big a spec may be. A host's spec is small (the DGX A100 fixture's: 4104 YAML nodes, 110 KB), so
+// these limits only ever refuse a file written by mistake or to hurt us, and they refuse it early: before
+// reading a huge file's bytes into a tree, or expanding YAML aliases ("billion laughs") at all.
+// Nodes are keys, values and list items (a YAML alias counts as everything it repeats); one device of
+// the usual shape takes about a dozen, so 1000000 nodes is some 80000 devices. read_canonical_yaml
+// gives up at the same count (canonical_yaml.cpp) and leaves the refusal to read_yaml_document.
+constexpr size_t k_max_nodes = k_max_doc_nodes;
 
 constexpr std::string_view k_too_deep = "nesting deeper than 64 levels";
 
-// yaml-cpp's node -> Node. A quoted scalar (tag "!") or an explicit !!str is a string; other scalars
-// are plain and get YAML 1.1 meaning from the decoder.
-class YamlConverter {
+std::string too_many_nodes(std::string_view what) {
+  return "spec too large: more than " + std::to_string(k_max_nodes) + " " + std::string(what) +
+         " (keys, values and list items" + (what.starts_with("YAML") ? ", aliases expanded" : "") +
+         "; a DGX A100's spec has about 4000)";
+}
+
+// yaml-cpp's parse events -> Node, as yaml-cpp's own YAML::Load + a tree walk would give it, but counted
+// as it grows: a quoted scalar (tag "!") or an explicit !!str is a string, other scalars are plain and
+// get YAML 1.1 meaning from the decoder; null words and empty values are null; mappings keep every
+// member in order, repeated keys included. Past k_max_nodes or k_max_depth the parse stops (Refused).
+class YamlTreeBuilder : public YAML::EventHandler {
  public:
-  Result<Node> convert(const YAML::Node& yaml, size_t depth) {
-    if (++m_nodes > k_max_nodes) {
-      return fail("more than " + std::to_string(k_max_nodes) + " values (alias expansion?)");
-    }
-    if (depth > k_max_depth) {
-      return fail(std::string(k_too_deep));
-    }
-    Node node;
-    switch (yaml.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        return node;
-      case YAML::NodeType::Scalar:
-        node.kind = yaml.Tag() == "!" || yaml.Tag() == "tag:yaml.org,2002:str" ? Node::Kind::string : Node::Kind::plain;
-        node.text = yaml.Scalar();
-        return node;
-      case YAML::NodeType::Sequence:
-        node.kind = Node::Kind::list;
-        for (const auto& item : yaml) {
-          auto converted = convert(item, depth + 1);
-          if (!converted) {
-            return converted;
-          }
-          node.items.push_back(std::move(*converted));
-        }
-        return node;
-      case YAML::NodeType::Map:
-        node.kind = Node::Kind::object;
-        for (const auto& member : yaml) {
-          auto key = convert(member.first, depth + 1);
-          if (!key) {
-            return key;
-          }
-          auto value = convert(member.second, depth + 1);
-          if (!value) {
-            return value;
-          }
-          node.members.emplace_back(std::move(*key), std::move(*value));
-        }
-        return node;
-    }
-    return node;
+  struct Refused {
+    std::string message;
+  };
+
+  void OnDocumentStart(const YAML::Mark& /*mark*/) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& /*mark*/, YAML::anchor_t anchor) override { add_leaf(Node{}, anchor); }
+  void OnScalar(const YAML::Mark& /*mark*/, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    const bool string = tag == "!" || tag == "tag:yaml.org,2002:str";
+    add_leaf(Node{string ? Node::Kind::string : Node::Kind::plain, value, {}, {}}, anchor);
   }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    const auto it = m_anchors.find(anchor);
+    if (it == m_anchors.end()) {
+      // yaml-cpp knows the anchor, so its node is still open: the alias is inside what it names.
+      throw Refused{"YAML alias at line " + std::to_string(mark.line + 1) + ", column " +
+                    std::to_string(mark.column + 1) + " refers to a node that contains it"};
+    }
+    const Anchored& anchored = it->second;
+    count(anchored.nodes);
+    check_depth(m_open.size() + anchored.height);
+    add(Node(anchored.node), anchored.height);
+  }
+  void OnSequenceStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value /*style*/) override {
+    open(Node::Kind::list, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value /*style*/) override {
+    open(Node::Kind::object, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+  Node take_root() { return std::move(m_root); }
 
  private:
+  // An open list or mapping.
+  struct Frame {
+    Node node;
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    size_t nodes_before = 0;   // m_nodes before this node was counted: its size when it closes
+    size_t height = 0;         // levels below it so far
+    bool key_pending = false;  // a mapping whose last key waits for its value
+  };
+  // An anchored node, for the aliases that repeat it.
+  struct Anchored {
+    Node node;
+    size_t nodes = 0;
+    size_t height = 0;
+  };
+
+  void count(size_t nodes) {
+    m_nodes += nodes;
+    if (m_nodes > k_max_nodes) {
+      throw Refused{too_many_nodes("YAML nodes")};
+    }
+  }
+  static void check_depth(size_t depth) {
+    if (depth > k_max_depth) {
+      throw Refused{std::string(k_too_deep)};
+    }
+  }
+  void add_leaf(Node node, YAML::anchor_t anchor) {
+    check_depth(m_open.size());
+    count(1);
+    if (anchor != YAML::NullAnchor) {
+      m_anchors[anchor] = Anchored{node, 1, 0};
+    }
+    add(std::move(node), 0);
+  }
+  void open(Node::Kind kind, YAML::anchor_t anchor) {
+    check_depth(m_open.size());
+    const size_t before = m_nodes;
+    count(1);
+    m_open.push_back(Frame{Node{kind, {}, {}, {}}, anchor, before, 0, false});
+  }
+  void close() {
+    Frame done = std::move(m_open.back());
+    m_open.pop_back();
+    if (done.anchor != YAML::NullAnchor) {
+      m_anchors[done.anchor] = Anchored{done.node, m_nodes - done.nodes_before, done.height};
+    }
+    add(std::move(done.node), done.height);
+  }
+  // Places a finished value into the innermost open container (a mapping takes key, value, key, ...),
+  // or at the root.
+  void add(Node value, size_t height) {
+    if (m_open.empty()) {
+      m_root = std::move(value);
+      return;
+    }
+    Frame& parent = m_open.back();
+    parent.height = std::max(parent.height, height + 1);
+    if (parent.node.kind == Node::Kind::list) {
+      parent.node.items.push_back(std::move(value));
+    } else if (!parent.key_pending) {
+      parent.node.members.emplace_back(std::move(value), Node{});
+      parent.key_pending = true;
+    } else {
+      parent.node.members.back().second = std::move(value);
+      parent.key_pending = false;
+    }
+  }
+
+  std::vector<Frame> m_open;
+  std::map<YAML::anchor_t, Anchored> m_anchors;
   size_t m_nodes = 0;
+  Node m_root;
 };
 
 // nlohmann SAX events -> Node.
@@ -80,15 +162,24 @@ class JsonTreeBuilder {
  public:
   using Json = nlohmann::json;
 
-  bool null() { return add(Node{}); }
-  bool boolean(bool value) { return add(Node{Node::Kind::boolean, value ? "true" : "false", {}, {}}); }
-  bool number_integer(Json::number_integer_t value) { return add(Node{Node::Kind::number, std::to_string(value), {}, {}}); }
-  bool number_unsigned(Json::number_unsigned_t value) { return add(Node{Node::Kind::number, std::to_string(value), {}, {}}); }
-  bool number_float(Json::number_float_t /*value*/, const Json::string_t& text) { return add(Node{Node::Kind::number, text, {}, {}}); }
-  bool string(Json::string_t& value) { return add(Node{Node::Kind::string, std::move(value), {}, {}}); }
-  bool binary(Json::binary_t& /*value*/) { return add(Node{}); }  // JSON text never has binary values
+  bool null() { return leaf(Node{}); }
+  bool boolean(bool value) { return leaf(Node{Node::Kind::boolean, value ? "true" : "false", {}, {}}); }
+  bool number_integer(Json::number_integer_t value) {
+    return leaf(Node{Node::Kind::number, std::to_string(value), {}, {}});
+  }
+  bool number_unsigned(Json::number_unsigned_t value) {
+    return leaf(Node{Node::Kind::number, std::to_string(value), {}, {}});
+  }
+  bool number_float(Json::number_float_t /*value*/, const Json::string_t& text) {
+    return leaf(Node{Node::Kind::number, text, {}, {}});
+  }
+  bool string(Json::string_t& value) { return leaf(Node{Node::Kind::string, std::move(value), {}, {}}); }
+  bool binary(Json::binary_t& /*value*/) { return leaf(Node{}); }  // JSON text never has binary values
   bool start_object(std::size_t /*size*/) { return open(Node::Kind::object); }
   bool key(Json::string_t& key) {
+    if (!count()) {
+      return false;
+    }
     m_open.back().members.emplace_back(Node{Node::Kind::string, std::move(key), {}, {}}, Node{});
     return true;
   }
@@ -110,9 +201,21 @@ class JsonTreeBuilder {
   Node take_root() { return std::move(m_root); }
 
  private:
+  // One more node; false (and the error) past k_max_nodes.
+  bool count() {
+    if (++m_nodes > k_max_nodes) {
+      m_error = too_many_nodes("JSON values");
+      return false;
+    }
+    return true;
+  }
+  bool leaf(Node value) { return count() && add(std::move(value)); }
   bool open(Node::Kind kind) {
     if (m_open.size() >= k_max_depth) {
       m_error = std::string(k_too_deep);
+      return false;
+    }
+    if (!count()) {
       return false;
     }
     m_open.push_back(Node{kind, {}, {}, {}});
@@ -138,6 +241,7 @@ class JsonTreeBuilder {
   std::vector<Node> m_open;
   Node m_root;
   std::string m_error;
+  size_t m_nodes = 0;
 };
 
 Result<Node> read_yaml(std::string_view text) {
@@ -698,7 +802,16 @@ Result<Format> format_for_path(std::string_view path) {
   return fail("unsupported file extension " + quote(extension) + " (CDI reads only .json and .yaml files)");
 }
 
+Result<void> check_spec_size(uint64_t bytes) {
+  if (bytes > k_max_spec_bytes) {
+    return fail("spec too large: " + std::to_string(bytes) + " bytes, more than the " +
+                std::to_string(k_max_spec_bytes >> 20) + " MiB a spec may have");
+  }
+  return {};
+}
+
 Result<Spec> parse_spec(std::string_view text, Format format) {
+  GPUCTK_TRY(check_spec_size(text.size()));
   auto root = format == Format::json ? read_json(text) : read_yaml(text);
   if (!root) {
     return std::unexpected(root.error());
@@ -724,9 +837,13 @@ std::string write_spec(const Spec& spec, Format format) {
 
 Result<DocNode> read_yaml_document(std::string_view text) {
   try {
-    const YAML::Node document = YAML::Load(std::string(text));
-    YamlConverter converter;
-    return converter.convert(document, 0);
+    std::ispanstream stream(std::span<const char>(text.data(), text.size()));
+    YAML::Parser parser(stream);
+    YamlTreeBuilder builder;
+    parser.HandleNextDocument(builder);  // the first document only, as YAML::Load reads
+    return builder.take_root();
+  } catch (const YamlTreeBuilder::Refused& refused) {
+    return fail(refused.message);
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) {
       return fail("YAML syntax error: " + e.msg);

@@ -21,6 +21,7 @@
 // written even when empty (`intelRdt: {}`, `schemata: []`): they change the minimum version.
 // For every spec whose strings are valid UTF-8, parse_spec(write_spec(s, f), f) == s.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -43,6 +44,10 @@ Result<Format> format_for_path(std::string_view path);
 //   duplicate field "kind" at top level            / duplicate key "a" in annotations
 //   devices[0].name: expected a string, got a list
 Result<Spec> parse_spec(std::string_view text, Format format);
+
+// Refuses a spec of more than 64 MiB (k_max_spec_bytes): "spec too large: N bytes, more than the 64 MiB a
+// spec may have". parse_spec checks it; readers check the file's size before reading it.
+Result<void> check_spec_size(uint64_t bytes);
 
 // `spec` as a file: YAML starts with "---", JSON is indented by two spaces; both end with a newline.
 // Invalid UTF-8 in a string is written as U+FFFD in JSON.

@@ -26,6 +26,14 @@ struct DocNode {
 // Spec files nest about 6 levels; anything far deeper is hostile (and would overflow the stack).
 inline constexpr size_t k_max_doc_depth = 64;
 
+// Past this many nodes (keys, values, list items; a YAML alias counts as everything it repeats) a
+// document is refused before it is built: one device of the usual shape takes about a dozen, so this is
+// some 80000 devices. The codec and the canonical fast path count against the same number.
+inline constexpr size_t k_max_doc_nodes = 1'000'000;
+
+// A spec file larger than this is refused before it is read (a DGX A100's spec is some 60 KiB).
+inline constexpr size_t k_max_spec_bytes = size_t{64} << 20;
+
 // A YAML document through yaml-cpp: quoted scalars are strings, other scalars plain (their YAML 1.1
 // meaning is the decoder's business), null words and empty values null.
 Result<DocNode> read_yaml_document(std::string_view text);

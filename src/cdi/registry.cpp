@@ -1,12 +1,18 @@
 #include "cdi/registry.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <set>
 #include <system_error>
 
 #include "cdi/codec.hpp"
+#include "cdi/doc_tree.hpp"
 #include "cdi/validate.hpp"
+#include "util/fd.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
 #include "util/strings.hpp"
@@ -50,6 +56,20 @@ struct Candidate {
 
 }  // namespace
 
+// The file's bytes, bounded: a spec directory can hold anything, and one huge file must not cost the hook
+// its memory. The size is checked before a byte is read; read_fd still bounds a file that grows.
+static Result<std::string> read_spec_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) {
+    return fail_errno("read " + path, errno);
+  }
+  if (S_ISREG(st.st_mode)) {
+    GPUCTK_TRY(check_spec_size(static_cast<uint64_t>(st.st_size)));
+  }
+  return read_fd(fd.get(), path, k_max_spec_bytes);
+}
+
 LoadedSpec load_spec_file(const std::string& path) {
   LoadedSpec loaded;
   const auto format = format_for_path(path);
@@ -57,7 +77,7 @@ LoadedSpec load_spec_file(const std::string& path) {
     loaded.errors.push_back(format.error().message);
     return loaded;
   }
-  auto text = read_file(path);
+  auto text = read_spec_file(path);
   if (!text) {
     // read_file says "read <path>: <errno text>"; the caller names the file itself.
     std::string message = text.error().message;

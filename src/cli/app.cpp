@@ -41,8 +41,22 @@ const CommandRow k_commands[] = {
 }  // namespace
 
 int report(const Error& error) {
-  std::fprintf(stderr, "gpuctk: error: %s\n", error.message.c_str());
+  std::fprintf(stderr, "gpuctk: error: %s\n", escape_for_log(error.message).c_str());
   return k_exit_failure;
+}
+
+std::string command_path(const CLI::App& command) {
+  std::string path = command.get_name();
+  for (const CLI::App* parent = command.get_parent(); parent != nullptr; parent = parent->get_parent()) {
+    path.insert(0, parent->get_name() + " ");
+  }
+  return path;
+}
+
+int usage_error(const CLI::App& command, std::string_view what) {
+  const std::string line = std::string(what) + " (see " + command_path(command) + " --help)";
+  std::fprintf(stderr, "gpuctk: error: %s\n", escape_for_log(line).c_str());
+  return k_exit_usage;
 }
 
 Result<void> write_stdout(std::string_view text) {
@@ -67,6 +81,59 @@ const CommandRow* named_command(int argc, char** argv) {
     }
   }
   return nullptr;
+}
+
+// "a, b or c".
+std::string one_of(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return out;
+}
+
+// What was wrong with the command line, in one phrase; `at` is the deepest command CLI11 got to.
+// CLI11 checks required options before unexpected arguments, but a misspelt option is usually why a
+// required one is missing, so an argument nothing took is named first.
+std::string describe_mistake(const CLI::ParseError& error, const CLI::App& at) {
+  const auto commands = at.get_subcommands([](const CLI::App*) { return true; });
+  if (const auto extras = at.remaining(); !extras.empty()) {
+    const std::string& first = extras.front();
+    if (first.size() > 1 && first.front() == '-') {
+      return "unknown option " + quote(first.substr(0, first.find('=')));
+    }
+    if (!commands.empty()) {
+      const std::string path = command_path(at);
+      const auto space = path.find(' ');
+      const std::string group = space == std::string::npos ? "" : path.substr(space + 1) + " ";
+      return "unknown command " + quote(group + first);
+    }
+    return "unexpected argument " + quote(first);
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
+    if (!commands.empty() && at.get_subcommands().empty()) {
+      std::vector<std::string> names;
+      for (const CLI::App* command : commands) {
+        names.push_back(command->get_name());
+      }
+      return "missing command: " + one_of(names);
+    }
+    for (const CLI::Option* option : at.get_options()) {
+      if (option->get_required() && option->count() == 0) {
+        return option->nonpositional() ? "missing option " + option->get_name()
+                                       : "missing " + option->get_type_name() + " argument";
+      }
+    }
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
+    // "--output: 1 required TEXT missing": the option is last on the command line, without its value.
+    for (const CLI::Option* option : at.get_options()) {
+      if (option->nonpositional() && std::string_view(error.what()).starts_with(option->get_name() + ": ")) {
+        return option->get_name() + " needs a value";
+      }
+    }
+  }
+  return error.what();  // already "<option>: <what>" (a value a check refused) or a sentence
 }
 
 }  // namespace
@@ -112,20 +179,27 @@ int run(int argc, char** argv) {
     actions.emplace(command, row.define(*command));
   }
 
+  // The deepest parsed subcommand: the chosen command, or where a mistake was found.
+  const auto deepest = [&app]() -> const CLI::App* {
+    const CLI::App* at = &app;
+    while (!at->get_subcommands().empty()) {
+      at = at->get_subcommands().front();
+    }
+    return at;
+  };
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e) == 0 ? k_exit_ok : k_exit_usage;  // --help, --version: printed on stdout
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? k_exit_ok : k_exit_usage;
+    // Every other mistake is one line, never CLI11's two ("…", "Run with --help for more information.").
+    const CLI::App* at = deepest();
+    return usage_error(*at, describe_mistake(e, *at));
   }
-  // The one command that was chosen is the deepest parsed subcommand.
-  const CLI::App* chosen = &app;
-  while (!chosen->get_subcommands().empty()) {
-    chosen = chosen->get_subcommands().front();
-  }
+  const CLI::App* chosen = deepest();
   const auto action = actions.find(chosen);
   if (action == actions.end()) {
-    return report(Error{"no command chosen; see gpuctk --help"});
+    return usage_error(*chosen, "missing command");
   }
   return action->second();
 }

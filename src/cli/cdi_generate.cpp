@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "discover/discover.hpp"
 #include "util/file.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::cli {
 
@@ -29,11 +30,10 @@ struct GenerateArgs {
   std::vector<std::string> disabled_hooks;
 };
 
+// The spec's format: --format, else from the --output extension, else YAML. A mistake is a usage error.
 Result<cdi::Format> output_format(const GenerateArgs& args) {
   if (!args.format.empty()) {
-    if (args.format == "yaml") return cdi::Format::yaml;
-    if (args.format == "json") return cdi::Format::json;
-    return fail("--format: unknown format \"" + args.format + "\" (want yaml or json)");
+    return args.format == "json" ? cdi::Format::json : cdi::Format::yaml;  // checked by check_format
   }
   if (args.output == "-") {
     return cdi::Format::yaml;
@@ -45,67 +45,56 @@ Result<cdi::Format> output_format(const GenerateArgs& args) {
   return *format;
 }
 
-Result<void> generate(const GenerateArgs& args) {
-  auto format = output_format(args);
-  if (!format) {
-    return std::unexpected(format.error());
+Result<void> check_format(std::string_view format) {
+  if (format == "yaml" || format == "json") {
+    return {};
   }
-  auto mode = discover::parse_mode(args.mode);
-  if (!mode) {
-    return fail_with("--mode", mode.error());
+  return fail("unknown format " + quote(format) + " (want yaml or json)");
+}
+
+Result<void> check_hook_path(std::string_view path) {
+  if (!path.starts_with('/')) {
+    return fail(quote(path) + " is not an absolute path");
   }
+  return {};
+}
+
+// Runs the command on checked arguments (every option's value passed its check while parsing).
+Result<void> generate(const GenerateArgs& args, cdi::Format format) {
+  GPUCTK_TRY_ASSIGN(const auto mode, discover::parse_mode(args.mode));
   cdi::BuildOptions build;
   build.vendor = args.vendor;
   build.klass = args.klass;
-  if (auto r = cdi::check_vendor(args.vendor); !r) {
-    return fail_with("--vendor", r.error());
-  }
-  if (auto r = cdi::check_class(args.klass); !r) {
-    return fail_with("--class", r.error());
-  }
   if (!args.strategies.empty()) {
     build.name_strategies.clear();
     for (const auto& s : args.strategies) {
-      auto strategy = cdi::parse_name_strategy(s);
-      if (!strategy) {
-        return fail_with("--device-name-strategy", strategy.error());
-      }
-      if (std::ranges::find(build.name_strategies, *strategy) == build.name_strategies.end()) {
-        build.name_strategies.push_back(*strategy);
+      GPUCTK_TRY_ASSIGN(const auto strategy, cdi::parse_name_strategy(s));
+      if (std::ranges::find(build.name_strategies, strategy) == build.name_strategies.end()) {
+        build.name_strategies.push_back(strategy);
       }
     }
   }
-  for (const auto& hook : args.disabled_hooks) {
-    if (auto r = cdi::check_hook_name(hook); !r) {
-      return fail_with("--disable-hook", r.error());
-    }
-    build.disabled_hooks.insert(hook);
-  }
+  build.disabled_hooks.insert(args.disabled_hooks.begin(), args.disabled_hooks.end());
   build.all_device = !args.no_all_device;
-  build.management = *mode == discover::Mode::management;
+  build.management = mode == discover::Mode::management;
   build.device_ids = args.device_ids;
   if (!args.hook_path.empty()) {
-    if (args.hook_path.front() != '/') {
-      return fail("--hook-path: \"" + args.hook_path + "\" is not an absolute path");
-    }
     build.hook_path = args.hook_path;
   } else {
     // This binary, by the path it was started from: the installed one, unless an upgrade replaced it.
-    auto self = self_exe_path();
-    if (!self) {
-      return std::unexpected(self.error());
-    }
-    if (self->ends_with(" (deleted)")) {
-      return fail("--hook-path: this gpuctk (" + *self + ") was replaced since it started; name the installed "
+    GPUCTK_TRY_ASSIGN(auto self, self_exe_path());
+    if (self.ends_with(" (deleted)")) {
+      return fail("--hook-path: this gpuctk (" + self +
+                  ") was replaced since it started; name the installed "
                   "binary with --hook-path");
     }
-    build.hook_path = *self;
+    build.hook_path = std::move(self);
   }
 
   discover::DiscoverOptions options;
   options.driver_root = args.driver_root;
   options.dev_root = args.dev_root;
-  options.mode = *mode;
+  options.mode = mode;
   options.library_search_paths = args.library_search_paths;
   auto inventory = discover::discover(options);
   if (!inventory) {
@@ -119,7 +108,7 @@ Result<void> generate(const GenerateArgs& args) {
   if (const auto problems = cdi::validate(*spec); !problems.empty()) {
     return fail("generated spec is invalid: " + problems.front().where + ": " + problems.front().what);
   }
-  const std::string text = cdi::write_spec(*spec, *format);
+  const std::string text = cdi::write_spec(*spec, format);
   if (args.output == "-") {
     if (auto written = write_stdout(text); !written) {
       return written;
@@ -140,28 +129,47 @@ Action define_cdi_generate(CLI::App& command) {
   auto args = std::make_shared<GenerateArgs>();
   command.add_option("--output,-o", args->output, "Spec file to write (atomically, mode 0644), or - for stdout")
       ->capture_default_str();
-  command.add_option("--format", args->format, "yaml or json (default: from the --output extension, else yaml)");
+  command
+      .add_option("--format", args->format, "yaml or json (default: from the --output extension, else yaml)")
+      ->check(value_check(check_format));
   command.add_option("--driver-root", args->driver_root, "Root of the driver files (libraries, binaries, ld.so.cache)")
       ->capture_default_str();
   command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
-  command.add_option("--mode", args->mode, "auto, nvml, proc or management")->capture_default_str();
-  command.add_option("--device-name-strategy", args->strategies,
-                     "index, uuid or type-index; repeat for several (default: index and uuid)");
-  command.add_option("--vendor", args->vendor, "CDI vendor of the spec's kind")->capture_default_str();
-  command.add_option("--class", args->klass, "CDI class of the spec's kind")->capture_default_str();
+  command.add_option("--mode", args->mode, "auto, nvml, proc or management")
+      ->capture_default_str()
+      ->check(value_check(discover::parse_mode));
+  command
+      .add_option("--device-name-strategy", args->strategies,
+                  "index, uuid or type-index; repeat for several (default: index and uuid)")
+      ->check(value_check(cdi::parse_name_strategy));
+  command.add_option("--vendor", args->vendor, "CDI vendor of the spec's kind")
+      ->capture_default_str()
+      ->check(value_check(cdi::check_vendor));
+  command.add_option("--class", args->klass, "CDI class of the spec's kind")
+      ->capture_default_str()
+      ->check(value_check(cdi::check_class));
   command.add_option("--device-ids", args->device_ids,
                      "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all)")
       ->delimiter(',');
   command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
-  command.add_option("--hook-path", args->hook_path,
-                     "Absolute path of the gpuctk binary the spec's hooks run (default: this binary)");
+  command
+      .add_option("--hook-path", args->hook_path,
+                  "Absolute path of the gpuctk binary the spec's hooks run (default: this binary)")
+      ->check(value_check(check_hook_path));
   command.add_option("--library-search-path", args->library_search_paths,
                      "Extra directory (inside the driver root) to search for driver libraries; repeatable");
-  command.add_option("--disable-hook", args->disabled_hooks,
-                     "Leave out a hook: create-symlinks, enable-cuda-compat, update-ldcache, "
-                     "disable-device-node-modification, or all; repeatable");
-  return [args] {
-    if (auto r = generate(*args); !r) {
+  command
+      .add_option("--disable-hook", args->disabled_hooks,
+                  "Leave out a hook: create-symlinks, enable-cuda-compat, update-ldcache, "
+                  "disable-device-node-modification, or all; repeatable")
+      ->check(value_check(cdi::check_hook_name));
+  return [args, &command] {
+    // --output's extension is checked here: with --format it does not matter.
+    auto format = output_format(*args);
+    if (!format) {
+      return usage_error(command, format.error().message);
+    }
+    if (auto r = generate(*args, *format); !r) {
       return report(r.error());
     }
     return static_cast<int>(k_exit_ok);

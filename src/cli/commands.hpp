@@ -4,6 +4,7 @@
 // action that runs the command after a successful parse.
 
 #include <functional>
+#include <string>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +31,27 @@ struct CommandRow {
 
 // Prints "gpuctk: error: <message>" on stderr and returns k_exit_failure.
 int report(const Error& error);
+
+// "gpuctk cdi generate": the command as typed.
+std::string command_path(const CLI::App& command);
+
+// A command-line mistake: prints "gpuctk: error: <what> (see <command path> --help)" on stderr, one
+// line, and returns k_exit_usage. Parse errors end here (cli/app.cpp); so do values a command finds
+// wrong before doing anything.
+int usage_error(const CLI::App& command, std::string_view what);
+
+// A CLI11 check from `check(value)` returning a Result: a refused value is a usage error that reads
+// "<option>: <the error's message>", e.g. `--mode: unknown mode "magic" (want auto, nvml, proc or
+// management)`, found while parsing, before the command runs.
+template <class Check>
+CLI::Validator value_check(Check check) {
+  return CLI::Validator(
+      [check](std::string& value) -> std::string {
+        auto checked = check(std::string_view(value));
+        return checked ? std::string() : checked.error().message;
+      },
+      "");
+}
 
 // `text` to stdout, flushed; a short write is "write standard output: <errno text>".
 Result<void> write_stdout(std::string_view text);

@@ -101,7 +101,11 @@ std::string to_text(const discover::Inventory& inv) {
   std::string out;
   const auto line = [&out](const std::string& s) { out += s + "\n"; };
   line("Driver:      " + inv.driver_version + " (" + std::string(module_name(inv.kernel_module)) + " kernel module)");
-  line("CUDA:        " + (inv.cuda_version.empty() ? std::string("unknown (no NVML)") : inv.cuda_version));
+  // Unknown without NVML, or with an NVML too old to say.
+  const bool nvml = inv.gpu_source == discover::GpuSource::nvml;
+  line("CUDA:        " + (!inv.cuda_version.empty() ? inv.cuda_version
+                          : nvml                    ? "unknown"
+                                                    : "unknown (no NVML)"));
   line("GPU source:  " + std::string(inv.gpu_source == discover::GpuSource::nvml ? "NVML" : "/proc/driver/nvidia"));
   line("GPUs:        " + std::to_string(inv.gpus.size()));
   for (const auto& gpu : inv.gpus) {
@@ -161,11 +165,13 @@ Action define_info(CLI::App& command) {
   command.add_flag("--json", args->json, "Print JSON instead of text");
   command.add_option("--driver-root", args->driver_root, "Root of the driver files")->capture_default_str();
   command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
-  command.add_option("--mode", args->mode, "auto, nvml, proc or management")->capture_default_str();
+  command.add_option("--mode", args->mode, "auto, nvml, proc or management")
+      ->capture_default_str()
+      ->check(value_check(discover::parse_mode));
   return [args] {
-    auto mode = discover::parse_mode(args->mode);
+    auto mode = discover::parse_mode(args->mode);  // checked while parsing
     if (!mode) {
-      return report(Error{"--mode: " + mode.error().message});
+      return report(mode.error());
     }
     auto inventory = discover::discover({args->driver_root, args->dev_root, *mode, {}});
     if (!inventory) {

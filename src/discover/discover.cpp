@@ -35,12 +35,16 @@ struct CacheView {
 // error (it would hide libraries silently).
 Result<CacheView> load_cache(const std::string& driver_root, std::vector<std::string>& warnings) {
   CacheView view;
-  const std::string path = under_root(driver_root, "/etc/ld.so.cache");
-  if (!lstat_path(path)) {
-    warnings.push_back(path + ": missing; searching the standard library directories only");
+  // Resolved inside the driver root like every file taken from it: a link there must not make us read
+  // the host's cache (or anything else of the host's).
+  auto path = RootResolver(driver_root).resolve_or_why("/etc/ld.so.cache");
+  if (!path) {
+    auto why = describe_unresolved(driver_root, "/etc/ld.so.cache", path.error());
+    warnings.push_back((why.empty() ? under_root(driver_root, "/etc/ld.so.cache") + ": missing" : why) +
+                       "; searching the standard library directories only");
     return view;
   }
-  auto cache = read_ld_cache(path);
+  auto cache = read_ld_cache(*path);
   if (!cache) {
     return std::unexpected(cache.error());
   }
@@ -61,15 +65,16 @@ Result<CacheView> load_cache(const std::string& driver_root, std::vector<std::st
 std::optional<std::string> find_nvml(const std::string& driver_root, const CacheView& cache) {
   for (const auto& lib : cache.libraries) {
     if (!lib.is_32bit && lib.soname == k_nvml_soname) {
+      // The path resolved inside the driver root, not the SONAME link: dlopen would follow an absolute
+      // link of a driver container to the host's library.
       if (auto host = resolve_in_root(driver_root, lib.path)) {
-        return under_root(driver_root, lib.path);  // load through the SONAME link, as the loader would
+        return host;
       }
     }
   }
   for (const auto dir : k_nvml_dirs) {
-    const std::string path = std::string(dir) + "/" + std::string(k_nvml_soname);
-    if (resolve_in_root(driver_root, path)) {
-      return under_root(driver_root, path);
+    if (auto host = resolve_in_root(driver_root, std::string(dir) + "/" + std::string(k_nvml_soname))) {
+      return host;
     }
   }
   return std::nullopt;
@@ -264,8 +269,11 @@ Result<Inventory> discover(const DiscoverOptions& options) {
     return std::unexpected(cache.error());
   }
 
-  // NVML is used in nvml mode (required) and in auto mode when the driver root has it; when it is
-  // there but fails, that is an error, not a reason to fall back quietly.
+  // NVML is used in nvml mode (required) and in auto mode when the driver root has a library that
+  // loads, has the required entry points and initialises. In auto mode one that cannot (an older
+  // driver's library, no kernel module, a library/module mismatch) is one warning saying why, and /proc
+  // discovery, which needs none of it. Once NVML is up, a failing query is an error in both modes: it
+  // is a GPU's problem, which /proc would only hide.
   std::optional<NvmlReport> nvml;
   if (options.mode == Mode::nvml || options.mode == Mode::automatic) {
     const auto library = find_nvml(options.driver_root, *cache);
@@ -274,11 +282,15 @@ Result<Inventory> discover(const DiscoverOptions& options) {
                   " (ld.so.cache and standard library directories)");
     }
     if (library) {
-      auto report = query_nvml(*library);
-      if (!report) {
-        return std::unexpected(report.error());
+      auto session = Nvml::open(*library);
+      if (session) {
+        GPUCTK_TRY_ASSIGN(nvml, session->report());
+        inv.warnings.insert(inv.warnings.end(), nvml->warnings.begin(), nvml->warnings.end());
+      } else if (options.mode == Mode::nvml) {
+        return std::unexpected(session.error());
+      } else {
+        inv.warnings.push_back(session.error().message + "; GPUs from /proc/driver/nvidia instead");
       }
-      nvml = std::move(*report);
     }
   }
 
@@ -360,6 +372,7 @@ Result<Inventory> discover(const DiscoverOptions& options) {
   inv.files = std::move(files->files);
   inv.library_dirs = std::move(files->library_dirs);
   inv.library_links = std::move(files->links);
+  inv.notes = std::move(files->notes);
   return inv;
 }
 

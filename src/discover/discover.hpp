@@ -10,7 +10,7 @@
 namespace gpuctk::discover {
 
 enum class Mode {
-  automatic,   // nvml when the driver root has libnvidia-ml.so.1, else proc
+  automatic,   // nvml when libnvidia-ml.so.1 loads and initialises, else proc (with one warning saying why)
   nvml,        // GPUs and MIG devices from NVML (required to load)
   proc,        // GPUs from /proc/driver/nvidia and /sys only; NVML is never loaded
   management,  // proc discovery plus every NVIDIA node (caps, IMEX channels, NVSwitch)
@@ -27,7 +27,8 @@ struct DiscoverOptions {
 };
 
 // Discovers everything about the host. Errors name the path and the cause: no driver under the root,
-// an unreadable /dev or /proc file, NVML present but failing, a GPU or MIG device whose nodes are missing.
+// an unreadable /dev or /proc file, NVML failing (to load or initialise only in nvml mode; a failing
+// query after a successful start in every mode), a GPU or MIG device whose nodes are missing.
 Result<Inventory> discover(const DiscoverOptions& options);
 
 }  // namespace gpuctk::discover

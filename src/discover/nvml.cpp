@@ -2,10 +2,11 @@
 
 #include <dlfcn.h>
 
-#include <memory>
+#include <type_traits>
 
 #include "discover/nvml_abi.h"
 #include "discover/pci_bus_id.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::discover {
 
@@ -15,7 +16,7 @@ struct DlClose {
   void operator()(void* handle) const { ::dlclose(handle); }
 };
 
-// The NVML entry points we call, resolved once.
+// The NVML entry points we call. Optional ones (see k_entry_points) may be null.
 struct Api {
   nvmlInit_v2_fn init = nullptr;
   nvmlShutdown_fn shutdown = nullptr;
@@ -37,18 +38,53 @@ struct Api {
   nvmlDeviceGetAttributes_v2_fn attributes = nullptr;
 };
 
-template <class Fn>
-Result<void> resolve(void* lib, const char* symbol, Fn& out) {
-  out = reinterpret_cast<Fn>(::dlsym(lib, symbol));
-  if (out == nullptr) {
-    return fail(std::string("nvml: missing symbol ") + symbol);
-  }
-  return {};
+struct EntryPoint {
+  const char* symbol;
+  // Required entry points: nullptr. Optional ones: what the report lacks without it.
+  const char* unknown_without;
+  void (*store)(Api& api, void* address);
+};
+
+template <auto Member>
+constexpr EntryPoint entry(const char* symbol, const char* unknown_without = nullptr) {
+  return {symbol, unknown_without, [](Api& api, void* address) {
+            api.*Member = reinterpret_cast<std::remove_reference_t<decltype(api.*Member)>>(address);
+          }};
 }
 
-class Session {
+// Every entry point we resolve. Required: without it the devices cannot be named, enumerated or
+// placed, so the library cannot serve. Optional: it only enriches the report; older drivers may lack it.
+// MIG enumeration is required: MIG devices are devices, and every driver since R450 (the first with
+// MIG) has it; an older library that lacks it is better replaced by /proc discovery than guessed around.
+constexpr EntryPoint k_entry_points[] = {
+    // Required: NVML itself.
+    entry<&Api::init>("nvmlInit_v2"),
+    entry<&Api::shutdown>("nvmlShutdown"),
+    entry<&Api::error_string>("nvmlErrorString"),
+    // Required: the driver version names the driver's files.
+    entry<&Api::driver_version>("nvmlSystemGetDriverVersion"),
+    // Required: each GPU, its UUID and model (device names), minor (/dev/nvidia<minor>), bus id (DRM nodes).
+    entry<&Api::count>("nvmlDeviceGetCount_v2"),
+    entry<&Api::handle>("nvmlDeviceGetHandleByIndex_v2"),
+    entry<&Api::uuid>("nvmlDeviceGetUUID"),
+    entry<&Api::name>("nvmlDeviceGetName"),
+    entry<&Api::minor>("nvmlDeviceGetMinorNumber"),
+    entry<&Api::pci>("nvmlDeviceGetPciInfo_v3"),
+    // Required: MIG mode, and each MIG device with its instance ids (capability nodes).
+    entry<&Api::mig_mode>("nvmlDeviceGetMigMode"),
+    entry<&Api::max_mig>("nvmlDeviceGetMaxMigDeviceCount"),
+    entry<&Api::mig_handle>("nvmlDeviceGetMigDeviceHandleByIndex"),
+    entry<&Api::gi>("nvmlDeviceGetGpuInstanceId"),
+    entry<&Api::ci>("nvmlDeviceGetComputeInstanceId"),
+    // Optional, informational (gpuctk info); the second column is what is unknown without it.
+    entry<&Api::cuda_version>("nvmlSystemGetCudaDriverVersion", "the CUDA version"),
+    entry<&Api::memory>("nvmlDeviceGetMemoryInfo", "GPU memory"),
+    entry<&Api::attributes>("nvmlDeviceGetAttributes_v2", "MIG profiles and MIG memory"),
+};
+
+class Query {
  public:
-  explicit Session(const Api& api) : m_api(api) {}
+  explicit Query(const Api& api) : m_api(api) {}
 
   Result<void> check(nvmlReturn_t rc, const char* call) const {
     if (rc == NVML_SUCCESS) {
@@ -57,35 +93,28 @@ class Session {
     return fail(std::string("nvml: ") + call + ": " + m_api.error_string(rc));
   }
 
-  Result<NvmlReport> report() {
+  Result<NvmlReport> report() const {
     NvmlReport out;
     char buffer[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
-    if (auto r = check(m_api.driver_version(buffer, sizeof buffer), "nvmlSystemGetDriverVersion"); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(check(m_api.driver_version(buffer, sizeof buffer), "nvmlSystemGetDriverVersion"));
     out.driver_version = buffer;
-    int cuda = 0;
-    if (auto r = check(m_api.cuda_version(&cuda), "nvmlSystemGetCudaDriverVersion"); !r) {
-      return std::unexpected(r.error());
+    if (m_api.cuda_version != nullptr) {
+      int cuda = 0;
+      GPUCTK_TRY(check(m_api.cuda_version(&cuda), "nvmlSystemGetCudaDriverVersion"));
+      out.cuda_version = std::to_string(NVML_CUDA_DRIVER_VERSION_MAJOR(cuda)) + "." +
+                         std::to_string(NVML_CUDA_DRIVER_VERSION_MINOR(cuda));
     }
-    out.cuda_version = std::to_string(NVML_CUDA_DRIVER_VERSION_MAJOR(cuda)) + "." +
-                       std::to_string(NVML_CUDA_DRIVER_VERSION_MINOR(cuda));
     unsigned count = 0;
-    if (auto r = check(m_api.count(&count), "nvmlDeviceGetCount_v2"); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(check(m_api.count(&count), "nvmlDeviceGetCount_v2"));
     for (unsigned i = 0; i < count; ++i) {
-      auto gpu = query_gpu(i);
-      if (!gpu) {
-        return std::unexpected(gpu.error());
-      }
-      out.gpus.push_back(std::move(*gpu));
+      GPUCTK_TRY_ASSIGN(auto gpu, query_gpu(i));
+      out.gpus.push_back(std::move(gpu));
     }
     return out;
   }
 
  private:
-  Result<NvmlGpu> query_gpu(unsigned index) {
+  Result<NvmlGpu> query_gpu(unsigned index) const {
     NvmlGpu gpu;
     gpu.index = index;
     nvmlDevice_t device = nullptr;
@@ -96,37 +125,27 @@ class Session {
       }
       return {};
     };
-    if (auto r = step(m_api.handle(index, &device), "nvmlDeviceGetHandleByIndex_v2"); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(step(m_api.handle(index, &device), "nvmlDeviceGetHandleByIndex_v2"));
     char text[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-    if (auto r = step(m_api.uuid(device, text, sizeof text), "nvmlDeviceGetUUID"); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(step(m_api.uuid(device, text, sizeof text), "nvmlDeviceGetUUID"));
     gpu.uuid = text;
-    if (auto r = step(m_api.name(device, text, sizeof text), "nvmlDeviceGetName"); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(step(m_api.name(device, text, sizeof text), "nvmlDeviceGetName"));
     gpu.name = text;
     unsigned minor = 0;
-    if (auto r = step(m_api.minor(device, &minor), "nvmlDeviceGetMinorNumber"); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(step(m_api.minor(device, &minor), "nvmlDeviceGetMinorNumber"));
     gpu.minor = minor;
     nvmlPciInfo_t pci{};
-    if (auto r = step(m_api.pci(device, &pci), "nvmlDeviceGetPciInfo_v3"); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(step(m_api.pci(device, &pci), "nvmlDeviceGetPciInfo_v3"));
     auto bus = parse_pci_bus_id(pci.busId);
     if (!bus) {
       return fail(where + "nvml: " + bus.error().message);
     }
     gpu.bus_id = *bus;
-    nvmlMemory_t memory{};
-    if (auto r = step(m_api.memory(device, &memory), "nvmlDeviceGetMemoryInfo"); !r) {
-      return std::unexpected(r.error());
+    if (m_api.memory != nullptr) {
+      nvmlMemory_t memory{};
+      GPUCTK_TRY(step(m_api.memory(device, &memory), "nvmlDeviceGetMemoryInfo"));
+      gpu.memory_bytes = memory.total;
     }
-    gpu.memory_bytes = memory.total;
 
     unsigned current = 0;
     unsigned pending = 0;
@@ -134,47 +153,35 @@ class Session {
     if (mig_rc == NVML_ERROR_NOT_SUPPORTED) {
       return gpu;  // a GPU without MIG support
     }
-    if (auto r = step(mig_rc, "nvmlDeviceGetMigMode"); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(step(mig_rc, "nvmlDeviceGetMigMode"));
     gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
     if (!gpu.mig_enabled) {
       return gpu;
     }
     unsigned max = 0;
-    if (auto r = step(m_api.max_mig(device, &max), "nvmlDeviceGetMaxMigDeviceCount"); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(step(m_api.max_mig(device, &max), "nvmlDeviceGetMaxMigDeviceCount"));
     for (unsigned slot = 0; slot < max; ++slot) {
       nvmlDevice_t mig_device = nullptr;
       const nvmlReturn_t rc = m_api.mig_handle(device, slot, &mig_device);
       if (rc == NVML_ERROR_NOT_FOUND) {
         continue;  // a free slot
       }
-      if (auto r = step(rc, "nvmlDeviceGetMigDeviceHandleByIndex"); !r) {
-        return std::unexpected(r.error());
-      }
+      GPUCTK_TRY(step(rc, "nvmlDeviceGetMigDeviceHandleByIndex"));
       NvmlMig mig;
       mig.index = slot;
       unsigned id = 0;
-      if (auto r = step(m_api.gi(mig_device, &id), "nvmlDeviceGetGpuInstanceId"); !r) {
-        return std::unexpected(r.error());
-      }
+      GPUCTK_TRY(step(m_api.gi(mig_device, &id), "nvmlDeviceGetGpuInstanceId"));
       mig.gi = id;
-      if (auto r = step(m_api.ci(mig_device, &id), "nvmlDeviceGetComputeInstanceId"); !r) {
-        return std::unexpected(r.error());
-      }
+      GPUCTK_TRY(step(m_api.ci(mig_device, &id), "nvmlDeviceGetComputeInstanceId"));
       mig.ci = id;
-      if (auto r = step(m_api.uuid(mig_device, text, sizeof text), "nvmlDeviceGetUUID (MIG)"); !r) {
-        return std::unexpected(r.error());
-      }
+      GPUCTK_TRY(step(m_api.uuid(mig_device, text, sizeof text), "nvmlDeviceGetUUID (MIG)"));
       mig.uuid = text;
-      nvmlDeviceAttributes_t attributes{};
-      if (auto r = step(m_api.attributes(mig_device, &attributes), "nvmlDeviceGetAttributes_v2"); !r) {
-        return std::unexpected(r.error());
+      if (m_api.attributes != nullptr) {
+        nvmlDeviceAttributes_t attributes{};
+        GPUCTK_TRY(step(m_api.attributes(mig_device, &attributes), "nvmlDeviceGetAttributes_v2"));
+        mig.memory_bytes = attributes.memorySizeMB * 1024ull * 1024ull;
+        mig.profile = profile_name(attributes);
       }
-      mig.memory_bytes = attributes.memorySizeMB * 1024ull * 1024ull;
-      mig.profile = profile_name(attributes);
       gpu.migs.push_back(std::move(mig));
     }
     return gpu;
@@ -196,43 +203,69 @@ class Session {
 
 }  // namespace
 
-Result<NvmlReport> query_nvml(const std::string& library_path) {
-  const std::unique_ptr<void, DlClose> lib(::dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL));
-  if (!lib) {
+struct Nvml::Library {
+  std::unique_ptr<void, DlClose> handle;  // destroyed last: after the shutdown below
+  Api api;
+  std::string warning;  // the optional entry points it lacks; empty when none
+  bool initialised = false;
+
+  Library() = default;
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library() {
+    if (initialised) {
+      api.shutdown();
+    }
+  }
+};
+
+Nvml::Nvml(std::unique_ptr<Library> library) : m_library(std::move(library)) {}
+Nvml::Nvml(Nvml&&) noexcept = default;
+Nvml& Nvml::operator=(Nvml&&) noexcept = default;
+Nvml::~Nvml() = default;
+
+Result<Nvml> Nvml::open(const std::string& library_path) {
+  auto library = std::make_unique<Library>();
+  library->handle.reset(::dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL));
+  if (!library->handle) {
     const char* why = ::dlerror();
     return fail("nvml: load " + library_path + ": " + (why != nullptr ? why : "unknown error"));
   }
-  Api api;
-  for (const auto& r : {
-           resolve(lib.get(), "nvmlInit_v2", api.init),
-           resolve(lib.get(), "nvmlShutdown", api.shutdown),
-           resolve(lib.get(), "nvmlErrorString", api.error_string),
-           resolve(lib.get(), "nvmlSystemGetDriverVersion", api.driver_version),
-           resolve(lib.get(), "nvmlSystemGetCudaDriverVersion", api.cuda_version),
-           resolve(lib.get(), "nvmlDeviceGetCount_v2", api.count),
-           resolve(lib.get(), "nvmlDeviceGetHandleByIndex_v2", api.handle),
-           resolve(lib.get(), "nvmlDeviceGetUUID", api.uuid),
-           resolve(lib.get(), "nvmlDeviceGetName", api.name),
-           resolve(lib.get(), "nvmlDeviceGetMinorNumber", api.minor),
-           resolve(lib.get(), "nvmlDeviceGetPciInfo_v3", api.pci),
-           resolve(lib.get(), "nvmlDeviceGetMemoryInfo", api.memory),
-           resolve(lib.get(), "nvmlDeviceGetMigMode", api.mig_mode),
-           resolve(lib.get(), "nvmlDeviceGetMaxMigDeviceCount", api.max_mig),
-           resolve(lib.get(), "nvmlDeviceGetMigDeviceHandleByIndex", api.mig_handle),
-           resolve(lib.get(), "nvmlDeviceGetGpuInstanceId", api.gi),
-           resolve(lib.get(), "nvmlDeviceGetComputeInstanceId", api.ci),
-           resolve(lib.get(), "nvmlDeviceGetAttributes_v2", api.attributes),
-       }) {
-    if (!r) {
-      return fail(r.error().message + " in " + library_path);
+  std::vector<std::string> missing_required;
+  std::vector<std::string> missing_optional;
+  std::vector<std::string> unknown;
+  for (const auto& entry : k_entry_points) {
+    void* address = ::dlsym(library->handle.get(), entry.symbol);
+    if (address != nullptr) {
+      entry.store(library->api, address);
+    } else if (entry.unknown_without == nullptr) {
+      missing_required.emplace_back(entry.symbol);
+    } else {
+      missing_optional.emplace_back(entry.symbol);
+      unknown.emplace_back(entry.unknown_without);
     }
   }
-  const nvmlReturn_t rc = api.init();
-  if (rc != NVML_SUCCESS) {
-    return fail(std::string("nvml: nvmlInit_v2: ") + api.error_string(rc));
+  if (!missing_required.empty()) {
+    return fail("nvml: " + library_path + ": missing " + join(missing_required, ", ") +
+                (missing_required.size() == 1 ? " (a required entry point)" : " (required entry points)"));
   }
-  auto report = Session(api).report();
-  api.shutdown();
+  if (!missing_optional.empty()) {
+    library->warning = "nvml: " + library_path + " lacks " + join(missing_optional, ", ") +
+                       " (an older driver?); unknown: " + join(unknown, ", ");
+  }
+  const nvmlReturn_t rc = library->api.init();
+  if (rc != NVML_SUCCESS) {
+    return fail(std::string("nvml: nvmlInit_v2: ") + library->api.error_string(rc));
+  }
+  library->initialised = true;
+  return Nvml(std::move(library));
+}
+
+Result<NvmlReport> Nvml::report() const {
+  GPUCTK_TRY_ASSIGN(NvmlReport report, Query(m_library->api).report());
+  if (!m_library->warning.empty()) {
+    report.warnings.push_back(m_library->warning);
+  }
   return report;
 }
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cdi/doc_tree.hpp"
 #include "cdi/temp_dir.hpp"
 
 namespace gpuctk::cdi {
@@ -161,6 +162,13 @@ TEST_F(CdiRegistryTest, LoadSpecFileGivesTheErrnoTextOfAReadFailure) {
   const std::string directory = dir("dir.yaml");  // opens fine, even for root, but cannot be read
   ASSERT_EQ(::mkdir(directory.c_str(), 0755), 0);
   EXPECT_EQ(load_spec_file(directory).errors, Lines{"Is a directory"});
+}
+
+TEST_F(CdiRegistryTest, AFileLargerThanASpecMayBeIsNotReadWhole) {
+  const std::string file = m_dir.write("huge.yaml", "");
+  ASSERT_EQ(::truncate(file.c_str(), static_cast<off_t>(k_max_spec_bytes) + 1), 0);  // sparse
+  EXPECT_EQ(load_spec_file(file).errors,
+            Lines{"spec too large: 67108865 bytes, more than the 64 MiB a spec may have"});
 }
 
 TEST_F(CdiRegistryTest, UnreadableFileIsReported) {

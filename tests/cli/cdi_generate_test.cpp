@@ -74,21 +74,48 @@ TEST_F(CliCdiGenerateTest, UnwritableOutputNamesThePath) {
 
 TEST_F(CliCdiGenerateTest, OutputExtensionRuntimesIgnoreIsRefused) {
   const auto r = generate({"--output", m_scratch + "/nvidia.yml"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "gpuctk: error: --output " + m_scratch +
-                       "/nvidia.yml: unsupported file extension \".yml\" (CDI reads only .json and .yaml files)\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpuctk: error: --output " + m_scratch +
+                "/nvidia.yml: unsupported file extension \".yml\" (CDI reads only .json and .yaml files) "
+                "(see gpuctk cdi generate --help)\n");
+  EXPECT_FALSE(std::filesystem::exists(m_scratch + "/nvidia.yml"));
+  // With --format the extension is the user's business.
+  EXPECT_EQ(generate({"--output", m_scratch + "/nvidia.yml", "--format", "yaml"}).exit_code, 0);
 }
 
-TEST_F(CliCdiGenerateTest, BadArgumentsAreUsageErrorsOrNamedErrors) {
-  EXPECT_EQ(generate({"--no-such-flag"}).exit_code, 2);
+// Bad values are usage errors (exit 2, one line, found before discovery); tests/cli/app_test.cpp has the
+// table of every other kind of mistake.
+TEST_F(CliCdiGenerateTest, BadValuesAreUsageErrors) {
+  const auto usage = [](const std::string& what) {
+    return "gpuctk: error: " + what + " (see gpuctk cdi generate --help)\n";
+  };
   auto r = generate({"--mode", "magic"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "gpuctk: error: --mode: unknown mode \"magic\" (want auto, nvml, proc or management)\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, usage("--mode: unknown mode \"magic\" (want auto, nvml, proc or management)"));
+  EXPECT_EQ(r.out, "");
   r = generate({"--hook-path", "gpuctk"});
-  EXPECT_EQ(r.err, "gpuctk: error: --hook-path: \"gpuctk\" is not an absolute path\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, usage("--hook-path: \"gpuctk\" is not an absolute path"));
+  r = generate({"--format", "xml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, usage("--format: unknown format \"xml\" (want yaml or json)"));
+  r = generate({"--device-name-strategy", "index", "--device-name-strategy", "name"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(
+      r.err,
+      usage(
+          "--device-name-strategy: unknown device name strategy \"name\" (want index, uuid or type-index)"));
+  r = generate({"--disable-hook", "nope"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.err.starts_with("gpuctk: error: --disable-hook: ")) << r.err;
   r = generate({"--vendor", "x"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.err.starts_with("gpuctk: error: --vendor: ")) << r.err;
+  EXPECT_TRUE(r.err.ends_with(" (see gpuctk cdi generate --help)\n")) << r.err;
+  r = generate({"--class", "a/b"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.err.starts_with("gpuctk: error: --class: ")) << r.err;
 }
 
 TEST_F(CliCdiGenerateTest, NoDriverUnderTheRootIsOneLine) {
@@ -114,6 +141,117 @@ TEST_F(CliCdiGenerateTest, InfoPrintsTheInventory) {
                                      m_scratch);
   ASSERT_EQ(json.exit_code, 0);
   EXPECT_TRUE(json.out.starts_with("{\n  \"driverVersion\": \"535.183.01\",\n")) << json.out.substr(0, 60);
+}
+
+// Hosts whose libnvidia-ml.so.1 exists but cannot serve (fixtures/hosts/nvml-*): the default mode gives
+// the spec of /proc discovery and one warning that says why; --mode nvml fails with that reason.
+class CliNvmlCannotServeTest : public ::testing::Test {
+ protected:
+  void use_host(std::string_view host) {
+    auto f = fixture::materialise_temp(host);
+    ASSERT_TRUE(f) << f.error().message;
+    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
+    ASSERT_TRUE(m_fixture->host.nvml_is_mock);
+    if (!m_fixture->host.nodes_are_real) {
+      GTEST_SKIP() << "device nodes need root to mknod";
+    }
+    m_scratch = m_fixture->temp.path() + "/scratch";
+    std::filesystem::create_directories(m_scratch);
+  }
+  test::RunResult run(const std::string& command, std::vector<std::string> extra) {
+    std::vector<std::string> args{command, "--driver-root", m_fixture->host.driver_root, "--dev-root",
+                                  m_fixture->host.dev_root};
+    if (command == "generate") {
+      args.insert(args.begin(), "cdi");
+      args.insert(args.end(), {"--hook-path", "/usr/bin/gpuctk"});
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    return test::run_gpuctk(args, m_scratch);
+  }
+  // The library discovery loads: the ld.so.cache entry of libnvidia-ml.so.1 (the versioned file).
+  [[nodiscard]] std::string nvml_library() const { return m_fixture->host.nvml_library; }
+
+  std::unique_ptr<fixture::Fixture> m_fixture;
+  std::string m_scratch;
+};
+
+TEST_F(CliNvmlCannotServeTest, InitFailureFallsBackToProcWithOneWarning) {
+  use_host("nvml-init-fails");
+  if (IsSkipped() || HasFatalFailure()) {
+    return;
+  }
+  const auto proc = run("generate", {"--mode", "proc"});
+  ASSERT_EQ(proc.exit_code, 0) << proc.err;
+  EXPECT_EQ(proc.err, "");
+  const auto automatic = run("generate", {});
+  EXPECT_EQ(automatic.exit_code, 0) << automatic.err;
+  EXPECT_EQ(automatic.err,
+            "gpuctk: warning: nvml: nvmlInit_v2: Driver Not Loaded; GPUs from /proc/driver/nvidia instead\n");
+  EXPECT_EQ(automatic.out, proc.out);
+  EXPECT_NE(automatic.out.find("  - name: \"0\"\n"), std::string::npos) << automatic.out;
+
+  const auto nvml = run("generate", {"--mode", "nvml"});
+  EXPECT_EQ(nvml.exit_code, 1);
+  EXPECT_EQ(nvml.err, "gpuctk: error: nvml: nvmlInit_v2: Driver Not Loaded\n");
+  EXPECT_EQ(nvml.out, "");
+}
+
+TEST_F(CliNvmlCannotServeTest, MissingRequiredEntryPointFallsBackToProcWithOneWarning) {
+  use_host("nvml-missing-required");
+  if (IsSkipped() || HasFatalFailure()) {
+    return;
+  }
+  const std::string why =
+      "nvml: " + nvml_library() + ": missing nvmlSystemGetDriverVersion (a required entry point)";
+  const auto proc = run("generate", {"--mode", "proc"});
+  ASSERT_EQ(proc.exit_code, 0) << proc.err;
+  const auto automatic = run("generate", {});
+  EXPECT_EQ(automatic.exit_code, 0) << automatic.err;
+  EXPECT_EQ(automatic.err, "gpuctk: warning: " + why + "; GPUs from /proc/driver/nvidia instead\n");
+  EXPECT_EQ(automatic.out, proc.out);
+
+  const auto nvml = run("generate", {"--mode", "nvml"});
+  EXPECT_EQ(nvml.exit_code, 1);
+  EXPECT_EQ(nvml.err, "gpuctk: error: " + why + "\n");
+  EXPECT_EQ(nvml.out, "");
+  // info reports the same fallback among its warnings.
+  const auto info = run("info", {});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("GPU source:  /proc/driver/nvidia\n"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("Warnings:    1\n  " + why), std::string::npos) << info.out;
+}
+
+// An older driver's library: no CUDA version, memory info or MIG attributes. NVML still names and places
+// every device (MIG devices by UUID too) in both modes; the missing fields are unknown, one warning.
+TEST_F(CliNvmlCannotServeTest, MissingOptionalEntryPointsLeaveThoseFieldsUnknown) {
+  use_host("nvml-missing-optional");
+  if (IsSkipped() || HasFatalFailure()) {
+    return;
+  }
+  const std::string warning = "gpuctk: warning: nvml: " + nvml_library() +
+                              " lacks nvmlSystemGetCudaDriverVersion, nvmlDeviceGetMemoryInfo, "
+                              "nvmlDeviceGetAttributes_v2 (an older driver?); unknown: the CUDA version, GPU "
+                              "memory, MIG profiles and MIG memory\n";
+  const auto automatic = run("generate", {});
+  EXPECT_EQ(automatic.exit_code, 0) << automatic.err;
+  EXPECT_EQ(automatic.err, warning);
+  const auto nvml = run("generate", {"--mode", "nvml"});
+  EXPECT_EQ(nvml.exit_code, 0) << nvml.err;
+  EXPECT_EQ(nvml.err, warning);
+  EXPECT_EQ(nvml.out, automatic.out);
+  for (const auto* name : {"\"0:0\"", "\"0:1\"", "\"1\"", "\"MIG-c5b0c3e5-75e8-5049-a1a0-1c52f1b739a2\"",
+                           "\"GPU-473708f2-6eb9-5708-a0c1-d913c026ccc9\""}) {
+    EXPECT_NE(nvml.out.find(std::string("  - name: ") + name + "\n"), std::string::npos) << name;
+  }
+  const auto info = run("info", {"--mode", "nvml"});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("CUDA:        unknown\n"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("GPU source:  NVML\n"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("    MIG 0:0  ?  gi 2 ci 0"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find(
+                "  GPU 1  Tesla T4  0000:0f:00.0  /dev/nvidia1  GPU-473708f2-6eb9-5708-a0c1-d913c026ccc9\n"),
+            std::string::npos)
+      << info.out;  // no memory column
 }
 
 }  // namespace

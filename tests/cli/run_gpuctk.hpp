@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@ struct RunResult {
   int exit_code = -1;  // -1: did not start or did not exit normally
   std::string out;
   std::string err;
+  long max_rss_kib = 0;  // the child's peak resident set size (getrusage's ru_maxrss)
 };
 
 // Runs `gpuctk args...` with stdin from /dev/null; output goes through files in `scratch_dir`.
@@ -48,8 +50,10 @@ inline RunResult run_gpuctk(const std::vector<std::string>& args, const std::str
     return result;
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
+  struct rusage usage {};
+  while (::wait4(pid, &status, 0, &usage) < 0) {
   }
+  result.max_rss_kib = usage.ru_maxrss;
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
   }
