@@ -61,11 +61,8 @@ Result<Json*> array_at(Json& root, std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
     where.append(where.empty() ? "" : ".").append(key);
     const bool last = ++index == keys.size();
-    const auto member = last ? array_member(*node, key, where) : object_member(*node, key, where);
-    if (!member) {
-      return member;
-    }
-    node = *member;
+    GPUCTK_TRY_ASSIGN(const auto member, last ? array_member(*node, key, where) : object_member(*node, key, where));
+    node = member;
   }
   return node;
 }
@@ -154,10 +151,7 @@ Result<void> apply_env(Json& config, const std::vector<std::string>& env) {
   if (env.empty()) {
     return {};
   }
-  const auto list = array_at(config, {"process", "env"});
-  if (!list) {
-    return std::unexpected(list.error());
-  }
+  GPUCTK_TRY_ASSIGN(const auto list, array_at(config, {"process", "env"}));
   for (const auto& entry : env) {
     const auto eq = entry.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -165,7 +159,7 @@ Result<void> apply_env(Json& config, const std::vector<std::string>& env) {
     }
     const std::string_view key(entry.data(), eq);
     bool replaced = false;
-    for (auto& existing : **list) {
+    for (auto& existing : *list) {
       if (!existing.is_string()) {
         continue;
       }
@@ -177,7 +171,7 @@ Result<void> apply_env(Json& config, const std::vector<std::string>& env) {
       }
     }
     if (!replaced) {
-      (*list)->push_back(entry);
+      list->push_back(entry);
     }
   }
   return {};
@@ -261,10 +255,7 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
     }
   };
   for (const auto& node : nodes) {
-    const auto resolved = resolve_node(node, stat);
-    if (!resolved) {
-      return std::unexpected(resolved.error());
-    }
+    GPUCTK_TRY_ASSIGN(const auto resolved, resolve_node(node, stat));
     const auto uid = node.uid ? node.uid : process_uid;
     const auto gid = node.gid ? node.gid : process_gid;
 
@@ -272,11 +263,11 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
     std::erase_if(*list, [&](const Json& entry) { return same_path(entry, "path", clean); });
     Json device = Json::object();
     device["path"] = node.path;
-    device["type"] = resolved->type;
-    device["major"] = resolved->major;
-    device["minor"] = resolved->minor;
-    if (resolved->file_mode) {
-      device["fileMode"] = *resolved->file_mode;
+    device["type"] = resolved.type;
+    device["major"] = resolved.major;
+    device["minor"] = resolved.minor;
+    if (resolved.file_mode) {
+      device["fileMode"] = *resolved.file_mode;
     }
     if (uid) {
       device["uid"] = *uid;
@@ -286,30 +277,24 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
     }
     list->push_back(std::move(device));
 
-    if (resolved->type == "b" || resolved->type == "c") {
+    if (resolved.type == "b" || resolved.type == "c") {
       if (rules == nullptr) {
-        const auto found = array_at(config, {"linux", "resources", "devices"});
-        if (!found) {
-          return std::unexpected(found.error());
-        }
-        rules = &(*found)->get_ref<Json::array_t&>();
-        const auto again = array_at(config, {"linux", "devices"});
-        if (!again) {
-          return std::unexpected(again.error());
-        }
-        list = &(*again)->get_ref<Json::array_t&>();
+        GPUCTK_TRY_ASSIGN(const auto found, array_at(config, {"linux", "resources", "devices"}));
+        rules = &found->get_ref<Json::array_t&>();
+        GPUCTK_TRY_ASSIGN(const auto again, array_at(config, {"linux", "devices"}));
+        list = &again->get_ref<Json::array_t&>();
         for (size_t i = 0; i < rules->size(); ++i) {
           index_rule(i);
         }
       }
       Json rule = Json::object();
       rule["allow"] = true;
-      rule["type"] = resolved->type;
-      rule["major"] = resolved->major;
-      rule["minor"] = resolved->minor;
+      rule["type"] = resolved.type;
+      rule["major"] = resolved.major;
+      rule["minor"] = resolved.minor;
       rule["access"] = node.permissions.empty() ? "rwm" : node.permissions;
       const auto same = [&](size_t i) { return same_value((*rules)[i], rule); };
-      const auto [first, last] = rules_by_number.equal_range({resolved->major, resolved->minor});
+      const auto [first, last] = rules_by_number.equal_range({resolved.major, resolved.minor});
       if (std::none_of(first, last, [&](const auto& entry) { return same(entry.second); }) &&
           std::ranges::none_of(other_rules, same)) {
         rules->push_back(std::move(rule));
@@ -326,18 +311,12 @@ Result<void> apply_net_devices(Json& config, const std::vector<NetDevice>& net_d
   if (net_devices.empty()) {
     return {};
   }
-  const auto linux_section = object_member(config, "linux", "linux");
-  if (!linux_section) {
-    return std::unexpected(linux_section.error());
-  }
-  const auto map = object_member(**linux_section, "netDevices", "linux.netDevices");
-  if (!map) {
-    return std::unexpected(map.error());
-  }
+  GPUCTK_TRY_ASSIGN(const auto linux_section, object_member(config, "linux", "linux"));
+  GPUCTK_TRY_ASSIGN(const auto map, object_member(*linux_section, "netDevices", "linux.netDevices"));
   for (const auto& device : net_devices) {
     Json value = Json::object();
     value["name"] = device.name;
-    (**map)[device.host_interface_name] = std::move(value);
+    (*map)[device.host_interface_name] = std::move(value);
   }
   return {};
 }
@@ -348,11 +327,8 @@ Result<void> apply_mounts(Json& config, const std::vector<Mount>& mounts) {
   if (mounts.empty()) {
     return {};
   }
-  const auto list_member = array_member(config, "mounts", "mounts");
-  if (!list_member) {
-    return std::unexpected(list_member.error());
-  }
-  auto& list = (*list_member)->get_ref<Json::array_t&>();
+  GPUCTK_TRY_ASSIGN(const auto list_member, array_member(config, "mounts", "mounts"));
+  auto& list = list_member->get_ref<Json::array_t&>();
   for (const auto& mount : mounts) {
     const std::string clean = clean_path(mount.container_path);
     std::erase_if(list, [&](const Json& entry) { return same_path(entry, "destination", clean); });
@@ -399,10 +375,7 @@ Result<void> apply_hooks(Json& config, const std::vector<Hook>& hooks) {
     }
   }
   for (const auto& hook : hooks) {
-    const auto list = array_at(config, {"hooks", hook.hook_name.c_str()});
-    if (!list) {
-      return std::unexpected(list.error());
-    }
+    GPUCTK_TRY_ASSIGN(const auto list, array_at(config, {"hooks", hook.hook_name.c_str()}));
     Json entry = Json::object();
     entry["path"] = hook.path;
     if (!hook.args.empty()) {
@@ -414,7 +387,7 @@ Result<void> apply_hooks(Json& config, const std::vector<Hook>& hooks) {
     if (hook.timeout) {
       entry["timeout"] = *hook.timeout;
     }
-    push_unique(**list, std::move(entry));
+    push_unique(*list, std::move(entry));
   }
   return {};
 }
@@ -425,10 +398,7 @@ Result<void> apply_intel_rdt(Json& config, const std::optional<IntelRdt>& rdt) {
   if (!rdt) {
     return {};
   }
-  const auto linux_section = object_member(config, "linux", "linux");
-  if (!linux_section) {
-    return std::unexpected(linux_section.error());
-  }
+  GPUCTK_TRY_ASSIGN(const auto linux_section, object_member(config, "linux", "linux"));
   Json value = Json::object();  // OCI LinuxIntelRdt; empty fields are omitted as in Go
   if (!rdt->clos_id.empty()) {
     value["closID"] = rdt->clos_id;
@@ -451,7 +421,7 @@ Result<void> apply_intel_rdt(Json& config, const std::optional<IntelRdt>& rdt) {
   if (rdt->enable_mbm) {
     value["enableMBM"] = true;
   }
-  (**linux_section)["intelRdt"] = std::move(value);
+  (*linux_section)["intelRdt"] = std::move(value);
   return {};
 }
 
@@ -473,13 +443,10 @@ Result<void> apply_additional_gids(Json& config, const std::vector<uint32_t>& gi
     (**user)["uid"] = 0;
     (**user)["gid"] = 0;
   }
-  const auto list = array_member(**user, "additionalGids", "process.user.additionalGids");
-  if (!list) {
-    return std::unexpected(list.error());
-  }
+  GPUCTK_TRY_ASSIGN(const auto list, array_member(**user, "additionalGids", "process.user.additionalGids"));
   for (const uint32_t gid : gids) {
     if (gid != 0) {
-      push_unique(**list, Json(gid));
+      push_unique(*list, Json(gid));
     }
   }
   return {};

@@ -245,9 +245,7 @@ class JsonTreeBuilder {
 };
 
 Result<Node> read_yaml(std::string_view text) {
-  if (auto ok = check_yaml_text(text); !ok) {
-    return std::unexpected(ok.error());
-  }
+  GPUCTK_TRY(check_yaml_text(text));
   if (auto canonical = read_canonical_yaml(text)) {
     return std::move(*canonical);
   }
@@ -436,14 +434,10 @@ Result<void> decode(const Node& node, const Path& path, std::map<std::string, st
   }
   for (const auto& [key_node, value_node] : node.members) {
     std::string key;
-    if (auto ok = decode(key_node, path, key); !ok) {
-      return ok;
-    }
+    GPUCTK_TRY(decode(key_node, path, key));
     const Path value_path = path + "[" + quote(key) + "]";
     std::string value;
-    if (auto ok = decode(value_node, value_path, value); !ok) {
-      return ok;
-    }
+    GPUCTK_TRY(decode(value_node, value_path, value));
     if (!out.emplace(key, std::move(value)).second) {
       return fail("duplicate key " + quote(key) + " " + in(path));
     }
@@ -454,9 +448,7 @@ Result<void> decode(const Node& node, const Path& path, std::map<std::string, st
 template <class T>
 Result<void> decode(const Node& node, const Path& path, std::optional<T>& out) {
   T value{};
-  if (auto ok = decode(node, path, value); !ok) {
-    return ok;
-  }
+  GPUCTK_TRY(decode(node, path, value));
   out = std::move(value);
   return {};
 }
@@ -468,9 +460,7 @@ Result<void> decode(const Node& node, const Path& path, std::vector<T>& out) {
   }
   out.resize(node.items.size());
   for (size_t i = 0; i < node.items.size(); ++i) {
-    if (auto ok = decode(node.items[i], element(path, i), out[i]); !ok) {
-      return ok;
-    }
+    GPUCTK_TRY(decode(node.items[i], element(path, i), out[i]));
   }
   return {};
 }
@@ -618,9 +608,7 @@ Result<void> decode_object(const Node& node, const Path& path, const std::array<
     if (value.kind == Node::Kind::null) {
       continue;  // as in Go: null leaves the field unset
     }
-    if (auto ok = found->decode(value, child(path, key.text), out); !ok) {
-      return ok;
-    }
+    GPUCTK_TRY(found->decode(value, child(path, key.text), out));
   }
   return {};
 }
@@ -812,17 +800,12 @@ Result<void> check_spec_size(uint64_t bytes) {
 
 Result<Spec> parse_spec(std::string_view text, Format format) {
   GPUCTK_TRY(check_spec_size(text.size()));
-  auto root = format == Format::json ? read_json(text) : read_yaml(text);
-  if (!root) {
-    return std::unexpected(root.error());
-  }
-  if (root->kind == Node::Kind::null) {
+  GPUCTK_TRY_ASSIGN(auto root, format == Format::json ? read_json(text) : read_yaml(text));
+  if (root.kind == Node::Kind::null) {
     return fail("no spec data");
   }
   Spec spec;
-  if (auto ok = decode_object(*root, "", k_spec_fields, spec); !ok) {
-    return std::unexpected(ok.error());
-  }
+  GPUCTK_TRY(decode_object(root, "", k_spec_fields, spec));
   return spec;
 }
 

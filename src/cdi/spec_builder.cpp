@@ -67,11 +67,8 @@ class Builder {
     if (m_opt.management) {
       spec.devices.push_back(management_device());
     } else {
-      auto devices = gpu_devices();
-      if (!devices) {
-        return std::unexpected(devices.error());
-      }
-      spec.devices = std::move(*devices);
+      GPUCTK_TRY_ASSIGN(auto devices, gpu_devices());
+      spec.devices = std::move(devices);
     }
     if (spec.devices.empty()) {
       return fail("no devices to generate: the host has no GPUs");

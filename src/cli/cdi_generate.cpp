@@ -96,11 +96,8 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   options.dev_root = args.dev_root;
   options.mode = mode;
   options.library_search_paths = args.library_search_paths;
-  auto inventory = discover::discover(options);
-  if (!inventory) {
-    return std::unexpected(inventory.error());
-  }
-  auto spec = cdi::build_spec(*inventory, build);
+  GPUCTK_TRY_ASSIGN(auto inventory, discover::discover(options));
+  auto spec = cdi::build_spec(inventory, build);
   if (!spec) {
     return std::unexpected(spec.error());
   }
@@ -110,14 +107,12 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   }
   const std::string text = cdi::write_spec(*spec, format);
   if (args.output == "-") {
-    if (auto written = write_stdout(text); !written) {
-      return written;
-    }
+    GPUCTK_TRY(write_stdout(text));
   } else if (auto written = write_file_atomic(args.output, text, 0644); !written) {
     return written;
   }
   // Optional pieces the host lacks; printed only on success so a failure stays one line.
-  for (const auto& warning : inventory->warnings) {
+  for (const auto& warning : inventory.warnings) {
     std::fprintf(stderr, "gpuctk: warning: %s\n", warning.c_str());
   }
   return {};

@@ -35,20 +35,14 @@ Action define_cdi_inject(CLI::App& command) {
         cfg.spec_dirs = args->spec_dirs;
       }
       Result<nlohmann::ordered_json> config = args->bundle.empty() ? [&]() -> Result<nlohmann::ordered_json> {
-        auto text = read_file("/dev/stdin");
-        if (!text) {
-          return std::unexpected(text.error());
-        }
-        return oci::parse_config(*text);
+        GPUCTK_TRY_ASSIGN(auto text, read_file("/dev/stdin"));
+        return oci::parse_config(text);
       }()
                                                                    : oci::read_config(args->bundle);
       if (!config) {
         return std::unexpected(config.error());
       }
-      auto result = hook::inject_devices(*config, args->devices, cfg, log);
-      if (!result) {
-        return std::unexpected(result.error());
-      }
+      GPUCTK_TRY(hook::inject_devices(*config, args->devices, cfg, log));
       if (!args->bundle.empty()) {
         return oci::write_config(args->bundle, *config);
       }

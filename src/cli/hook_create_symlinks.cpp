@@ -25,12 +25,9 @@ Action define_hook_create_symlinks(CLI::App& command) {
                                 if (!links) {
                                   return std::unexpected(links.error());
                                 }
-                                auto changed = hook::create_symlinks(root, *links);
-                                if (!changed) {
-                                  return std::unexpected(changed.error());
-                                }
+                                GPUCTK_TRY_ASSIGN(auto changed, hook::create_symlinks(root, *links));
                                 if (log.enabled(hook::LogLevel::debug)) {
-                                  log.write(hook::LogLevel::debug, "create-symlinks: " + std::to_string(*changed) + " of " +
+                                  log.write(hook::LogLevel::debug, "create-symlinks: " + std::to_string(changed) + " of " +
                                                                        std::to_string(links->size()) + " links created in " +
                                                                        root.path());
                                 }

@@ -17,10 +17,7 @@ Action define_hook_disable_device_node_modification(CLI::App& command) {
     return run_container_hook(*config_path, "disable-device-node-modification",
                               [&](const rootfs::Root& root, const hook::Config& cfg, const hook::Log&) -> Result<void> {
                                 const std::string host = discover::under_root(cfg.dev_root, "/proc/driver/nvidia/params");
-                                auto done = hook::disable_device_node_modification(root, host);
-                                if (!done) {
-                                  return std::unexpected(done.error());
-                                }
+                                GPUCTK_TRY(hook::disable_device_node_modification(root, host));
                                 return {};
                               });
   };

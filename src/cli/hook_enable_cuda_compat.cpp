@@ -20,11 +20,8 @@ Action define_hook_enable_cuda_compat(CLI::App& command) {
   return [args] {
     return run_container_hook(args->config_path, "enable-cuda-compat",
                               [&](const rootfs::Root& root, const hook::Config&, const hook::Log& log) -> Result<void> {
-                                auto enabled = hook::enable_cuda_compat(root, args->host_driver_version);
-                                if (!enabled) {
-                                  return std::unexpected(enabled.error());
-                                }
-                                if (*enabled) {
+                                GPUCTK_TRY_ASSIGN(auto enabled, hook::enable_cuda_compat(root, args->host_driver_version));
+                                if (enabled) {
                                   log.info(std::string("enable-cuda-compat: using ") + hook::k_cuda_compat_dir + " in " +
                                            root.path());
                                 }

@@ -36,19 +36,10 @@ Action define_hook_precreate(CLI::App& command) {
   command.footer("Reads an OCI config.json on stdin and writes it, with the requested GPUs injected, to stdout.");
   return [config_path] {
     return run_with_log(*config_path, [](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
-      auto input = read_fd(STDIN_FILENO, "standard input", SIZE_MAX);
-      if (!input) {
-        return std::unexpected(input.error());
-      }
-      auto config = oci::parse_config(*input);
-      if (!config) {
-        return std::unexpected(config.error());
-      }
-      auto result = hook::inject_request(*config, cfg, log);
-      if (!result) {
-        return std::unexpected(result.error());
-      }
-      return write_stdout(result->changed ? oci::dump_config(*config) : *input);
+      GPUCTK_TRY_ASSIGN(auto input, read_fd(STDIN_FILENO, "standard input", SIZE_MAX));
+      GPUCTK_TRY_ASSIGN(auto config, oci::parse_config(input));
+      GPUCTK_TRY_ASSIGN(auto result, hook::inject_request(config, cfg, log));
+      return write_stdout(result.changed ? oci::dump_config(config) : input);
     });
   };
 }

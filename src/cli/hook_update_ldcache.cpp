@@ -30,11 +30,8 @@ Action define_hook_update_ldcache(CLI::App& command) {
                                 if (args->folders.size() > hook::k_max_hook_args) {
                                   return fail("too many folders");
                                 }
-                                auto ldconfig = hook::open_ldconfig(args->ldconfig_path, root, cfg);
-                                if (!ldconfig) {
-                                  return std::unexpected(ldconfig.error());
-                                }
-                                return rootfs::update_ld_cache(root, args->folders, *ldconfig);
+                                GPUCTK_TRY_ASSIGN(auto ldconfig, hook::open_ldconfig(args->ldconfig_path, root, cfg));
+                                return rootfs::update_ld_cache(root, args->folders, ldconfig);
                               });
   };
 }

@@ -55,12 +55,9 @@ Result<std::vector<DeviceNode>> discover_control_nodes(std::string_view dev_root
                                                        std::vector<std::string>& warnings) {
   std::vector<DeviceNode> nodes;
   for (const auto& row : k_control_nodes) {
-    auto node = stat_device_node(dev_root, row.path);
-    if (!node) {
-      return std::unexpected(node.error());
-    }
-    if (*node) {
-      nodes.push_back(std::move(**node));
+    GPUCTK_TRY_ASSIGN(auto node, stat_device_node(dev_root, row.path));
+    if (node) {
+      nodes.push_back(std::move(*node));
     } else if (row.required) {
       return fail(under_root(dev_root, row.path) + ": missing (is the NVIDIA driver loaded?)");
     } else {
@@ -74,21 +71,15 @@ Result<DrmNodes> discover_drm_nodes(std::string_view dev_root, std::string_view 
                                     std::vector<std::string>& warnings) {
   DrmNodes out;
   const std::string sys_dir = under_root(dev_root, "/sys/bus/pci/devices/" + std::string(bus_id) + "/drm");
-  auto entries = list_dir(sys_dir);
-  if (!entries) {
-    return std::unexpected(entries.error());
-  }
-  for (const auto& entry : *entries) {
+  GPUCTK_TRY_ASSIGN(auto entries, list_dir(sys_dir));
+  for (const auto& entry : entries) {
     // card<N> and renderD<N>; controlD<N> exists only on old kernels and has no /dev node today.
     if (!entry.name.starts_with("card") && !entry.name.starts_with("renderD")) {
       continue;
     }
     const std::string path = "/dev/dri/" + entry.name;
-    auto node = stat_device_node(dev_root, path);
+    GPUCTK_TRY_ASSIGN(auto node, stat_device_node(dev_root, path));
     if (!node) {
-      return std::unexpected(node.error());
-    }
-    if (!*node) {
       warnings.push_back(under_root(dev_root, path) + ": listed in " + sys_dir + " but missing; not injected");
       continue;
     }
@@ -97,7 +88,7 @@ Result<DrmNodes> discover_drm_nodes(std::string_view dev_root, std::string_view 
     if (lstat_path(under_root(dev_root, link))) {
       out.by_path_links.push_back({"../" + entry.name, link});
     }
-    out.nodes.push_back(std::move(**node));
+    out.nodes.push_back(std::move(*node));
   }
   std::ranges::sort(out.nodes, {}, &DeviceNode::path);
   std::ranges::sort(out.by_path_links);
@@ -107,33 +98,23 @@ Result<DrmNodes> discover_drm_nodes(std::string_view dev_root, std::string_view 
 Result<std::vector<DeviceNode>> discover_management_nodes(std::string_view dev_root) {
   std::vector<DeviceNode> nodes;
   const auto add_dir = [&](std::string_view dir, std::string_view prefix) -> Result<void> {
-    auto entries = list_dir(under_root(dev_root, dir));
-    if (!entries) {
-      return std::unexpected(entries.error());
-    }
-    for (const auto& entry : *entries) {
+    GPUCTK_TRY_ASSIGN(auto entries, list_dir(under_root(dev_root, dir)));
+    for (const auto& entry : entries) {
       if (!entry.name.starts_with(prefix) || (entry.type != DT_CHR && entry.type != DT_BLK)) {
         continue;
       }
-      auto node = stat_device_node(dev_root, std::string(dir) + "/" + entry.name);
-      if (!node) {
-        return std::unexpected(node.error());
-      }
-      if (*node) {
-        nodes.push_back(std::move(**node));
+      GPUCTK_TRY_ASSIGN(auto node, stat_device_node(dev_root, std::string(dir) + "/" + entry.name));
+      if (node) {
+        nodes.push_back(std::move(*node));
       }
     }
     return {};
   };
   for (const auto dir : k_management_dirs) {
-    if (auto added = add_dir(dir, ""); !added) {
-      return std::unexpected(added.error());
-    }
+    GPUCTK_TRY(add_dir(dir, ""));
   }
   // NVSwitch nodes live directly in /dev.
-  if (auto added = add_dir("/dev", "nvidia-nvswitch"); !added) {
-    return std::unexpected(added.error());
-  }
+  GPUCTK_TRY(add_dir("/dev", "nvidia-nvswitch"));
   std::ranges::sort(nodes, {}, &DeviceNode::path);
   return nodes;
 }

@@ -44,12 +44,9 @@ Result<CacheView> load_cache(const std::string& driver_root, std::vector<std::st
                        "; searching the standard library directories only");
     return view;
   }
-  auto cache = read_ld_cache(*path);
-  if (!cache) {
-    return std::unexpected(cache.error());
-  }
+  GPUCTK_TRY_ASSIGN(auto cache, read_ld_cache(*path));
   const auto native = native_arch();
-  for (const auto& entry : cache->entries) {
+  for (const auto& entry : cache.entries) {
     if (entry.type() != LibType::elf_libc6 || entry.hwcap != 0) {
       continue;
     }
@@ -104,21 +101,15 @@ Result<DriverVersion> version_without_nvml(const std::string& dev_root, const st
 // The GPU's /dev/nvidia<minor> node (required) and its DRM nodes.
 Result<void> add_gpu_nodes(const std::string& dev_root, Gpu& gpu, std::vector<std::string>& warnings) {
   const std::string path = "/dev/nvidia" + std::to_string(gpu.minor);
-  auto node = stat_device_node(dev_root, path);
+  GPUCTK_TRY_ASSIGN(auto node, stat_device_node(dev_root, path));
   if (!node) {
-    return std::unexpected(node.error());
-  }
-  if (!*node) {
     return fail("GPU " + std::to_string(gpu.index) + " (" + gpu.bus_id + "): " + under_root(dev_root, path) +
                 " missing");
   }
-  gpu.node = std::move(**node);
-  auto drm = discover_drm_nodes(dev_root, gpu.bus_id, warnings);
-  if (!drm) {
-    return std::unexpected(drm.error());
-  }
-  gpu.drm_nodes = std::move(drm->nodes);
-  gpu.by_path_links = std::move(drm->by_path_links);
+  gpu.node = std::move(*node);
+  GPUCTK_TRY_ASSIGN(auto drm, discover_drm_nodes(dev_root, gpu.bus_id, warnings));
+  gpu.drm_nodes = std::move(drm.nodes);
+  gpu.by_path_links = std::move(drm.by_path_links);
   return {};
 }
 
@@ -148,14 +139,11 @@ Result<void> add_mig_nodes(const std::string& dev_root, Gpu& gpu, const MigMinor
     if (!gi) {
       return std::unexpected(gi.error());
     }
-    auto ci = cap_node(dev_root, minors.ci_access(gpu.minor, mig.gi, mig.ci),
+    GPUCTK_TRY_ASSIGN(auto ci, cap_node(dev_root, minors.ci_access(gpu.minor, mig.gi, mig.ci),
                        what + ": gpu" + std::to_string(gpu.minor) + "/gi" + std::to_string(mig.gi) + "/ci" +
-                           std::to_string(mig.ci) + "/access");
-    if (!ci) {
-      return std::unexpected(ci.error());
-    }
+                           std::to_string(mig.ci) + "/access"));
     mig.gi_access = std::move(*gi);
-    mig.ci_access = std::move(*ci);
+    mig.ci_access = std::move(ci);
   }
   return {};
 }
@@ -163,26 +151,20 @@ Result<void> add_mig_nodes(const std::string& dev_root, Gpu& gpu, const MigMinor
 // GPUs from /proc/driver/nvidia/gpus/<bus>/information, in PCI bus order (NVML's order too).
 Result<std::vector<Gpu>> gpus_from_proc(const std::string& dev_root, std::vector<std::string>& warnings) {
   const std::string dir = under_root(dev_root, "/proc/driver/nvidia/gpus");
-  auto entries = list_dir(dir);
-  if (!entries) {
-    return std::unexpected(entries.error());
-  }
+  GPUCTK_TRY_ASSIGN(auto entries, list_dir(dir));
   std::vector<Gpu> gpus;
-  for (const auto& entry : *entries) {
+  for (const auto& entry : entries) {
     const std::string path = dir + "/" + entry.name + "/information";
-    auto info = read_parsed(path, parse_gpu_information);
-    if (!info) {
-      return std::unexpected(info.error());
-    }
-    if (info->excluded) {
-      warnings.push_back("GPU " + info->bus_location + ": excluded by the driver; skipped");
+    GPUCTK_TRY_ASSIGN(auto info, read_parsed(path, parse_gpu_information));
+    if (info.excluded) {
+      warnings.push_back("GPU " + info.bus_location + ": excluded by the driver; skipped");
       continue;
     }
     Gpu gpu;
-    gpu.minor = info->minor;
-    gpu.uuid = info->uuid.value_or("");
-    gpu.model = info->model;
-    gpu.bus_id = info->bus_location;
+    gpu.minor = info.minor;
+    gpu.uuid = info.uuid.value_or("");
+    gpu.model = info.model;
+    gpu.bus_id = info.bus_location;
     gpus.push_back(std::move(gpu));
   }
   std::ranges::sort(gpus, {}, &Gpu::bus_id);
@@ -197,21 +179,15 @@ Result<std::vector<Gpu>> gpus_from_proc(const std::string& dev_root, std::vector
 Result<void> migs_from_proc(const std::string& dev_root, Gpu& gpu) {
   const std::string mig_dir =
       under_root(dev_root, "/proc/driver/nvidia/capabilities/gpu" + std::to_string(gpu.minor) + "/mig");
-  auto gis = list_dir(mig_dir);
-  if (!gis) {
-    return std::unexpected(gis.error());
-  }
+  GPUCTK_TRY_ASSIGN(auto gis, list_dir(mig_dir));
   std::vector<std::pair<uint32_t, uint32_t>> instances;
-  for (const auto& gi : *gis) {
+  for (const auto& gi : gis) {
     const auto gi_id = gi.name.starts_with("gi") ? parse_u32(std::string_view(gi.name).substr(2)) : std::nullopt;
     if (!gi_id) {
       continue;
     }
-    auto cis = list_dir(mig_dir + "/" + gi.name);
-    if (!cis) {
-      return std::unexpected(cis.error());
-    }
-    for (const auto& ci : *cis) {
+    GPUCTK_TRY_ASSIGN(auto cis, list_dir(mig_dir + "/" + gi.name));
+    for (const auto& ci : cis) {
       const auto ci_id = ci.name.starts_with("ci") ? parse_u32(std::string_view(ci.name).substr(2)) : std::nullopt;
       if (ci_id) {
         instances.emplace_back(*gi_id, *ci_id);
@@ -264,10 +240,7 @@ Result<Mode> parse_mode(std::string_view text) {
 
 Result<Inventory> discover(const DiscoverOptions& options) {
   Inventory inv;
-  auto cache = load_cache(options.driver_root, inv.warnings);
-  if (!cache) {
-    return std::unexpected(cache.error());
-  }
+  GPUCTK_TRY_ASSIGN(auto cache, load_cache(options.driver_root, inv.warnings));
 
   // NVML is used in nvml mode (required) and in auto mode when the driver root has a library that
   // loads, has the required entry points and initialises. In auto mode one that cannot (an older
@@ -276,7 +249,7 @@ Result<Inventory> discover(const DiscoverOptions& options) {
   // is a GPU's problem, which /proc would only hide.
   std::optional<NvmlReport> nvml;
   if (options.mode == Mode::nvml || options.mode == Mode::automatic) {
-    const auto library = find_nvml(options.driver_root, *cache);
+    const auto library = find_nvml(options.driver_root, cache);
     if (!library && options.mode == Mode::nvml) {
       return fail(std::string(k_nvml_soname) + ": not found under " + options.driver_root +
                   " (ld.so.cache and standard library directories)");
@@ -306,73 +279,49 @@ Result<Inventory> discover(const DiscoverOptions& options) {
       inv.gpus.push_back(from_nvml(gpu));
     }
   } else {
-    auto version = version_without_nvml(options.dev_root, options.driver_root, *cache);
-    if (!version) {
-      return std::unexpected(version.error());
-    }
-    inv.driver_version = version->version;
-    inv.kernel_module = version->kernel_module;
-    auto gpus = gpus_from_proc(options.dev_root, inv.warnings);
-    if (!gpus) {
-      return std::unexpected(gpus.error());
-    }
-    inv.gpus = std::move(*gpus);
+    GPUCTK_TRY_ASSIGN(auto version, version_without_nvml(options.dev_root, options.driver_root, cache));
+    inv.driver_version = version.version;
+    inv.kernel_module = version.kernel_module;
+    GPUCTK_TRY_ASSIGN(auto gpus, gpus_from_proc(options.dev_root, inv.warnings));
+    inv.gpus = std::move(gpus);
     for (auto& gpu : inv.gpus) {
-      if (auto r = migs_from_proc(options.dev_root, gpu); !r) {
-        return std::unexpected(r.error());
-      }
+      GPUCTK_TRY(migs_from_proc(options.dev_root, gpu));
     }
   }
 
   std::optional<MigMinors> minors;
   for (auto& gpu : inv.gpus) {
-    if (auto r = add_gpu_nodes(options.dev_root, gpu, inv.warnings); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(add_gpu_nodes(options.dev_root, gpu, inv.warnings));
     if (gpu.mig_devices.empty()) {
       continue;
     }
     if (!minors) {
-      auto loaded = read_mig_minors(options.dev_root);
-      if (!loaded) {
-        return std::unexpected(loaded.error());
-      }
-      minors = std::move(*loaded);
+      GPUCTK_TRY_ASSIGN(auto loaded, read_mig_minors(options.dev_root));
+      minors = std::move(loaded);
     }
-    if (auto r = add_mig_nodes(options.dev_root, gpu, *minors); !r) {
-      return std::unexpected(r.error());
-    }
+    GPUCTK_TRY(add_mig_nodes(options.dev_root, gpu, *minors));
   }
 
-  auto control = discover_control_nodes(options.dev_root, inv.warnings);
-  if (!control) {
-    return std::unexpected(control.error());
-  }
-  inv.control_nodes = std::move(*control);
+  GPUCTK_TRY_ASSIGN(auto control, discover_control_nodes(options.dev_root, inv.warnings));
+  inv.control_nodes = std::move(control);
   if (options.mode == Mode::management) {
-    auto nodes = discover_management_nodes(options.dev_root);
-    if (!nodes) {
-      return std::unexpected(nodes.error());
-    }
-    inv.management_nodes = std::move(*nodes);
+    GPUCTK_TRY_ASSIGN(auto nodes, discover_management_nodes(options.dev_root));
+    inv.management_nodes = std::move(nodes);
   }
 
   DriverFilesInput input;
   input.driver_root = options.driver_root;
   input.driver_version = inv.driver_version;
-  input.cache = std::move(cache->libraries);
+  input.cache = std::move(cache.libraries);
   input.library_search_paths = options.library_search_paths;
   if (auto custom = read_file(under_root(options.dev_root, "/sys/module/firmware_class/parameters/path"))) {
     input.firmware_class_path = std::string(trim(*custom));
   }
-  auto files = discover_driver_files(input, inv.warnings);
-  if (!files) {
-    return std::unexpected(files.error());
-  }
-  inv.files = std::move(files->files);
-  inv.library_dirs = std::move(files->library_dirs);
-  inv.library_links = std::move(files->links);
-  inv.notes = std::move(files->notes);
+  GPUCTK_TRY_ASSIGN(auto files, discover_driver_files(input, inv.warnings));
+  inv.files = std::move(files.files);
+  inv.library_dirs = std::move(files.library_dirs);
+  inv.library_links = std::move(files.links);
+  inv.notes = std::move(files.notes);
   return inv;
 }
 

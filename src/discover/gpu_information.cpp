@@ -64,11 +64,8 @@ Result<GpuInformation> parse_gpu_information(std::string_view text) {
   };
 
   GpuInformation info;
-  const auto model = required("Model");
-  if (!model) {
-    return std::unexpected(model.error());
-  }
-  info.model = std::string(*model);
+  GPUCTK_TRY_ASSIGN(const auto model, required("Model"));
+  info.model = std::string(model);
 
   if (const auto uuid = field("GPU UUID")) {
     if (has_uuid_shape(*uuid, is_hex_digit)) {
@@ -79,23 +76,17 @@ Result<GpuInformation> parse_gpu_information(std::string_view text) {
     }
   }
 
-  const auto bus = required("Bus Location");
-  if (!bus) {
-    return std::unexpected(bus.error());
-  }
-  auto bus_id = parse_pci_bus_id(*bus);
+  GPUCTK_TRY_ASSIGN(const auto bus, required("Bus Location"));
+  auto bus_id = parse_pci_bus_id(bus);
   if (!bus_id) {
     return field_error("Bus Location", bus_id.error().message);
   }
   info.bus_location = std::move(*bus_id);
 
-  const auto minor_text = required("Device Minor");
-  if (!minor_text) {
-    return std::unexpected(minor_text.error());
-  }
-  const auto minor = parse_u32(*minor_text);
+  GPUCTK_TRY_ASSIGN(const auto minor_text, required("Device Minor"));
+  const auto minor = parse_u32(minor_text);
   if (!minor) {
-    return field_error("Device Minor", "expected a decimal number, got " + quote(*minor_text));
+    return field_error("Device Minor", "expected a decimal number, got " + quote(minor_text));
   }
   info.minor = *minor;
 

@@ -117,16 +117,10 @@ Result<void> check_entry_count(uint32_t count, std::string_view kind) {
 // The flags, key and value that old and new entries start with; entry `index` is at `at` and its
 // strings are relative to `strings`.
 Result<LdCacheEntry> read_entry(std::string_view bytes, uint64_t at, uint64_t strings, uint64_t index) {
-  auto key = string_at(bytes, strings, load<uint32_t>(bytes, at + 4), index, "key");
-  if (!key) {
-    return std::unexpected(key.error());
-  }
-  auto value = string_at(bytes, strings, load<uint32_t>(bytes, at + 8), index, "value");
-  if (!value) {
-    return std::unexpected(value.error());
-  }
-  return LdCacheEntry{.key = std::move(*key),
-                      .value = std::move(*value),
+  GPUCTK_TRY_ASSIGN(auto key, string_at(bytes, strings, load<uint32_t>(bytes, at + 4), index, "key"));
+  GPUCTK_TRY_ASSIGN(auto value, string_at(bytes, strings, load<uint32_t>(bytes, at + 8), index, "value"));
+  return LdCacheEntry{.key = std::move(key),
+                      .value = std::move(value),
                       .flags = static_cast<uint32_t>(load<int32_t>(bytes, at)),
                       .osversion = 0,
                       .hwcap = 0};
@@ -162,9 +156,7 @@ Result<LdCache> parse_new(std::string_view bytes, uint64_t base, LdCacheFormat f
     return fail("truncated header at offset " + std::to_string(base) + " (" +
                 std::to_string(bytes.size() - base) + " of " + std::to_string(k_new_header_size) + " bytes)");
   }
-  if (auto order = check_byte_order(load<uint8_t>(bytes, base + k_new_flags_at)); !order) {
-    return std::unexpected(order.error());
-  }
+  GPUCTK_TRY(check_byte_order(load<uint8_t>(bytes, base + k_new_flags_at)));
   const auto nlibs = load<uint32_t>(bytes, base + k_new_nlibs_at);
   const uint64_t table = base + k_new_header_size;
   GPUCTK_TRY(check_table(bytes, table, nlibs, k_new_entry_size, ""));
@@ -190,9 +182,7 @@ Result<LdCache> parse_old(std::string_view bytes) {
                 std::to_string(k_old_header_size) + " bytes)");
   }
   const auto nlibs = load<uint32_t>(bytes, k_old_magic.size() + 1);
-  if (auto fits = check_table(bytes, k_old_header_size, nlibs, k_old_entry_size, "old-format "); !fits) {
-    return std::unexpected(fits.error());
-  }
+  GPUCTK_TRY(check_table(bytes, k_old_header_size, nlibs, k_old_entry_size, "old-format "));
   const uint64_t strings = k_old_header_size + nlibs * k_old_entry_size;
   const uint64_t new_header = (strings + k_new_header_alignment - 1) & ~(k_new_header_alignment - 1);
   if (new_header <= bytes.size() && bytes.substr(new_header).starts_with(k_new_magic)) {

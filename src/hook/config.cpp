@@ -20,13 +20,10 @@ Result<std::string> scalar(const YAML::Node& node, const std::string& key) {
 }
 
 Result<bool> boolean(const YAML::Node& node, const std::string& key) {
-  auto text = scalar(node, key);
-  if (!text) {
-    return std::unexpected(text.error());
-  }
-  if (*text == "true") return true;
-  if (*text == "false") return false;
-  return fail(key + ": expected true or false, got \"" + *text + "\"");
+  GPUCTK_TRY_ASSIGN(auto text, scalar(node, key));
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return fail(key + ": expected true or false, got \"" + text + "\"");
 }
 
 Result<std::vector<std::string>> list(const YAML::Node& node, const std::string& key) {
@@ -35,11 +32,8 @@ Result<std::vector<std::string>> list(const YAML::Node& node, const std::string&
   }
   std::vector<std::string> out;
   for (const auto& item : node) {
-    auto text = scalar(item, key + "[]");
-    if (!text) {
-      return std::unexpected(text.error());
-    }
-    out.push_back(*text);
+    GPUCTK_TRY_ASSIGN(auto text, scalar(item, key + "[]"));
+    out.push_back(text);
   }
   return out;
 }
@@ -54,21 +48,18 @@ Result<std::string> absolute_path(const YAML::Node& node, const std::string& key
 
 Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& value) {
   const auto set_list = [&](std::vector<std::string>& out) -> Result<void> {
-    auto items = list(value, key);
-    if (!items) return std::unexpected(items.error());
-    out = std::move(*items);
+    GPUCTK_TRY_ASSIGN(auto items, list(value, key));
+    out = std::move(items);
     return {};
   };
   const auto set_bool = [&](bool& out) -> Result<void> {
-    auto b = boolean(value, key);
-    if (!b) return std::unexpected(b.error());
-    out = *b;
+    GPUCTK_TRY_ASSIGN(auto b, boolean(value, key));
+    out = b;
     return {};
   };
   const auto set_path = [&](std::string& out) -> Result<void> {
-    auto p = absolute_path(value, key);
-    if (!p) return std::unexpected(p.error());
-    out = std::move(*p);
+    GPUCTK_TRY_ASSIGN(auto p, absolute_path(value, key));
+    out = std::move(p);
     return {};
   };
   if (key == "spec-dirs") return set_list(c.spec_dirs);
@@ -94,23 +85,20 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
   if (key == "allow-ldconfig-from-container") return set_bool(c.allow_ldconfig_from_container);
   if (key == "dev-root") return set_path(c.dev_root);
   if (key == "default-kind") {
-    auto kind = scalar(value, key);
-    if (!kind) return std::unexpected(kind.error());
-    c.request.default_kind = *kind;
+    GPUCTK_TRY_ASSIGN(auto kind, scalar(value, key));
+    c.request.default_kind = kind;
     return {};
   }
   if (key == "supported-capabilities") {
     std::string joined;
     if (value.IsSequence()) {
-      auto items = list(value, key);
-      if (!items) return std::unexpected(items.error());
-      for (const auto& item : *items) {
+      GPUCTK_TRY_ASSIGN(auto items, list(value, key));
+      for (const auto& item : items) {
         joined += (joined.empty() ? "" : ",") + item;
       }
     } else {
-      auto text = scalar(value, key);
-      if (!text) return std::unexpected(text.error());
-      joined = *text;
+      GPUCTK_TRY_ASSIGN(auto text, scalar(value, key));
+      joined = text;
     }
     auto caps = discover::parse_capabilities(joined);
     if (!caps) return fail_with(key, caps.error());
@@ -118,18 +106,16 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
     return {};
   }
   if (key == "log-file") {
-    auto text = scalar(value, key);
-    if (!text) return std::unexpected(text.error());
-    if (!text->empty() && text->front() != '/') {
-      return fail(key + ": \"" + *text + "\" is not an absolute path");
+    GPUCTK_TRY_ASSIGN(auto text, scalar(value, key));
+    if (!text.empty() && text.front() != '/') {
+      return fail(key + ": \"" + text + "\" is not an absolute path");
     }
-    c.log_file = *text;
+    c.log_file = text;
     return {};
   }
   if (key == "log-level") {
-    auto text = scalar(value, key);
-    if (!text) return std::unexpected(text.error());
-    auto level = parse_log_level(*text);
+    GPUCTK_TRY_ASSIGN(auto text, scalar(value, key));
+    auto level = parse_log_level(text);
     if (!level) return fail_with(key, level.error());
     c.log_level = *level;
     return {};

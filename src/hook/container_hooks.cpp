@@ -57,11 +57,8 @@ Result<std::string> container_root_from_state(std::string_view state_json) {
     return clean_absolute_path(state->root, state->bundle);
   }
   const std::string path = oci::config_path(state->bundle);
-  auto text = read_file_nofollow(path, k_max_config_size);
-  if (!text) {
-    return std::unexpected(text.error());
-  }
-  auto config = oci::parse_config(*text);
+  GPUCTK_TRY_ASSIGN(auto text, read_file_nofollow(path, k_max_config_size));
+  auto config = oci::parse_config(text);
   if (!config) {
     return fail_with(path, config.error());
   }
@@ -166,9 +163,7 @@ Result<bool> enable_cuda_compat(const rootfs::Root& root, std::string_view host_
   if (!use_cuda_compat(*version, *note, host_driver_version)) {
     return false;
   }
-  if (auto r = rootfs::write_file(root, k_cuda_compat_dropin, std::string(compat_dir) + "\n", 0644); !r) {
-    return std::unexpected(r.error());
-  }
+  GPUCTK_TRY(rootfs::write_file(root, k_cuda_compat_dropin, std::string(compat_dir) + "\n", 0644));
   return true;
 }
 
@@ -209,9 +204,7 @@ Result<bool> disable_device_node_modification(const rootfs::Root& root, const st
   if (!rootfs::open_in_root(root, k_params, O_PATH, rootfs::FollowLast::no)) {
     return false;  // the container sees no params file (its /proc has no driver directory)
   }
-  if (auto r = rootfs::mount_readonly_file(root, k_params, *rewritten); !r) {
-    return std::unexpected(r.error());
-  }
+  GPUCTK_TRY(rootfs::mount_readonly_file(root, k_params, *rewritten));
   return true;
 }
 

@@ -142,18 +142,15 @@ Result<CudaCompatNote> parse_note_json(std::string_view descriptor) {
     return fail(std::string(k_name) + " is " + num(descriptor.size()) + " bytes, more than the limit of " +
                 num(k_cuda_compat_note_limit));
   }
-  auto json = oci::parse_json(without_trailing_nuls(descriptor), k_name);
-  if (!json) {
-    return std::unexpected(json.error());
-  }
-  if (!json->is_object()) {
-    return fail(std::string(k_name) + " is " + oci::json_type_phrase(*json) + ", expected an object");
+  GPUCTK_TRY_ASSIGN(auto json, oci::parse_json(without_trailing_nuls(descriptor), k_name));
+  if (!json.is_object()) {
+    return fail(std::string(k_name) + " is " + oci::json_type_phrase(json) + ", expected an object");
   }
   const std::string prefix = std::string(k_name) + ": ";
   CudaCompatNote note;
 
-  const auto cuda = json->find("CUDA Version");
-  if (cuda == json->end()) {
+  const auto cuda = json.find("CUDA Version");
+  if (cuda == json.end()) {
     return fail(prefix + "missing \"CUDA Version\"");
   }
   if (!cuda->is_string()) {
@@ -165,8 +162,8 @@ Result<CudaCompatNote> parse_note_json(std::string_view descriptor) {
                 ", expected a version like \"12.4\"");
   }
 
-  const auto drivers = json->find("Driver");
-  if (drivers == json->end()) {
+  const auto drivers = json.find("Driver");
+  if (drivers == json.end()) {
     return fail(prefix + "missing \"Driver\"");
   }
   if (!drivers->is_array()) {
@@ -242,19 +239,16 @@ Result<std::optional<CudaCompatNote>> parse_note(std::string_view bytes) {
   if (shstrndx >= shnum) {
     return fail("section name table index " + num(shstrndx) + " out of range (" + num(shnum) + " sections)");
   }
-  const auto names = section_bytes(bytes, section_at(bytes, elf, shoff + shstrndx * shentsize), shstrndx);
-  if (!names) {
-    return std::unexpected(names.error());
-  }
+  GPUCTK_TRY_ASSIGN(const auto names, section_bytes(bytes, section_at(bytes, elf, shoff + shstrndx * shentsize), shstrndx));
 
   std::optional<std::pair<uint64_t, Section>> found;
   for (uint64_t index = 0; index < shnum; ++index) {
     const Section section = section_at(bytes, elf, shoff + index * shentsize);
-    if (section.name >= names->size()) {
+    if (section.name >= names.size()) {
       return fail("section " + num(index) + ": name offset " + num(section.name) +
-                  " out of range (section name table has " + num(names->size()) + " bytes)");
+                  " out of range (section name table has " + num(names.size()) + " bytes)");
     }
-    const auto rest = names->substr(section.name);
+    const auto rest = names.substr(section.name);
     const auto end = rest.find('\0');
     if (end == std::string_view::npos) {
       return fail("section " + num(index) + ": name at offset " + num(section.name) + " is not terminated");
@@ -276,11 +270,8 @@ Result<std::optional<CudaCompatNote>> parse_note(std::string_view bytes) {
   if (section.type != k_sht_note) {
     return fail(context + " has type " + num(section.type) + ", expected SHT_NOTE (" + num(k_sht_note) + ")");
   }
-  const auto data = section_bytes(bytes, section, index);
-  if (!data) {
-    return std::unexpected(data.error());
-  }
-  const auto descriptor = owner_descriptor(*data, section.addralign);
+  GPUCTK_TRY_ASSIGN(const auto data, section_bytes(bytes, section, index));
+  const auto descriptor = owner_descriptor(data, section.addralign);
   if (!descriptor) {
     return fail_with(context, descriptor.error());
   }

@@ -523,17 +523,14 @@ Result<std::optional<cdi::Mount>> mps_mount(const nlohmann::ordered_json& config
 Result<void> add_extras(cdi::ContainerEdits& edits, const nlohmann::ordered_json& config,
                         const Request& request, const Config& cfg, const Log& log) {
   if (request.mig_config || request.mig_monitor) {
-    auto minors = discover::read_mig_minors(cfg.dev_root);
-    if (!minors) {
-      return std::unexpected(minors.error());
-    }
+    GPUCTK_TRY_ASSIGN(auto minors, discover::read_mig_minors(cfg.dev_root));
     struct Wanted {
       bool wanted;
       std::optional<uint32_t> minor;
       const char* what;
     };
-    for (const auto& [wanted, minor, what] : {Wanted{request.mig_config, minors->config(), "config"},
-                                               Wanted{request.mig_monitor, minors->monitor(), "monitor"}}) {
+    for (const auto& [wanted, minor, what] : {Wanted{request.mig_config, minors.config(), "config"},
+                                               Wanted{request.mig_monitor, minors.monitor(), "monitor"}}) {
       if (!wanted) {
         continue;
       }
@@ -589,9 +586,7 @@ Result<void> check_host_requirements(const Request& request, const Config& cfg, 
 Result<InjectResult> apply_resolved(nlohmann::ordered_json& config, const std::vector<const cdi::ResolvedDevice*>& devices,
                                     cdi::ContainerEdits edits, const std::string& source) {
   make_hooks_safe(edits);
-  if (auto applied = cdi::apply_edits(config, edits); !applied) {
-    return std::unexpected(applied.error());
-  }
+  GPUCTK_TRY(cdi::apply_edits(config, edits));
   InjectResult result;
   result.changed = true;
   result.spec_source = source;
@@ -604,51 +599,41 @@ Result<InjectResult> apply_resolved(nlohmann::ordered_json& config, const std::v
 }  // namespace
 
 Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config& cfg, const Log& log) {
-  auto request = read_request(config, cfg.request);
-  if (!request) {
-    return std::unexpected(request.error());
-  }
-  for (const auto& line : request->log) {
+  GPUCTK_TRY_ASSIGN(auto request, read_request(config, cfg.request));
+  for (const auto& line : request.log) {
     log.info(line);
   }
-  if (!request->gpu_container) {
+  if (!request.gpu_container) {
     return InjectResult{};
   }
   RunningDriver driver(cfg);
-  if (auto ok = check_host_requirements(*request, cfg, driver); !ok) {
-    return std::unexpected(ok.error());
-  }
+  GPUCTK_TRY(check_host_requirements(request, cfg, driver));
 
   std::vector<std::string> names;
   const std::string kind = cfg.request.default_kind;
-  if (request->all) {
+  if (request.all) {
     names.push_back(kind + "=all");
   } else {
-    for (const auto& id : request->devices) {
+    for (const auto& id : request.devices) {
       names.push_back(kind + "=" + id);
     }
   }
   std::set<std::string> named(names.begin(), names.end());  // no per-name scan: up to k_max_devices names
-  for (const auto& name : request->cdi_devices) {
+  for (const auto& name : request.cdi_devices) {
     if (named.insert(name).second) {
       names.push_back(name);
     }
   }
   const bool needs_default_kind =
-      request->driver_only || std::ranges::any_of(names, [&](const std::string& n) { return n.starts_with(kind + "="); });
+      request.driver_only || std::ranges::any_of(names, [&](const std::string& n) { return n.starts_with(kind + "="); });
 
   Resolver resolver(cfg, log, driver);
-  if (auto loaded = resolver.load(needs_default_kind); !loaded) {
-    return std::unexpected(loaded.error());
-  }
-  auto devices = resolver.find(names);
-  if (!devices) {
-    return std::unexpected(devices.error());
-  }
+  GPUCTK_TRY(resolver.load(needs_default_kind));
+  GPUCTK_TRY_ASSIGN(auto devices, resolver.find(names));
   // NVIDIA_DRIVER_CAPABILITIES filters the default kind's driver files only (see CapabilityFilter).
-  CapabilityFilter filter(request->capabilities);
-  cdi::ContainerEdits edits = collect(*devices, kind, &filter);
-  if (request->driver_only && devices->empty()) {
+  CapabilityFilter filter(request.capabilities);
+  cdi::ContainerEdits edits = collect(devices, kind, &filter);
+  if (request.driver_only && devices.empty()) {
     const auto spec = resolver.default_spec();
     if (!spec) {
       return fail("NVIDIA_VISIBLE_DEVICES=none: no spec for " + kind);
@@ -656,8 +641,8 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
     edits = spec->container_edits;
     filter.apply(edits);
   }
-  GPUCTK_TRY(add_extras(edits, config, *request, cfg, log));
-  auto result = apply_resolved(config, *devices, std::move(edits), resolver.source());
+  GPUCTK_TRY(add_extras(edits, config, request, cfg, log));
+  auto result = apply_resolved(config, devices, std::move(edits), resolver.source());
   if (result) {
     log.info("injected " + (result->devices.empty() ? std::string("driver only") : join(result->devices, ",")) +
              " from " + result->spec_source);
@@ -668,9 +653,7 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
 Result<InjectResult> inject_devices(nlohmann::ordered_json& config, const std::vector<std::string>& names,
                                     const Config& cfg, const Log& log) {
   for (const auto& name : names) {
-    if (auto parsed = cdi::parse_qualified_name(name); !parsed) {
-      return std::unexpected(parsed.error());
-    }
+    GPUCTK_TRY(cdi::parse_qualified_name(name));
   }
   const std::string prefix = cfg.request.default_kind + "=";
   RunningDriver driver(cfg);
@@ -679,11 +662,8 @@ Result<InjectResult> inject_devices(nlohmann::ordered_json& config, const std::v
       !loaded) {
     return std::unexpected(loaded.error());
   }
-  auto devices = resolver.find(names);
-  if (!devices) {
-    return std::unexpected(devices.error());
-  }
-  return apply_resolved(config, *devices, collect(*devices, cfg.request.default_kind, nullptr),
+  GPUCTK_TRY_ASSIGN(auto devices, resolver.find(names));
+  return apply_resolved(config, devices, collect(devices, cfg.request.default_kind, nullptr),
                         resolver.source());
 }
 

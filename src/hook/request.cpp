@@ -331,15 +331,12 @@ Result<void> read_volume_mounts(const Json& config, const RequestConfig& rc, Dev
       list.all = true;
       continue;
     }
-    auto id = parse_device_id(context, rest);
+    GPUCTK_TRY_ASSIGN(auto id, parse_device_id(context, rest));
     if (!id) {
-      return std::unexpected(id.error());
-    }
-    if (!*id) {
       return fail(context + ": invalid device " + quote(rest) + " " + std::string(k_mount_wanted));
     }
-    requested.push_back(**id);
-    GPUCTK_TRY(list.add_device(context, std::move(**id)));
+    requested.push_back(*id);
+    GPUCTK_TRY(list.add_device(context, std::move(*id)));
   }
   if (ignored > 0) {
     log.push_back("ignoring " + std::to_string(ignored) + " device request(s) by volume mount under " +
@@ -385,18 +382,15 @@ Result<Visible> read_visible_devices(std::string_view value, DeviceList& list, b
       }
       GPUCTK_TRY(list.add_cdi(context, name->str()));
     } else {
-      auto id = parse_device_id(context, entry);
+      GPUCTK_TRY_ASSIGN(auto id, parse_device_id(context, entry));
       if (!id) {
-        return std::unexpected(id.error());
-      }
-      if (!*id) {
         std::string message = context + ": invalid device " + quote(entry) + " " + std::string(k_env_wanted);
         if (entry.starts_with("/var/run/nvidia-container-devices")) {
           message += "; this is the device plugin's volume-mounts strategy, which needs accept-volume-mounts: true";
         }
         return fail(std::move(message));
       }
-      GPUCTK_TRY(list.add_device(context, std::move(**id)));
+      GPUCTK_TRY(list.add_device(context, std::move(*id)));
     }
   }
   none_only = none && list.empty();
@@ -502,11 +496,8 @@ Result<std::vector<Requirement>> read_requirements(const Environment& env, const
   std::vector<Requirement> requirements;
   for (const auto& [key, value] : wanted) {
     GPUCTK_TRY(check_length(key, value));
-    auto requirement = parse_requirement(key, value);
-    if (!requirement) {
-      return std::unexpected(requirement.error());
-    }
-    requirements.push_back(std::move(*requirement));
+    GPUCTK_TRY_ASSIGN(auto requirement, parse_requirement(key, value));
+    requirements.push_back(std::move(requirement));
   }
   if (legacy) {
     const auto cuda_version = *lookup(env, k_cuda_version);
@@ -516,13 +507,10 @@ Result<std::vector<Requirement>> read_requirements(const Environment& env, const
       return fail(std::string(k_cuda_version) + ": invalid version " + quote(cuda_version) +
                   " (want major.minor[.patch])");
     }
-    auto requirement = parse_requirement(k_cuda_version, "cuda>=" + *cuda);
-    if (!requirement) {
-      return std::unexpected(requirement.error());
-    }
+    GPUCTK_TRY_ASSIGN(auto requirement, parse_requirement(k_cuda_version, "cuda>=" + *cuda));
     log.push_back("legacy CUDA image: requiring cuda>=" + *cuda + " (from " + std::string(k_cuda_version) +
                   "=" + std::string(cuda_version) + ")");
-    requirements.push_back(std::move(*requirement));
+    requirements.push_back(std::move(requirement));
   }
   return requirements;
 }
@@ -584,12 +572,8 @@ Result<Request> read_request(const nlohmann::ordered_json& config, const Request
   const std::string visible_name(k_visible_devices);
 
   DeviceList list(rc.max_devices);
-  if (auto ok = read_annotations(config, rc, list, request.log); !ok) {
-    return std::unexpected(ok.error());
-  }
-  if (auto ok = read_volume_mounts(config, rc, list, request.log); !ok) {
-    return std::unexpected(ok.error());
-  }
+  GPUCTK_TRY(read_annotations(config, rc, list, request.log));
+  GPUCTK_TRY(read_volume_mounts(config, rc, list, request.log));
   bool none_only = false;
   if (!list.empty()) {
     if (visible) {
@@ -611,11 +595,8 @@ Result<Request> read_request(const nlohmann::ordered_json& config, const Request
       request.log.push_back("legacy CUDA image (" + std::string(k_cuda_version) + " set, " +
                             std::string(k_require_cuda) + " unset): " + visible_name + " unset means all");
     }
-    auto outcome = read_visible_devices(value, list, none_only, request.log);
-    if (!outcome) {
-      return std::unexpected(outcome.error());
-    }
-    if (*outcome == Visible::not_gpu) {
+    GPUCTK_TRY_ASSIGN(auto outcome, read_visible_devices(value, list, none_only, request.log));
+    if (outcome == Visible::not_gpu) {
       return request;
     }
   } else {
@@ -630,28 +611,16 @@ Result<Request> read_request(const nlohmann::ordered_json& config, const Request
   }
   request.cdi_devices = std::move(list.cdi_devices);
 
-  auto capabilities = read_capabilities(env, rc, legacy);
-  if (!capabilities) {
-    return std::unexpected(capabilities.error());
-  }
-  request.capabilities = *capabilities;
+  GPUCTK_TRY_ASSIGN(auto capabilities, read_capabilities(env, rc, legacy));
+  request.capabilities = capabilities;
 
-  auto requirements = read_requirements(env, rc, legacy, request.log);
-  if (!requirements) {
-    return std::unexpected(requirements.error());
-  }
-  request.requirements = std::move(*requirements);
+  GPUCTK_TRY_ASSIGN(auto requirements, read_requirements(env, rc, legacy, request.log));
+  request.requirements = std::move(requirements);
 
-  auto mig_config = read_mig_flag(env, k_mig_config, request.privileged);
-  if (!mig_config) {
-    return std::unexpected(mig_config.error());
-  }
-  request.mig_config = *mig_config;
-  auto mig_monitor = read_mig_flag(env, k_mig_monitor, request.privileged);
-  if (!mig_monitor) {
-    return std::unexpected(mig_monitor.error());
-  }
-  request.mig_monitor = *mig_monitor;
+  GPUCTK_TRY_ASSIGN(auto mig_config, read_mig_flag(env, k_mig_config, request.privileged));
+  request.mig_config = mig_config;
+  GPUCTK_TRY_ASSIGN(auto mig_monitor, read_mig_flag(env, k_mig_monitor, request.privileged));
+  request.mig_monitor = mig_monitor;
 
   GPUCTK_TRY_ASSIGN(request.mps_pipe_directory, read_mps_directory(env, k_mps_pipe_directory));
   GPUCTK_TRY_ASSIGN(request.mps_log_directory, read_mps_directory(env, k_mps_log_directory));

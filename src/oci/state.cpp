@@ -74,12 +74,9 @@ Result<void> read_annotations(const Json& doc, std::map<std::string, std::string
 }  // namespace
 
 Result<State> parse_state(std::string_view json) {
-  const auto doc = parse_json(json, "OCI state", &state_shape());
-  if (!doc) {
-    return std::unexpected(doc.error());
-  }
-  if (!doc->is_object()) {
-    return state_error("the document is " + json_type_phrase(*doc) + ", expected an object");
+  GPUCTK_TRY_ASSIGN(const auto doc, parse_json(json, "OCI state", &state_shape()));
+  if (!doc.is_object()) {
+    return state_error("the document is " + json_type_phrase(doc) + ", expected an object");
   }
   State state;
   std::string bundle_path;
@@ -89,16 +86,10 @@ Result<State> parse_state(std::string_view json) {
                                  {"bundle", &state.bundle},
                                  {"bundlePath", &bundle_path},
                                  {"root", &state.root}}) {
-    if (auto result = read_string(*doc, key, *out); !result) {
-      return std::unexpected(result.error());
-    }
+    GPUCTK_TRY(read_string(doc, key, *out));
   }
-  if (auto result = read_pid(*doc, state.pid); !result) {
-    return std::unexpected(result.error());
-  }
-  if (auto result = read_annotations(*doc, state.annotations); !result) {
-    return std::unexpected(result.error());
-  }
+  GPUCTK_TRY(read_pid(doc, state.pid));
+  GPUCTK_TRY(read_annotations(doc, state.annotations));
   if (state.bundle.empty()) {
     state.bundle = std::move(bundle_path);  // OCI before 1.0 (docker < 17.06)
   }

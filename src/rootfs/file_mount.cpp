@@ -56,12 +56,9 @@ Result<void> mount_with_legacy_api(int target_fd, std::string_view content, cons
 
 Result<void> mount_readonly_file(const Root& root, std::string_view path, std::string_view content, MountApi api) {
   const std::string what = "mount over " + std::string(path) + " in container root " + root.path();
-  auto target = open_in_root(root, path, O_PATH, FollowLast::no);
-  if (!target) {
-    return std::unexpected(target.error());
-  }
+  GPUCTK_TRY_ASSIGN(auto target, open_in_root(root, path, O_PATH, FollowLast::no));
   struct stat st {};
-  if (::fstat(target->get(), &st) != 0) {
+  if (::fstat(target.get(), &st) != 0) {
     return fail_errno(what, errno);
   }
   if (!S_ISREG(st.st_mode)) {
@@ -73,7 +70,7 @@ Result<void> mount_readonly_file(const Root& root, std::string_view path, std::s
   };
   UniqueFd fs(api == MountApi::legacy ? -1 : ::fsopen("tmpfs", FSOPEN_CLOEXEC));
   if (!fs && (api == MountApi::legacy || errno == ENOSYS)) {
-    return mount_with_legacy_api(target->get(), content, what);
+    return mount_with_legacy_api(target.get(), content, what);
   }
   if (!fs) {
     return failed("fsopen tmpfs");
@@ -109,7 +106,7 @@ Result<void> mount_readonly_file(const Root& root, std::string_view path, std::s
   if (!attr_set && errno != ENOSYS) {
     return failed("mount_setattr");
   }
-  if (::move_mount(tree.get(), "", target->get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+  if (::move_mount(tree.get(), "", target.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
     return failed("move_mount");
   }
   if (!attr_set) {

@@ -95,17 +95,14 @@ FdOrErrno walk_in_root(int root_fd, std::string_view path, int flags, FollowLast
       if (++links > k_max_links) {
         return std::unexpected(ELOOP);
       }
-      auto text = read_link_at(fd.get(), "");
-      if (!text) {
-        return std::unexpected(text.error());
-      }
-      if (text->empty()) {
+      GPUCTK_TRY_ASSIGN(auto text, read_link_at(fd.get(), ""));
+      if (text.empty()) {
         return std::unexpected(ENOENT);
       }
-      if (text->front() == '/') {
+      if (text.front() == '/') {
         stack.clear();  // absolute: from the container's root, never the host's
       }
-      const auto parts = split(*text, '/');
+      const auto parts = split(text, '/');
       for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
         if (!it->empty()) {
           todo.emplace_front(*it);
@@ -210,9 +207,7 @@ Result<std::vector<std::string_view>> split_container_path(std::string_view path
 }
 
 Result<UniqueFd> open_in_root(const Root& root, std::string_view path, int flags, FollowLast follow) {
-  if (auto parts = split_container_path(path); !parts) {
-    return std::unexpected(parts.error());
-  }
+  GPUCTK_TRY(split_container_path(path));
   auto fd = resolve(root, path, flags, follow);
   if (!fd) {
     return fail_errno(describe(root, path), fd.error());
@@ -221,16 +216,13 @@ Result<UniqueFd> open_in_root(const Root& root, std::string_view path, int flags
 }
 
 Result<UniqueFd> make_dirs(const Root& root, std::string_view dir, mode_t mode) {
-  auto parts = split_container_path(dir);
-  if (!parts) {
-    return std::unexpected(parts.error());
-  }
+  GPUCTK_TRY_ASSIGN(auto parts, split_container_path(dir));
   UniqueFd current(::openat(root.fd(), ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!current) {
     return fail_errno(describe(root, "/"), errno);
   }
   std::string prefix;
-  for (const auto part : *parts) {
+  for (const auto part : parts) {
     prefix.append("/").append(part);
     auto next = resolve(root, prefix, O_PATH | O_DIRECTORY, FollowLast::yes);
     if (!next && next.error() == ENOENT) {
@@ -253,31 +245,22 @@ Result<UniqueFd> make_dirs(const Root& root, std::string_view dir, mode_t mode) 
 }
 
 Result<PathParts> split_parent(std::string_view path) {
-  auto parts = split_container_path(path);
-  if (!parts) {
-    return std::unexpected(parts.error());
-  }
-  if (parts->empty()) {
+  GPUCTK_TRY_ASSIGN(auto parts, split_container_path(path));
+  if (parts.empty()) {
     return PathParts{"/", ""};
   }
-  const std::string_view name = parts->back();
+  const std::string_view name = parts.back();
   const std::string_view dir = path.substr(0, static_cast<size_t>(name.data() - path.data()));
   return PathParts{dir.empty() ? "/" : std::string(dir), std::string(name)};
 }
 
 Result<Parent> open_parent(const Root& root, std::string_view path, mode_t dir_mode) {
-  auto parts = split_parent(path);
-  if (!parts) {
-    return std::unexpected(parts.error());
-  }
-  if (parts->name.empty()) {
+  GPUCTK_TRY_ASSIGN(auto parts, split_parent(path));
+  if (parts.name.empty()) {
     return fail(describe(root, path) + ": is the root itself");
   }
-  auto fd = make_dirs(root, parts->dir, dir_mode);
-  if (!fd) {
-    return std::unexpected(fd.error());
-  }
-  return Parent{std::move(*fd), std::move(parts->name)};
+  GPUCTK_TRY_ASSIGN(auto fd, make_dirs(root, parts.dir, dir_mode));
+  return Parent{std::move(fd), std::move(parts.name)};
 }
 
 std::string temporary_name(std::string_view name) {
@@ -300,17 +283,14 @@ std::string temporary_name(std::string_view name) {
 }
 
 Result<void> write_file(const Root& root, std::string_view path, std::string_view content, mode_t mode) {
-  auto parent = open_parent(root, path, 0755);
-  if (!parent) {
-    return std::unexpected(parent.error());
-  }
-  const int dir = parent->dir.get();
-  if (holds(dir, parent->name, content, mode)) {
+  GPUCTK_TRY_ASSIGN(auto parent, open_parent(root, path, 0755));
+  const int dir = parent.dir.get();
+  if (holds(dir, parent.name, content, mode)) {
     // Already in place (a restarted container): no write, and no rename, which on ext4 flushes the
     // new file's data before replacing an old one (auto_da_alloc) and costs milliseconds.
     return {};
   }
-  const std::string temp = temporary_name(parent->name);
+  const std::string temp = temporary_name(parent.name);
   UniqueFd fd(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) {
     return fail_errno("write " + describe(root, path), errno);
@@ -320,7 +300,7 @@ Result<void> write_file(const Root& root, std::string_view path, std::string_vie
     err = errno;
   }
   fd.reset();
-  if (err == 0 && ::renameat(dir, temp.c_str(), dir, parent->name.c_str()) != 0) {
+  if (err == 0 && ::renameat(dir, temp.c_str(), dir, parent.name.c_str()) != 0) {
     err = errno;
   }
   if (err != 0) {
@@ -378,25 +358,17 @@ Result<size_t> create_symlinks(const Root& root, std::span<const LinkSpec> links
   std::map<std::string, UniqueFd, std::less<>> parents;  // resolved once per directory
   size_t created = 0;
   for (const auto& [target, link] : links) {
-    if (auto r = check_target(target, link); !r) {
-      return std::unexpected(r.error());
-    }
-    auto parts = split_parent(link);
-    if (!parts) {
-      return std::unexpected(parts.error());
-    }
-    if (parts->name.empty()) {
+    GPUCTK_TRY(check_target(target, link));
+    GPUCTK_TRY_ASSIGN(auto parts, split_parent(link));
+    if (parts.name.empty()) {
       return fail(describe(root, link) + ": is the root itself");
     }
-    auto parent = parents.find(parts->dir);
+    auto parent = parents.find(parts.dir);
     if (parent == parents.end()) {
-      auto fd = make_dirs(root, parts->dir, 0755);
-      if (!fd) {
-        return std::unexpected(fd.error());
-      }
-      parent = parents.emplace(parts->dir, std::move(*fd)).first;
+      GPUCTK_TRY_ASSIGN(auto fd, make_dirs(root, parts.dir, 0755));
+      parent = parents.emplace(parts.dir, std::move(fd)).first;
     }
-    auto result = link_at(parent->second.get(), parts->name, std::string(target));
+    auto result = link_at(parent->second.get(), parts.name, std::string(target));
     if (!result) {
       return fail_errno("create link " + describe(root, link), result.error());
     }

@@ -39,18 +39,15 @@ bool is_dir_in_root(const Root& root, std::string_view path) {
 }  // namespace
 
 Result<void> remove_file(const Root& root, std::string_view path) {
-  auto parts = split_parent(path);
-  if (!parts) {
-    return std::unexpected(parts.error());
-  }
-  if (parts->name.empty()) {
+  GPUCTK_TRY_ASSIGN(auto parts, split_parent(path));
+  if (parts.name.empty()) {
     return fail("remove " + std::string(path) + ": is the root");
   }
-  auto fd = open_in_root(root, parts->dir, O_PATH | O_DIRECTORY, FollowLast::yes);
+  auto fd = open_in_root(root, parts.dir, O_PATH | O_DIRECTORY, FollowLast::yes);
   if (!fd) {
     return {};
   }
-  if (::unlinkat(fd->get(), parts->name.c_str(), 0) != 0 && errno != ENOENT) {
+  if (::unlinkat(fd->get(), parts.name.c_str(), 0) != 0 && errno != ENOENT) {
     return fail_errno("remove " + std::string(path) + " in container root " + root.path(), errno);
   }
   return {};

@@ -47,6 +47,7 @@ class [[nodiscard]] Result : public std::expected<T, Error> {
 //   GPUCTK_TRY(write_file(...));                 // a Result<void> (or any Result whose value is unused)
 //   GPUCTK_TRY_ASSIGN(auto text, read_file(p));  // declares `text` from the value of a Result<T>
 // Both return from the enclosing function, whose return type must be a Result.
+// NOLINTBEGIN(bugprone-macro-parentheses): `decl` is a declaration and `tmp` a name; neither can be parenthesised.
 #define GPUCTK_TRY(expr)                                      \
   do {                                                        \
     auto&& gpuctk_try_result_ = (expr);                       \
@@ -64,3 +65,4 @@ class [[nodiscard]] Result : public std::expected<T, Error> {
     return std::unexpected(std::move(tmp).error());           \
   }                                                           \
   decl = std::move(*tmp)
+// NOLINTEND(bugprone-macro-parentheses)

@@ -57,11 +57,8 @@ Result<std::string> read_file_nofollow(const std::string& path, size_t max_size)
 // prefixed with the path: "/proc/driver/nvidia/version: no version line".
 template <class Parse>
 auto read_parsed(const std::string& path, Parse&& parse) -> decltype(parse(std::string_view{})) {
-  auto text = read_file(path);
-  if (!text) {
-    return std::unexpected(text.error());
-  }
-  auto parsed = parse(std::string_view(*text));
+  GPUCTK_TRY_ASSIGN(auto text, read_file(path));
+  auto parsed = parse(std::string_view(text));
   if (!parsed) {
     return fail_with(path, parsed.error());
   }
