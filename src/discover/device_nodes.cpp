@@ -33,7 +33,7 @@ constexpr std::string_view k_management_dirs[] = {
 
 Result<std::optional<DeviceNode>> stat_device_node(std::string_view dev_root, std::string_view path) {
   const std::string host = under_root(dev_root, path);
-  const auto st = lstat_path(host);
+  GPUCTK_TRY_ASSIGN(const auto st, lstat_path(host));
   if (!st) {
     return std::optional<DeviceNode>{};
   }
@@ -85,7 +85,8 @@ Result<DrmNodes> discover_drm_nodes(std::string_view dev_root, std::string_view 
     }
     const bool card = entry.name.starts_with("card");
     const std::string link = "/dev/dri/by-path/pci-" + std::string(bus_id) + (card ? "-card" : "-render");
-    if (lstat_path(under_root(dev_root, link))) {
+    GPUCTK_TRY_ASSIGN(const auto link_st, lstat_path(under_root(dev_root, link)));
+    if (link_st) {
       out.by_path_links.push_back({"../" + entry.name, link});
     }
     out.nodes.push_back(std::move(*node));

@@ -81,7 +81,8 @@ std::optional<std::string> find_nvml(const std::string& driver_root, const Cache
 Result<DriverVersion> version_without_nvml(const std::string& dev_root, const std::string& driver_root,
                                            const CacheView& cache) {
   const std::string proc = under_root(dev_root, "/proc/driver/nvidia/version");
-  if (lstat_path(proc)) {
+  GPUCTK_TRY_ASSIGN(const auto proc_st, lstat_path(proc));
+  if (proc_st) {
     return read_parsed(proc, parse_driver_version);
   }
   for (const auto& lib : cache.libraries) {

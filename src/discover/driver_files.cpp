@@ -250,12 +250,21 @@ class Collector {
     return std::nullopt;
   }
 
+  // stat of a located file; nothing when it is gone, and a warning (with the errno text) when it cannot be
+  // examined: a file we cannot see is skipped, but not silently as if it were missing.
+  std::optional<struct stat> examine(const std::string& host, bool follow = true) {
+    auto st = follow ? stat_path(host) : lstat_path(host);
+    if (!st) {
+      m_warnings.push_back(st.error().message + "; skipped");
+      return std::nullopt;
+    }
+    return *st;
+  }
+
   // locate() for a directory: nothing when it resolves to something that is not a directory.
   std::optional<std::string> locate_dir(std::string_view path) {
     auto host = locate(path);
-    if (host && !stat_path(*host)
-                     .transform([](const struct stat& st) { return S_ISDIR(st.st_mode); })
-                     .value_or(false)) {
+    if (host && !examine(*host).transform([](const struct stat& st) { return S_ISDIR(st.st_mode); }).value_or(false)) {
       return std::nullopt;
     }
     return host;
@@ -402,7 +411,7 @@ class Collector {
         if (!host) {
           continue;
         }
-        const auto st = stat_path(*host);
+        const auto st = examine(*host);
         if (st && S_ISREG(st->st_mode) && (st->st_mode & 0111) != 0) {
           add(FileKind::binary, *host, path);
           found = true;
@@ -431,7 +440,7 @@ class Collector {
         }
         for (const auto& dir : dirs) {
           const auto host = locate(dir + "/" + name);
-          const auto st = host ? stat_path(*host) : std::nullopt;
+          const auto st = host ? examine(*host) : std::nullopt;
           if (!st || !S_ISREG(st->st_mode)) {
             continue;
           }
@@ -504,8 +513,8 @@ class Collector {
       // user, in the runtime directory root made and handed to it: trusted when only that user could
       // have put it there (its own directory, in a directory only root can write).
       const std::string dir(dirname_of(host));
-      const auto parent = lstat_path(dir);
-      const auto grandparent = lstat_path(std::string(dirname_of(dir)));
+      const auto parent = examine(dir, false);
+      const auto grandparent = examine(std::string(dirname_of(dir)), false);
       if (!parent || !grandparent || parent->st_uid != st.st_uid || shared(*parent) ||
           !is_root(grandparent->st_uid) || shared(*grandparent)) {
         problem = "owned by uid " + std::to_string(st.st_uid) +
@@ -551,7 +560,7 @@ class Collector {
     for (const auto& row : k_configs) {
       for (const auto dir : k_config_dirs) {
         const auto host = locate(std::string(dir) + "/" + std::string(row.relative));
-        const auto st = host ? stat_path(*host) : std::nullopt;
+        const auto st = host ? examine(*host) : std::nullopt;
         if (st && S_ISREG(st->st_mode)) {
           add(FileKind::config, *host, std::string(row.container));
           break;

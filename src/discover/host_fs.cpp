@@ -49,21 +49,25 @@ std::string strip_root(std::string_view root, std::string_view path) {
   return std::string(path);
 }
 
-std::optional<struct stat> lstat_path(const std::string& path) {
+namespace {
+
+Result<std::optional<struct stat>> stat_with(int (*call)(const char*, struct stat*), std::string_view name,
+                                            const std::string& path) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    return std::nullopt;
+  if (call(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      return std::optional<struct stat>{};
+    }
+    return fail_errno(std::string(name) + " " + path, errno);
   }
-  return st;
+  return std::optional<struct stat>(st);
 }
 
-std::optional<struct stat> stat_path(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return std::nullopt;
-  }
-  return st;
-}
+}  // namespace
+
+Result<std::optional<struct stat>> lstat_path(const std::string& path) { return stat_with(::lstat, "lstat", path); }
+
+Result<std::optional<struct stat>> stat_path(const std::string& path) { return stat_with(::stat, "stat", path); }
 
 Result<std::vector<DirEntry>> list_dir(const std::string& path) {
   const std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(path.c_str()), ::closedir);
@@ -81,7 +85,8 @@ Result<std::vector<DirEntry>> list_dir(const std::string& path) {
     }
     unsigned char type = entry->d_type;
     if (type == DT_UNKNOWN) {
-      const auto st = lstat_path(path + "/" + entry->d_name);
+      // An entry that cannot be examined keeps DT_UNKNOWN; whoever opens it gets the errno.
+      const auto st = lstat_path(path + "/" + entry->d_name).value_or(std::nullopt);
       type = st ? static_cast<unsigned char>(IFTODT(st->st_mode)) : static_cast<unsigned char>(DT_UNKNOWN);
     }
     entries.push_back({std::string(name), type});

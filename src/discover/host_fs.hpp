@@ -22,11 +22,12 @@ std::string under_root(std::string_view root, std::string_view path);
 // not start with `root`.
 std::string strip_root(std::string_view root, std::string_view path);
 
-// lstat(2) of `path`; nothing when it does not exist or cannot be reached.
-std::optional<struct stat> lstat_path(const std::string& path);
+// lstat(2) of `path`; nothing when it does not exist (ENOENT, ENOTDIR). Any other failure is an error
+// with its errno text ("lstat /dev/nvidia0: Permission denied"): unreachable is not missing.
+Result<std::optional<struct stat>> lstat_path(const std::string& path);
 
-// stat(2) of `path` (symlinks followed); nothing when it does not exist or cannot be reached.
-std::optional<struct stat> stat_path(const std::string& path);
+// stat(2) of `path` (symlinks followed); as lstat_path.
+Result<std::optional<struct stat>> stat_path(const std::string& path);
 
 struct DirEntry {
   std::string name;

@@ -166,7 +166,9 @@ Result<Config> load_config(const std::string& explicit_path) {
   const bool is_default = path.empty();
   if (is_default) {
     path = k_default_config_path;
-    if (!discover::lstat_path(path)) {
+    // Only a missing default file means the defaults; one that cannot be reached is an error.
+    GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(path));
+    if (!st) {
       return Config{};
     }
   }

@@ -2,12 +2,15 @@
 // what would climb out of the root is refused, with the link and its target named.
 #include "discover/host_fs.hpp"
 
+#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 
+#include "discover/device_nodes.hpp"
 #include "fixtures/builder/hosts.hpp"
 
 namespace gpuctk::discover {
@@ -150,6 +153,29 @@ TEST_F(RootTree, AResolverGivesTheSameAnswersWhenReused) {
   }
   EXPECT_EQ(resolver.resolve("/usr/lib/x86_64-linux-gnu/../../lib64/libcuda.so.1"),
             path() + "/usr/lib/x86_64-linux-gnu/libcuda.so.550.1");
+}
+
+// Missing is not the same as unreachable: only ENOENT/ENOTDIR are "nothing there"; everything else keeps
+// its errno, so a GPU node behind a loop (or EACCES for non-root) is not reported as missing.
+TEST_F(RootTree, StatKeepsErrnoWhenAPathCannotBeReached) {
+  const auto missing = lstat_path(path() + "/etc/nothing");
+  ASSERT_TRUE(missing) << missing.error().message;
+  EXPECT_FALSE(*missing);
+  const auto not_dir = lstat_path(path() + "/etc/passwd/x");
+  ASSERT_TRUE(not_dir) << not_dir.error().message;
+  EXPECT_FALSE(*not_dir);
+  const auto found = lstat_path(path() + "/lib");
+  ASSERT_TRUE(found && *found);
+  EXPECT_TRUE(S_ISLNK((*found)->st_mode));
+  const auto looped = lstat_path(path() + "/loop/nvidia0");
+  ASSERT_FALSE(looped);
+  EXPECT_EQ(looped.error().message, "lstat " + path() + "/loop/nvidia0: Too many levels of symbolic links");
+  const auto followed = stat_path(path() + "/loop");
+  ASSERT_FALSE(followed);
+  EXPECT_EQ(followed.error().message, "stat " + path() + "/loop: Too many levels of symbolic links");
+  const auto node = stat_device_node(path() + "/loop", "/dev/nvidia0");
+  ASSERT_FALSE(node);
+  EXPECT_EQ(node.error().message, "lstat " + path() + "/loop/dev/nvidia0: Too many levels of symbolic links");
 }
 
 TEST(UnderAndStripRoot, AddAndRemoveThePrefix) {
