@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian 12 packages gpuctk needs that are missing.
 #   scripts/deps.sh build   compiler, CMake and the libraries
-#   scripts/deps.sh test    + GoogleTest, Google Benchmark, and the real runtimes the end-to-end tests start
+#   scripts/deps.sh test    + GoogleTest, Google Benchmark, the real runtimes the end-to-end tests start,
+#                           the fuzz packages and the linters
+#   scripts/deps.sh fuzz    build + clang 16 with libFuzzer and the sanitizer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
 build_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libseccomp-dev
   libcap-dev libgtest-dev libbenchmark-dev)
 # binutils' readelf is not needed; ldconfig (libc-bin) builds the fixture hosts' ld.so.cache.
 test_packages=(libc-bin python3 runc crun podman containerd busybox-static hyperfine util-linux)
+# fuzz/ (gcc has no libFuzzer): clang, libFuzzer and the ASan/UBSan runtimes (libclang-rt), and
+# llvm-symbolizer for readable stacks in crash reports (llvm-16).
+fuzz_packages=(clang-16 libclang-rt-16-dev llvm-16)
+# scripts/lint.sh: the formatter and clang-tidy of the same LLVM (clang-tidy 16 parses C++23).
+lint_packages=(clang-format-16 clang-tidy-16 git)
 
 wanted=("${build_packages[@]}")
-if [ "${1:-build}" = test ]; then
-  wanted+=("${test_packages[@]}")
-fi
+case "${1:-build}" in
+  test) wanted+=("${test_packages[@]}" "${fuzz_packages[@]}" "${lint_packages[@]}") ;;
+  fuzz) wanted+=("${fuzz_packages[@]}") ;;
+esac
 
 missing=()
 for package in "${wanted[@]}"; do
