@@ -61,7 +61,8 @@ Result<Json*> array_at(Json& root, std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
     where.append(where.empty() ? "" : ".").append(key);
     const bool last = ++index == keys.size();
-    GPUCTK_TRY_ASSIGN(const auto member, last ? array_member(*node, key, where) : object_member(*node, key, where));
+    GPUCTK_TRY_ASSIGN(const auto member,
+                      last ? array_member(*node, key, where) : object_member(*node, key, where));
     node = member;
   }
   return node;
@@ -112,7 +113,8 @@ bool same_value(const Json& a, const Json& b) {
 }
 
 void push_unique(Json& list, Json item) {
-  if (std::none_of(list.begin(), list.end(), [&](const Json& existing) { return same_value(existing, item); })) {
+  if (std::none_of(list.begin(), list.end(),
+                   [&](const Json& existing) { return same_value(existing, item); })) {
     list.push_back(std::move(item));
   }
 }
@@ -248,7 +250,8 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
     const Json& rule = (*rules)[i];
     const auto major = rule.is_object() ? rule.find("major") : rule.end();
     const auto minor = rule.is_object() ? rule.find("minor") : rule.end();
-    if (major != rule.end() && minor != rule.end() && major->is_number_integer() && minor->is_number_integer()) {
+    if (major != rule.end() && minor != rule.end() && major->is_number_integer() &&
+        minor->is_number_integer()) {
       rules_by_number.emplace(std::pair(major->get<int64_t>(), minor->get<int64_t>()), i);
     } else {
       other_rules.push_back(i);
@@ -520,7 +523,8 @@ void append(ContainerEdits& into, const ContainerEdits& from) {
   if (from.intel_rdt) {
     into.intel_rdt = from.intel_rdt;
   }
-  into.additional_gids.insert(into.additional_gids.end(), from.additional_gids.begin(), from.additional_gids.end());
+  into.additional_gids.insert(into.additional_gids.end(), from.additional_gids.begin(),
+                              from.additional_gids.end());
   into.net_devices.insert(into.net_devices.end(), from.net_devices.begin(), from.net_devices.end());
 }
 

@@ -48,10 +48,10 @@ namespace gpuctk::cdi {
 
 // What the host says about a device node.
 struct HostNode {
-  char type = 0;       // 'c', 'b' or 'p'
+  char type = 0;  // 'c', 'b' or 'p'
   int64_t major = 0;
   int64_t minor = 0;
-  uint32_t mode = 0;   // permission bits (st_mode & 0777)
+  uint32_t mode = 0;  // permission bits (st_mode & 0777)
 };
 
 // Examines a host device node. Errors read like "stat /dev/x: No such file or directory"; a path that

@@ -208,9 +208,13 @@ class Reader {
       }
       out.items.push_back(std::move(item));
       switch (after_entry(indent, true)) {
-        case After::more: col = indent; continue;
-        case After::done: return true;
-        case After::bad: return false;
+        case After::more:
+          col = indent;
+          continue;
+        case After::done:
+          return true;
+        case After::bad:
+          return false;
       }
     }
   }
@@ -236,9 +240,13 @@ class Reader {
       }
       out.members.emplace_back(std::move(key), std::move(value));
       switch (after_entry(indent, false)) {
-        case After::more: col = indent; continue;
-        case After::done: return true;
-        case After::bad: return false;
+        case After::more:
+          col = indent;
+          continue;
+        case After::done:
+          return true;
+        case After::bad:
+          return false;
       }
     }
   }
@@ -293,7 +301,8 @@ class Reader {
       if (text.empty()) {
         return false;
       }
-      const bool lone_dash = text.front() == '-' && (text.size() == 1 || !(is_plain_key_char(text[1]) || text[1] == '.'));
+      const bool lone_dash =
+          text.front() == '-' && (text.size() == 1 || !(is_plain_key_char(text[1]) || text[1] == '.'));
       if (lone_dash) {
         return false;
       }

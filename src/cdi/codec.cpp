@@ -186,14 +186,16 @@ class JsonTreeBuilder {
   bool end_object() { return close(); }
   bool start_array(std::size_t /*size*/) { return open(Node::Kind::list); }
   bool end_array() { return close(); }
-  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const nlohmann::detail::exception& error) {
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& error) {
     // "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error ..." ->
     // "JSON syntax error at line 1, column 9: syntax error ..."
     std::string_view what = error.what();
     constexpr std::string_view k_marker = "parse error ";
     const auto marker = what.find(k_marker);
-    m_error = marker == std::string_view::npos ? "JSON syntax error: " + std::string(what)
-                                                : "JSON syntax error " + std::string(what.substr(marker + k_marker.size()));
+    m_error = marker == std::string_view::npos
+                  ? "JSON syntax error: " + std::string(what)
+                  : "JSON syntax error " + std::string(what.substr(marker + k_marker.size()));
     return false;
   }
 
@@ -275,19 +277,30 @@ using Path = std::string;
 Path child(const Path& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
 }
-Path element(const Path& path, size_t index) { return path + "[" + std::to_string(index) + "]"; }
-std::string where(const Path& path) { return path.empty() ? "top level" : path; }
-std::string in(const Path& path) { return path.empty() ? "at top level" : "in " + path; }
+Path element(const Path& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+std::string where(const Path& path) {
+  return path.empty() ? "top level" : path;
+}
+std::string in(const Path& path) {
+  return path.empty() ? "at top level" : "in " + path;
+}
 
 std::string describe(const Node& node) {
   switch (node.kind) {
-    case Node::Kind::null: return "null";
-    case Node::Kind::list: return "a list";
-    case Node::Kind::object: return "an object";
+    case Node::Kind::null:
+      return "null";
+    case Node::Kind::list:
+      return "a list";
+    case Node::Kind::object:
+      return "an object";
     case Node::Kind::plain:
     case Node::Kind::number:
-    case Node::Kind::boolean: return node.text;
-    case Node::Kind::string: return quote(node.text);
+    case Node::Kind::boolean:
+      return node.text;
+    case Node::Kind::string:
+      return quote(node.text);
   }
   return "?";
 }
@@ -317,11 +330,21 @@ Result<void> decode(const Node& node, const Path& path, Device& out);
 
 using Json = nlohmann::ordered_json;
 
-Json encode(const std::string& value) { return value; }
-Json encode(int64_t value) { return value; }
-Json encode(uint32_t value) { return value; }
-Json encode(int value) { return value; }
-Json encode(bool value) { return value; }
+Json encode(const std::string& value) {
+  return value;
+}
+Json encode(int64_t value) {
+  return value;
+}
+Json encode(uint32_t value) {
+  return value;
+}
+Json encode(int value) {
+  return value;
+}
+Json encode(bool value) {
+  return value;
+}
 Json encode(const std::map<std::string, std::string>& value);
 template <class T>
 Json encode(const std::optional<T>& value);
@@ -336,14 +359,26 @@ Json encode(const ContainerEdits& value);
 Json encode(const Device& value);
 
 // What counts as "not set" and is therefore never written.
-bool is_unset(const std::string& value) { return value.empty(); }
-bool is_unset(bool value) { return !value; }
-bool is_unset(const std::map<std::string, std::string>& value) { return value.empty(); }
-bool is_unset(const ContainerEdits& value) { return value.empty(); }
+bool is_unset(const std::string& value) {
+  return value.empty();
+}
+bool is_unset(bool value) {
+  return !value;
+}
+bool is_unset(const std::map<std::string, std::string>& value) {
+  return value.empty();
+}
+bool is_unset(const ContainerEdits& value) {
+  return value.empty();
+}
 template <class T>
-bool is_unset(const std::optional<T>& value) { return !value.has_value(); }
+bool is_unset(const std::optional<T>& value) {
+  return !value.has_value();
+}
 template <class T>
-bool is_unset(const std::vector<T>& value) { return value.empty(); }
+bool is_unset(const std::vector<T>& value) {
+  return value.empty();
+}
 
 // Direct YAML output (layout below): yaml_value writes what follows "key:" or "-" on a line; a
 // structured value that is not empty continues on the next lines as a block two spaces deeper.
@@ -400,17 +435,23 @@ Result<void> decode_integer(const Node& node, const Path& path, T& out) {
     fits = integer->magnitude <= static_cast<uint64_t>(Limits::max()) + 1;  // two's complement minimum
   }
   if (!fits) {
-    return fail(where(path) + ": " + node.text + " is out of range (" + std::to_string(Limits::min()) + " to " +
-                std::to_string(Limits::max()) + ")");
+    return fail(where(path) + ": " + node.text + " is out of range (" + std::to_string(Limits::min()) +
+                " to " + std::to_string(Limits::max()) + ")");
   }
   // Negation modulo 2^64 gives the right value for every magnitude that fits, the minimum included.
   out = integer->negative ? static_cast<T>(0 - integer->magnitude) : static_cast<T>(integer->magnitude);
   return {};
 }
 
-Result<void> decode(const Node& node, const Path& path, int64_t& out) { return decode_integer(node, path, out); }
-Result<void> decode(const Node& node, const Path& path, uint32_t& out) { return decode_integer(node, path, out); }
-Result<void> decode(const Node& node, const Path& path, int& out) { return decode_integer(node, path, out); }
+Result<void> decode(const Node& node, const Path& path, int64_t& out) {
+  return decode_integer(node, path, out);
+}
+Result<void> decode(const Node& node, const Path& path, uint32_t& out) {
+  return decode_integer(node, path, out);
+}
+Result<void> decode(const Node& node, const Path& path, int& out) {
+  return decode_integer(node, path, out);
+}
 
 Result<void> decode(const Node& node, const Path& path, bool& out) {
   std::optional<bool> value;
@@ -513,8 +554,7 @@ template <auto Member, Write write = Write::if_set>
 constexpr auto field(std::string_view key) {
   using T = typename MemberPointer<decltype(Member)>::Class;
   return Field<T>{
-      key,
-      [](const Node& node, const Path& path, T& object) { return decode(node, path, object.*Member); },
+      key, [](const Node& node, const Path& path, T& object) { return decode(node, path, object.*Member); },
       [](const T& object) { return write == Write::always || !is_unset(object.*Member); },
       [](const T& object) { return encode(object.*Member); },
       [](const T& object, size_t indent, std::string& out) { yaml_value(object.*Member, indent, out); }};
@@ -540,10 +580,8 @@ constexpr std::array k_mount_fields{
 };
 
 constexpr std::array k_hook_fields{
-    field<&Hook::hook_name>("hookName"),
-    field<&Hook::path>("path"),
-    field<&Hook::args>("args"),
-    field<&Hook::env>("env"),
+    field<&Hook::hook_name>("hookName"), field<&Hook::path>("path"),
+    field<&Hook::args>("args"),          field<&Hook::env>("env"),
     field<&Hook::timeout>("timeout"),
 };
 
@@ -573,8 +611,7 @@ constexpr std::array k_container_edits_fields{
 };
 
 constexpr std::array k_device_fields{
-    field<&Device::name>("name"),
-    field<&Device::annotations>("annotations"),
+    field<&Device::name>("name"), field<&Device::annotations>("annotations"),
     field<&Device::container_edits, Write::always>("containerEdits"),  // required, even when empty
 };
 
@@ -583,11 +620,12 @@ constexpr std::array k_spec_fields{
     field<&Spec::kind>("kind"),
     field<&Spec::annotations>("annotations"),
     field<&Spec::devices, Write::always>("devices"),  // required, even when empty
-    field<&Spec::container_edits>("containerEdits"),   // omitted when empty
+    field<&Spec::container_edits>("containerEdits"),  // omitted when empty
 };
 
 template <class T, size_t N>
-Result<void> decode_object(const Node& node, const Path& path, const std::array<Field<T>, N>& fields, T& out) {
+Result<void> decode_object(const Node& node, const Path& path, const std::array<Field<T>, N>& fields,
+                           T& out) {
   if (node.kind != Node::Kind::object) {
     return type_error(path, "an object", node);
   }
@@ -624,21 +662,49 @@ Json encode_object(const std::array<Field<T>, N>& fields, const T& object) {
   return out;
 }
 
-Result<void> decode(const Node& n, const Path& p, DeviceNode& out) { return decode_object(n, p, k_device_node_fields, out); }
-Result<void> decode(const Node& n, const Path& p, Mount& out) { return decode_object(n, p, k_mount_fields, out); }
-Result<void> decode(const Node& n, const Path& p, Hook& out) { return decode_object(n, p, k_hook_fields, out); }
-Result<void> decode(const Node& n, const Path& p, IntelRdt& out) { return decode_object(n, p, k_intel_rdt_fields, out); }
-Result<void> decode(const Node& n, const Path& p, NetDevice& out) { return decode_object(n, p, k_net_device_fields, out); }
-Result<void> decode(const Node& n, const Path& p, ContainerEdits& out) { return decode_object(n, p, k_container_edits_fields, out); }
-Result<void> decode(const Node& n, const Path& p, Device& out) { return decode_object(n, p, k_device_fields, out); }
+Result<void> decode(const Node& n, const Path& p, DeviceNode& out) {
+  return decode_object(n, p, k_device_node_fields, out);
+}
+Result<void> decode(const Node& n, const Path& p, Mount& out) {
+  return decode_object(n, p, k_mount_fields, out);
+}
+Result<void> decode(const Node& n, const Path& p, Hook& out) {
+  return decode_object(n, p, k_hook_fields, out);
+}
+Result<void> decode(const Node& n, const Path& p, IntelRdt& out) {
+  return decode_object(n, p, k_intel_rdt_fields, out);
+}
+Result<void> decode(const Node& n, const Path& p, NetDevice& out) {
+  return decode_object(n, p, k_net_device_fields, out);
+}
+Result<void> decode(const Node& n, const Path& p, ContainerEdits& out) {
+  return decode_object(n, p, k_container_edits_fields, out);
+}
+Result<void> decode(const Node& n, const Path& p, Device& out) {
+  return decode_object(n, p, k_device_fields, out);
+}
 
-Json encode(const DeviceNode& value) { return encode_object(k_device_node_fields, value); }
-Json encode(const Mount& value) { return encode_object(k_mount_fields, value); }
-Json encode(const Hook& value) { return encode_object(k_hook_fields, value); }
-Json encode(const IntelRdt& value) { return encode_object(k_intel_rdt_fields, value); }
-Json encode(const NetDevice& value) { return encode_object(k_net_device_fields, value); }
-Json encode(const ContainerEdits& value) { return encode_object(k_container_edits_fields, value); }
-Json encode(const Device& value) { return encode_object(k_device_fields, value); }
+Json encode(const DeviceNode& value) {
+  return encode_object(k_device_node_fields, value);
+}
+Json encode(const Mount& value) {
+  return encode_object(k_mount_fields, value);
+}
+Json encode(const Hook& value) {
+  return encode_object(k_hook_fields, value);
+}
+Json encode(const IntelRdt& value) {
+  return encode_object(k_intel_rdt_fields, value);
+}
+Json encode(const NetDevice& value) {
+  return encode_object(k_net_device_fields, value);
+}
+Json encode(const ContainerEdits& value) {
+  return encode_object(k_container_edits_fields, value);
+}
+Json encode(const Device& value) {
+  return encode_object(k_device_fields, value);
+}
 
 // ---------------------------------------------------------------------------------------------
 // YAML output, written straight from the model: block style, two-space indent, "- " items; strings
@@ -665,10 +731,18 @@ void yaml_value(const std::string& value, size_t /*indent*/, std::string& out) {
   append_yaml_quoted(out, value);
   out += '\n';
 }
-void yaml_value(int64_t value, size_t /*indent*/, std::string& out) { yaml_scalar(std::to_string(value), out); }
-void yaml_value(uint32_t value, size_t /*indent*/, std::string& out) { yaml_scalar(std::to_string(value), out); }
-void yaml_value(int value, size_t /*indent*/, std::string& out) { yaml_scalar(std::to_string(value), out); }
-void yaml_value(bool value, size_t /*indent*/, std::string& out) { yaml_scalar(value ? "true" : "false", out); }
+void yaml_value(int64_t value, size_t /*indent*/, std::string& out) {
+  yaml_scalar(std::to_string(value), out);
+}
+void yaml_value(uint32_t value, size_t /*indent*/, std::string& out) {
+  yaml_scalar(std::to_string(value), out);
+}
+void yaml_value(int value, size_t /*indent*/, std::string& out) {
+  yaml_scalar(std::to_string(value), out);
+}
+void yaml_value(bool value, size_t /*indent*/, std::string& out) {
+  yaml_scalar(value ? "true" : "false", out);
+}
 
 template <class T>
 void yaml_value(const std::optional<T>& value, size_t indent, std::string& out) {
@@ -724,13 +798,27 @@ void yaml_object(const std::array<Field<T>, N>& fields, const T& object, size_t 
   yaml_members(fields, object, indent + 2, false, out);
 }
 
-void yaml_value(const DeviceNode& v, size_t indent, std::string& out) { yaml_object(k_device_node_fields, v, indent, out); }
-void yaml_value(const Mount& v, size_t indent, std::string& out) { yaml_object(k_mount_fields, v, indent, out); }
-void yaml_value(const Hook& v, size_t indent, std::string& out) { yaml_object(k_hook_fields, v, indent, out); }
-void yaml_value(const IntelRdt& v, size_t indent, std::string& out) { yaml_object(k_intel_rdt_fields, v, indent, out); }
-void yaml_value(const NetDevice& v, size_t indent, std::string& out) { yaml_object(k_net_device_fields, v, indent, out); }
-void yaml_value(const ContainerEdits& v, size_t indent, std::string& out) { yaml_object(k_container_edits_fields, v, indent, out); }
-void yaml_value(const Device& v, size_t indent, std::string& out) { yaml_object(k_device_fields, v, indent, out); }
+void yaml_value(const DeviceNode& v, size_t indent, std::string& out) {
+  yaml_object(k_device_node_fields, v, indent, out);
+}
+void yaml_value(const Mount& v, size_t indent, std::string& out) {
+  yaml_object(k_mount_fields, v, indent, out);
+}
+void yaml_value(const Hook& v, size_t indent, std::string& out) {
+  yaml_object(k_hook_fields, v, indent, out);
+}
+void yaml_value(const IntelRdt& v, size_t indent, std::string& out) {
+  yaml_object(k_intel_rdt_fields, v, indent, out);
+}
+void yaml_value(const NetDevice& v, size_t indent, std::string& out) {
+  yaml_object(k_net_device_fields, v, indent, out);
+}
+void yaml_value(const ContainerEdits& v, size_t indent, std::string& out) {
+  yaml_object(k_container_edits_fields, v, indent, out);
+}
+void yaml_value(const Device& v, size_t indent, std::string& out) {
+  yaml_object(k_device_fields, v, indent, out);
+}
 
 // A list item that is an object with members continues its "- " line; anything else is a value.
 template <class T>

@@ -17,8 +17,8 @@ namespace gpuctk::cdi {
 struct DocNode {
   enum class Kind { null, boolean, number, string, plain, list, object };
   Kind kind = Kind::null;
-  std::string text;                                // boolean/number/string/plain: the scalar's text
-  std::vector<DocNode> items;                      // list
+  std::string text;                                  // boolean/number/string/plain: the scalar's text
+  std::vector<DocNode> items;                        // list
   std::vector<std::pair<DocNode, DocNode>> members;  // object: key, value
   bool operator==(const DocNode&) const = default;
 };

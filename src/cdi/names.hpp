@@ -28,9 +28,15 @@ Result<void> check_class(std::string_view klass);
 // is fine; there is no length limit.
 Result<void> check_device_name(std::string_view name);
 
-[[nodiscard]] inline bool is_valid_vendor(std::string_view vendor) { return check_vendor(vendor).has_value(); }
-[[nodiscard]] inline bool is_valid_class(std::string_view klass) { return check_class(klass).has_value(); }
-[[nodiscard]] inline bool is_valid_device_name(std::string_view name) { return check_device_name(name).has_value(); }
+[[nodiscard]] inline bool is_valid_vendor(std::string_view vendor) {
+  return check_vendor(vendor).has_value();
+}
+[[nodiscard]] inline bool is_valid_class(std::string_view klass) {
+  return check_class(klass).has_value();
+}
+[[nodiscard]] inline bool is_valid_device_name(std::string_view name) {
+  return check_device_name(name).has_value();
+}
 
 // `kind` split at its first "/" into {vendor, class}; {"", ""} when there is no "/".
 std::pair<std::string_view, std::string_view> split_kind(std::string_view kind);

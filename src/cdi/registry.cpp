@@ -23,7 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_spec_file_name(std::string_view name) { return name.ends_with(".json") || name.ends_with(".yaml"); }
+bool is_spec_file_name(std::string_view name) {
+  return name.ends_with(".json") || name.ends_with(".yaml");
+}
 
 // The spec files of `dir`, sorted by name; an empty list when the directory does not exist.
 Result<std::vector<std::string>> list_spec_files(const std::string& dir) {
@@ -125,8 +127,8 @@ Registry scan_spec_dirs(std::span<const std::string> dirs) {
         const std::string name = loaded.spec->kind + "=" + loaded.spec->devices[i].name;
         const auto [it, inserted] = here.try_emplace(name, Candidate{file, loaded.spec, i});
         if (!inserted) {
-          registry.errors.push_back("conflicting device " + quote(name) + " (specs " + quote(it->second.file) + ", " +
-                                    quote(file) + ")");
+          registry.errors.push_back("conflicting device " + quote(name) + " (specs " +
+                                    quote(it->second.file) + ", " + quote(file) + ")");
           conflicts.insert(name);
         }
       }
@@ -139,8 +141,8 @@ Registry scan_spec_dirs(std::span<const std::string> dirs) {
       const auto [vendor, klass] = split_kind(candidate.spec->kind);
       const Device& device = candidate.spec->devices[candidate.index];
       registry.devices.insert_or_assign(
-          name, ResolvedDevice{QualifiedName{std::string(vendor), std::string(klass), device.name}, candidate.file,
-                               candidate.spec, candidate.index});
+          name, ResolvedDevice{QualifiedName{std::string(vendor), std::string(klass), device.name},
+                               candidate.file, candidate.spec, candidate.index});
     }
   }
   return registry;

@@ -23,10 +23,10 @@ namespace gpuctk::cdi {
 
 // A device node to create in the container (`deviceNodes[]`).
 struct DeviceNode {
-  std::string path{};                   // in the container; required
-  std::string host_path{};              // `hostPath` (0.5.0); empty: same as path
-  std::string type{};                   // "b", "c", "u", "p" or empty (taken from the host node)
-  std::optional<int64_t> major{};       // empty: taken from the host node
+  std::string path{};              // in the container; required
+  std::string host_path{};         // `hostPath` (0.5.0); empty: same as path
+  std::string type{};              // "b", "c", "u", "p" or empty (taken from the host node)
+  std::optional<int64_t> major{};  // empty: taken from the host node
   std::optional<int64_t> minor{};
   std::optional<uint32_t> file_mode{};  // `fileMode`: permission bits, written in decimal
   std::string permissions{};            // cgroup access, letters of "rwm"; empty means "rwm"
@@ -41,7 +41,7 @@ struct Mount {
   std::string host_path{};       // `hostPath`: OCI source; required
   std::string container_path{};  // `containerPath`: OCI destination; required
   std::vector<std::string> options{};
-  std::string type{};            // filesystem type (0.4.0)
+  std::string type{};  // filesystem type (0.4.0)
 
   bool operator==(const Mount&) const = default;
 };
@@ -70,13 +70,13 @@ inline constexpr std::array<std::string_view, 6> k_hook_names{
 // Intel RDT settings (`intelRdt`, 0.7.0). enableCMT/enableMBM exist in 0.7.0 to 1.0.0 only;
 // schemata/enableMonitoring arrived in 1.1.0.
 struct IntelRdt {
-  std::string clos_id{};          // `closID`
-  std::string l3_cache_schema{};  // `l3CacheSchema`
-  std::string mem_bw_schema{};    // `memBwSchema`
+  std::string clos_id{};                               // `closID`
+  std::string l3_cache_schema{};                       // `l3CacheSchema`
+  std::string mem_bw_schema{};                         // `memBwSchema`
   std::optional<std::vector<std::string>> schemata{};  // present (even empty) needs 1.1.0
-  bool enable_monitoring = false;                    // `enableMonitoring` (1.1.0)
-  bool enable_cmt = false;                           // `enableCMT` (removed in 1.1.0)
-  bool enable_mbm = false;                           // `enableMBM` (removed in 1.1.0)
+  bool enable_monitoring = false;                      // `enableMonitoring` (1.1.0)
+  bool enable_cmt = false;                             // `enableCMT` (removed in 1.1.0)
+  bool enable_mbm = false;                             // `enableMBM` (removed in 1.1.0)
 
   bool operator==(const IntelRdt&) const = default;
 };
@@ -123,7 +123,7 @@ struct Spec {
   std::string kind{};                                // "vendor/class"
   std::map<std::string, std::string> annotations{};  // 0.6.0
   std::vector<Device> devices{};
-  ContainerEdits container_edits{};                  // applied once when any device of the spec is requested
+  ContainerEdits container_edits{};  // applied once when any device of the spec is requested
 
   bool operator==(const Spec&) const = default;
 };

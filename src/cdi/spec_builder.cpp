@@ -25,8 +25,8 @@ const std::vector<std::string> k_file_options{"ro", "nosuid", "nodev", "rbind", 
 // (an image's LD_PRELOAD would run inside the privileged hook, CVE-2025-23266).
 const std::vector<std::string> k_hook_env{"GPUCTK_DEBUG=false"};
 
-constexpr std::string_view k_all_hooks[] = {k_hook_create_symlinks, k_hook_enable_cuda_compat, k_hook_update_ldcache,
-                                            k_hook_disable_device_node_modification};
+constexpr std::string_view k_all_hooks[] = {k_hook_create_symlinks, k_hook_enable_cuda_compat,
+                                            k_hook_update_ldcache, k_hook_disable_device_node_modification};
 
 DeviceNode to_cdi(const discover::DeviceNode& node) {
   DeviceNode out;
@@ -138,11 +138,16 @@ class Builder {
     std::vector<std::string> names;
     for (const auto strategy : m_opt.name_strategies) {
       switch (strategy) {
-        case NameStrategy::index: names.push_back(std::to_string(gpu.index)); break;
-        case NameStrategy::uuid:
-          if (!gpu.uuid.empty()) names.push_back(gpu.uuid);
+        case NameStrategy::index:
+          names.push_back(std::to_string(gpu.index));
           break;
-        case NameStrategy::type_index: names.push_back("gpu" + std::to_string(gpu.index)); break;
+        case NameStrategy::uuid:
+          if (!gpu.uuid.empty())
+            names.push_back(gpu.uuid);
+          break;
+        case NameStrategy::type_index:
+          names.push_back("gpu" + std::to_string(gpu.index));
+          break;
       }
     }
     return names;
@@ -153,11 +158,16 @@ class Builder {
     std::vector<std::string> names;
     for (const auto strategy : m_opt.name_strategies) {
       switch (strategy) {
-        case NameStrategy::index: names.push_back(pair); break;
-        case NameStrategy::uuid:
-          if (!mig.uuid.empty()) names.push_back(mig.uuid);
+        case NameStrategy::index:
+          names.push_back(pair);
           break;
-        case NameStrategy::type_index: names.push_back("mig" + pair); break;
+        case NameStrategy::uuid:
+          if (!mig.uuid.empty())
+            names.push_back(mig.uuid);
+          break;
+        case NameStrategy::type_index:
+          names.push_back("mig" + pair);
+          break;
       }
     }
     return names;
@@ -262,7 +272,8 @@ class Builder {
     edits.device_nodes.erase(std::ranges::unique(edits.device_nodes, {}, &DeviceNode::path).begin(),
                              edits.device_nodes.end());
     std::ranges::stable_sort(edits.mounts, {}, &Mount::container_path);
-    edits.mounts.erase(std::ranges::unique(edits.mounts, {}, &Mount::container_path).begin(), edits.mounts.end());
+    edits.mounts.erase(std::ranges::unique(edits.mounts, {}, &Mount::container_path).begin(),
+                       edits.mounts.end());
     merge_link_hooks(edits.hooks);
     std::vector<Hook> unique;
     for (auto& h : edits.hooks) {
@@ -308,7 +319,8 @@ class Builder {
     std::vector<DeviceNode> shared = spec.devices.front().container_edits.device_nodes;
     for (const auto& device : spec.devices) {
       std::erase_if(shared, [&](const DeviceNode& n) {
-        return std::ranges::find(device.container_edits.device_nodes, n) == device.container_edits.device_nodes.end();
+        return std::ranges::find(device.container_edits.device_nodes, n) ==
+               device.container_edits.device_nodes.end();
       });
     }
     if (shared.empty()) {
@@ -323,7 +335,8 @@ class Builder {
       std::erase_if(device.container_edits.device_nodes,
                     [&](const DeviceNode& n) { return std::ranges::find(shared, n) != shared.end(); });
     }
-    spec.container_edits.device_nodes.insert(spec.container_edits.device_nodes.end(), shared.begin(), shared.end());
+    spec.container_edits.device_nodes.insert(spec.container_edits.device_nodes.end(), shared.begin(),
+                                             shared.end());
     normalise(spec.container_edits);
   }
 
@@ -335,9 +348,12 @@ class Builder {
 }  // namespace
 
 Result<NameStrategy> parse_name_strategy(std::string_view text) {
-  if (text == "index") return NameStrategy::index;
-  if (text == "uuid") return NameStrategy::uuid;
-  if (text == "type-index") return NameStrategy::type_index;
+  if (text == "index")
+    return NameStrategy::index;
+  if (text == "uuid")
+    return NameStrategy::uuid;
+  if (text == "type-index")
+    return NameStrategy::type_index;
   return fail("unknown device name strategy \"" + std::string(text) + "\" (want index, uuid or type-index)");
 }
 
@@ -350,7 +366,8 @@ Result<void> check_hook_name(std::string_view name) {
     return {};
   }
   return fail("unknown hook \"" + std::string(name) +
-              "\" (want create-symlinks, enable-cuda-compat, update-ldcache, disable-device-node-modification or all)");
+              "\" (want create-symlinks, enable-cuda-compat, update-ldcache, "
+              "disable-device-node-modification or all)");
 }
 
 Result<Spec> build_spec(const Inventory& inventory, const BuildOptions& options) {

@@ -27,7 +27,8 @@ Result<NameStrategy> parse_name_strategy(std::string_view text);
 inline constexpr std::string_view k_hook_create_symlinks = "create-symlinks";
 inline constexpr std::string_view k_hook_enable_cuda_compat = "enable-cuda-compat";
 inline constexpr std::string_view k_hook_update_ldcache = "update-ldcache";
-inline constexpr std::string_view k_hook_disable_device_node_modification = "disable-device-node-modification";
+inline constexpr std::string_view k_hook_disable_device_node_modification =
+    "disable-device-node-modification";
 
 // Whether `hook` runs `gpuctk hook create-symlinks` (args: gpuctk, hook, create-symlinks, --link, ...).
 bool is_create_symlinks_hook(const Hook& hook);
@@ -57,7 +58,7 @@ struct BuildOptions {
   // Restrict the devices to these ids (index, GPU UUID, "gpu:mig", MIG UUID, "all"); empty = every GPU.
   // An id that matches nothing is an error listing the ids that exist.
   std::vector<std::string> device_ids;
-  std::string hook_path;               // absolute path of the gpuctk binary the hooks run
+  std::string hook_path;                 // absolute path of the gpuctk binary the hooks run
   std::set<std::string> disabled_hooks;  // hook names, or "all"
 };
 

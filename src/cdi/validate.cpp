@@ -29,8 +29,12 @@ constexpr size_t k_max_annotation_name = 63;
 // Linux resctrl group names (the reference's closID rule).
 constexpr size_t k_max_clos_id = 4095;
 
-bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-bool is_alnum(char c) { return is_lower_alnum(c) || (c >= 'A' && c <= 'Z'); }
+bool is_lower_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+bool is_alnum(char c) {
+  return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
 
 // DNS-1123 subdomain (already lower-cased): labels of [a-z0-9-], alphanumeric at both ends.
 bool is_dns_subdomain(std::string_view text) {
@@ -59,7 +63,9 @@ std::optional<std::string> annotation_key_problem(std::string_view key) {
       return "prefix longer than " + std::to_string(k_max_annotation_prefix) + " characters";
     }
     std::string lower(prefix);
-    std::ranges::transform(lower, lower.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
+    std::ranges::transform(lower, lower.begin(), [](char c) {
+      return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    });
     if (!is_dns_subdomain(lower)) {
       return "prefix " + quote(prefix) + " is not a DNS subdomain (letters, digits, \"-\" and \".\"; " +
              "each label starts and ends with a letter or digit)";
@@ -89,7 +95,9 @@ std::string env_problem(std::string_view entry) {
   return "invalid environment variable " + quote(entry) + " (want KEY=VALUE with a non-empty KEY)";
 }
 
-std::string index(std::string_view path, size_t i) { return std::string(path) + "[" + std::to_string(i) + "]"; }
+std::string index(std::string_view path, size_t i) {
+  return std::string(path) + "[" + std::to_string(i) + "]";
+}
 
 class Validator {
  public:
@@ -117,7 +125,8 @@ class Validator {
       for (const auto& v : known_versions()) {
         known.push_back(v.str());
       }
-      add("cdiVersion", "unknown cdiVersion " + quote(m_spec.cdi_version) + " (known: " + join(known, ", ") + ")");
+      add("cdiVersion",
+          "unknown cdiVersion " + quote(m_spec.cdi_version) + " (known: " + join(known, ", ") + ")");
       m_declared.reset();
       return;
     }
@@ -171,7 +180,8 @@ class Validator {
       if (auto ok = check_device_name(device.name); !ok) {
         add(where + ".name", ok.error().message);
       } else if (const auto [it, inserted] = first_index.emplace(device.name, i); !inserted) {
-        add(where + ".name", "duplicate device name " + quote(device.name) + " (also " + index("devices", it->second) + ")");
+        add(where + ".name",
+            "duplicate device name " + quote(device.name) + " (also " + index("devices", it->second) + ")");
       }
       check_annotations(device.annotations, where + ".annotations");
       if (device.container_edits.empty()) {
@@ -215,7 +225,8 @@ class Validator {
   void check_device_node(const DeviceNode& node, const std::string& where) {
     check_absolute(node.path, "device node path", where + ".path");
     if (std::ranges::find(k_node_types, node.type) == k_node_types.end()) {
-      add(where + ".type", "invalid device node type " + quote(node.type) + R"( (want "b", "c", "u", "p" or none))");
+      add(where + ".type",
+          "invalid device node type " + quote(node.type) + R"( (want "b", "c", "u", "p" or none))");
     } else if (node.type == "u" && !node.major) {
       add(where + ".type", R"(device node type "u" needs a major (a host node never stats as "u"))");
     }
@@ -224,7 +235,8 @@ class Validator {
           R"(device node permissions "none" are rejected by released CDI libraries (up to v1.1.0); )"
           R"(use letters of "rwm" or leave it empty)");
     } else if (node.permissions.find_first_not_of("rwm") != std::string::npos) {
-      add(where + ".permissions", "invalid device node permissions " + quote(node.permissions) + R"( (want letters of "rwm"))");
+      add(where + ".permissions",
+          "invalid device node permissions " + quote(node.permissions) + R"( (want letters of "rwm"))");
     }
   }
 
@@ -237,7 +249,8 @@ class Validator {
 
   void check_hook(const Hook& hook, const std::string& where) {
     if (std::ranges::find(k_hook_names, hook.hook_name) == k_hook_names.end()) {
-      add(where + ".hookName", "invalid hook name " + quote(hook.hook_name) + " (want one of " + join(k_hook_names, ", ") + ")");
+      add(where + ".hookName",
+          "invalid hook name " + quote(hook.hook_name) + " (want one of " + join(k_hook_names, ", ") + ")");
     }
     check_absolute(hook.path, "hook path", where + ".path");
     for (size_t i = 0; i < hook.env.size(); ++i) {
@@ -267,7 +280,8 @@ class Validator {
     // enableCMT/enableMBM were removed in 1.1.0: a 1.1.0 library rejects the keys, an older one the
     // version, so no released library can load such a spec.
     if (m_declared && *m_declared >= Version{1, 1, 0}) {
-      for (const auto& [set, key] : {std::pair{rdt.enable_cmt, "enableCMT"}, std::pair{rdt.enable_mbm, "enableMBM"}}) {
+      for (const auto& [set, key] :
+           {std::pair{rdt.enable_cmt, "enableCMT"}, std::pair{rdt.enable_mbm, "enableMBM"}}) {
         if (set) {
           add(where + "." + key, std::string(key) + " does not exist in cdiVersion 1.1.0 and later " +
                                      "(removed; CDI libraries from v1.1.0 reject it)");
@@ -291,7 +305,8 @@ class Validator {
       if (device.name.empty()) {
         add(here + ".name", "empty net device name");
       } else if (const auto [it, inserted] = names.emplace(device.name, i); !inserted) {
-        add(here + ".name", "duplicate net device name " + quote(device.name) + " (also " + index(where, it->second) + ")");
+        add(here + ".name",
+            "duplicate net device name " + quote(device.name) + " (also " + index(where, it->second) + ")");
       }
     }
   }
@@ -303,6 +318,8 @@ class Validator {
 
 }  // namespace
 
-std::vector<Problem> validate(const Spec& spec) { return Validator(spec).run(); }
+std::vector<Problem> validate(const Spec& spec) {
+  return Validator(spec).run();
+}
 
 }  // namespace gpuctk::cdi

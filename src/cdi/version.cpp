@@ -83,7 +83,9 @@ std::string Version::str() const {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-std::span<const Version> known_versions() { return k_known_versions; }
+std::span<const Version> known_versions() {
+  return k_known_versions;
+}
 
 std::optional<Version> parse_version(std::string_view text) {
   if (text.starts_with('v')) {

@@ -69,11 +69,13 @@ std::string hex(char32_t c, int digits) {
 }
 
 // go-yaml v2's YAML 1.1 words, by what they resolve to.
-constexpr std::array<std::string_view, 11> k_true_words{"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
-constexpr std::array<std::string_view, 11> k_false_words{"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"};
+constexpr std::array<std::string_view, 11> k_true_words{"y",    "Y",    "yes", "Yes", "YES", "true",
+                                                        "True", "TRUE", "on",  "On",  "ON"};
+constexpr std::array<std::string_view, 11> k_false_words{"n",     "N",     "no",  "No",  "NO", "false",
+                                                         "False", "FALSE", "off", "Off", "OFF"};
 constexpr std::array<std::string_view, 5> k_null_words{"", "~", "null", "Null", "NULL"};
-constexpr std::array<std::string_view, 12> k_special_floats{".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
-                                                            "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN"};
+constexpr std::array<std::string_view, 12> k_special_floats{
+    ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN"};
 
 bool contains(std::span<const std::string_view> words, std::string_view word) {
   for (const auto w : words) {
@@ -84,7 +86,9 @@ bool contains(std::span<const std::string_view> words, std::string_view word) {
   return false;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Number of leading decimal digits of `text`.
 size_t digits(std::string_view text) {

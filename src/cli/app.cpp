@@ -1,6 +1,6 @@
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <algorithm>
 #include <map>
 #include <string>
 
@@ -24,17 +24,32 @@ constexpr GroupRow k_groups[] = {
 
 // Every command, in the order --help lists them.
 const CommandRow k_commands[] = {
-    {"cdi", "generate", "Discover the GPUs and driver of this host and write a CDI spec", define_cdi_generate},
-    {"cdi", "validate", "Check CDI spec files against the CDI rules; print every problem", define_cdi_validate},
-    {"cdi", "list", "List the qualified device names resolvable from the CDI spec directories", define_cdi_list},
-    {"cdi", "inject", "Apply CDI devices to an OCI config.json (of a bundle, or stdin to stdout)", define_cdi_inject},
-    {"hook", "precreate", "config.json on stdin -> config.json with the requested GPUs on stdout", define_hook_precreate},
-    {"hook", "create-symlinks", "createContainer hook: create symlinks inside the container root", define_hook_create_symlinks},
-    {"hook", "update-ldcache", "createContainer hook: add library directories to the container's linker cache (sandboxed host ldconfig)", define_hook_update_ldcache},
-    {"hook", "enable-cuda-compat", "createContainer hook: use the image's CUDA forward-compat libraries when they fit the host driver", define_hook_enable_cuda_compat},
-    {"hook", "disable-device-node-modification", "createContainer hook: hide ModifyDeviceFiles from the container's driver libraries", define_hook_disable_device_node_modification},
-    {"hook", "chmod", "createContainer hook: set the mode of paths inside the container root", define_hook_chmod},
-    {"", "runtime", "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun", define_runtime},
+    {"cdi", "generate", "Discover the GPUs and driver of this host and write a CDI spec",
+     define_cdi_generate},
+    {"cdi", "validate", "Check CDI spec files against the CDI rules; print every problem",
+     define_cdi_validate},
+    {"cdi", "list", "List the qualified device names resolvable from the CDI spec directories",
+     define_cdi_list},
+    {"cdi", "inject", "Apply CDI devices to an OCI config.json (of a bundle, or stdin to stdout)",
+     define_cdi_inject},
+    {"hook", "precreate", "config.json on stdin -> config.json with the requested GPUs on stdout",
+     define_hook_precreate},
+    {"hook", "create-symlinks", "createContainer hook: create symlinks inside the container root",
+     define_hook_create_symlinks},
+    {"hook", "update-ldcache",
+     "createContainer hook: add library directories to the container's linker cache (sandboxed host "
+     "ldconfig)",
+     define_hook_update_ldcache},
+    {"hook", "enable-cuda-compat",
+     "createContainer hook: use the image's CUDA forward-compat libraries when they fit the host driver",
+     define_hook_enable_cuda_compat},
+    {"hook", "disable-device-node-modification",
+     "createContainer hook: hide ModifyDeviceFiles from the container's driver libraries",
+     define_hook_disable_device_node_modification},
+    {"hook", "chmod", "createContainer hook: set the mode of paths inside the container root",
+     define_hook_chmod},
+    {"", "runtime", "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun",
+     define_runtime},
     {"", "info", "Show what discovery finds: driver, GPUs, MIG devices, driver files, warnings", define_info},
 };
 
@@ -76,7 +91,8 @@ const CommandRow* named_command(int argc, char** argv) {
   const std::string_view first = argv[1];
   for (const auto& row : k_commands) {
     const std::string_view group = row.group;
-    if (group.empty() ? first == row.name : (argc >= 3 && first == group && std::string_view(argv[2]) == row.name)) {
+    if (group.empty() ? first == row.name
+                      : (argc >= 3 && first == group && std::string_view(argv[2]) == row.name)) {
       return &row;
     }
   }

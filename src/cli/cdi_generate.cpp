@@ -122,12 +122,15 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
 
 Action define_cdi_generate(CLI::App& command) {
   auto args = std::make_shared<GenerateArgs>();
-  command.add_option("--output,-o", args->output, "Spec file to write (atomically, mode 0644), or - for stdout")
+  command
+      .add_option("--output,-o", args->output, "Spec file to write (atomically, mode 0644), or - for stdout")
       ->capture_default_str();
   command
       .add_option("--format", args->format, "yaml or json (default: from the --output extension, else yaml)")
       ->check(value_check(check_format));
-  command.add_option("--driver-root", args->driver_root, "Root of the driver files (libraries, binaries, ld.so.cache)")
+  command
+      .add_option("--driver-root", args->driver_root,
+                  "Root of the driver files (libraries, binaries, ld.so.cache)")
       ->capture_default_str();
   command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
   command.add_option("--mode", args->mode, "auto, nvml, proc or management")
@@ -143,8 +146,9 @@ Action define_cdi_generate(CLI::App& command) {
   command.add_option("--class", args->klass, "CDI class of the spec's kind")
       ->capture_default_str()
       ->check(value_check(cdi::check_class));
-  command.add_option("--device-ids", args->device_ids,
-                     "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all)")
+  command
+      .add_option("--device-ids", args->device_ids,
+                  "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all)")
       ->delimiter(',');
   command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
   command

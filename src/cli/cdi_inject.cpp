@@ -23,31 +23,37 @@ struct InjectArgs {
 
 Action define_cdi_inject(CLI::App& command) {
   auto args = std::make_shared<InjectArgs>();
-  command.add_option("--device,-d", args->devices, "Fully qualified CDI device (vendor/class=name); repeatable")
+  command
+      .add_option("--device,-d", args->devices, "Fully qualified CDI device (vendor/class=name); repeatable")
       ->required();
-  command.add_option("--bundle,-b", args->bundle, "OCI bundle whose config.json is edited in place (default: stdin to stdout)");
-  command.add_option("--spec-dir", args->spec_dirs, "CDI spec directory, lowest priority first (default: from the config)");
-  command.add_option("--config", args->config_path, "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
+  command.add_option("--bundle,-b", args->bundle,
+                     "OCI bundle whose config.json is edited in place (default: stdin to stdout)");
+  command.add_option("--spec-dir", args->spec_dirs,
+                     "CDI spec directory, lowest priority first (default: from the config)");
+  command.add_option("--config", args->config_path,
+                     "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
   return [args] {
-    return run_with_log(args->config_path, [&](const hook::Config& loaded, const hook::Log& log) -> Result<void> {
-      hook::Config cfg = loaded;
-      if (!args->spec_dirs.empty()) {
-        cfg.spec_dirs = args->spec_dirs;
-      }
-      Result<nlohmann::ordered_json> config = args->bundle.empty() ? [&]() -> Result<nlohmann::ordered_json> {
-        GPUCTK_TRY_ASSIGN(auto text, read_file("/dev/stdin"));
-        return oci::parse_config(text);
-      }()
-                                                                   : oci::read_config(args->bundle);
-      if (!config) {
-        return std::unexpected(config.error());
-      }
-      GPUCTK_TRY(hook::inject_devices(*config, args->devices, cfg, log));
-      if (!args->bundle.empty()) {
-        return oci::write_config(args->bundle, *config);
-      }
-      return write_stdout(oci::dump_config(*config));
-    });
+    return run_with_log(args->config_path,
+                        [&](const hook::Config& loaded, const hook::Log& log) -> Result<void> {
+                          hook::Config cfg = loaded;
+                          if (!args->spec_dirs.empty()) {
+                            cfg.spec_dirs = args->spec_dirs;
+                          }
+                          Result<nlohmann::ordered_json> config =
+                              args->bundle.empty() ? [&]() -> Result<nlohmann::ordered_json> {
+                            GPUCTK_TRY_ASSIGN(auto text, read_file("/dev/stdin"));
+                            return oci::parse_config(text);
+                          }()
+                              : oci::read_config(args->bundle);
+                          if (!config) {
+                            return std::unexpected(config.error());
+                          }
+                          GPUCTK_TRY(hook::inject_devices(*config, args->devices, cfg, log));
+                          if (!args->bundle.empty()) {
+                            return oci::write_config(args->bundle, *config);
+                          }
+                          return write_stdout(oci::dump_config(*config));
+                        });
   };
 }
 

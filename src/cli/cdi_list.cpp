@@ -27,7 +27,8 @@ Action define_cdi_list(CLI::App& command) {
       ->type_name("DIR")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  command.add_flag("-v,--verbose", options->verbose, "Also print the spec file each device comes from: NAME<TAB>FILE");
+  command.add_flag("-v,--verbose", options->verbose,
+                   "Also print the spec file each device comes from: NAME<TAB>FILE");
   command.footer(
       "Prints the qualified names (vendor/class=name) that resolve, sorted, one per line. Files that cannot\n"
       "be used and devices defined twice in one directory are reported as warnings on stderr; a device in a\n"

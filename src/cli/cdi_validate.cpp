@@ -13,7 +13,8 @@ Action define_cdi_validate(CLI::App& command) {
   auto files = std::make_shared<std::vector<std::string>>();
   command.add_option("files", *files, "CDI spec files (.json or .yaml)")->required()->type_name("FILE");
   command.footer(
-      "Parses each file strictly (unknown or duplicate keys are errors) and checks it against the CDI rules,\n"
+      "Parses each file strictly (unknown or duplicate keys are errors) and checks it against the CDI "
+      "rules,\n"
       "including that cdiVersion is not lower than the content needs. Prints every problem on stderr as\n"
       "FILE: WHERE: WHAT (a read or parse error as FILE: MESSAGE) and nothing when all files are valid.\n"
       "Exit status: 0 all files valid, 1 a file has problems, 2 usage error.");

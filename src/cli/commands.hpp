@@ -83,7 +83,8 @@ using ContainerHookBody =
 // Runs an in-container (createContainer) hook: loads the config and log, reads the OCI state on stdin
 // (bounded), opens the container root it names, runs `body`; errors are prefixed with `name` and
 // reported once (stderr and log).
-int run_container_hook(const std::string& config_path, const std::string& name, const ContainerHookBody& body);
+int run_container_hook(const std::string& config_path, const std::string& name,
+                       const ContainerHookBody& body);
 
 // The runtime shim: injects on create/run, then execs the real runtime with `args` (never returns on
 // success). The config is $GPUCTK_CONFIG or the default file.

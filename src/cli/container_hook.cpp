@@ -8,10 +8,12 @@
 namespace gpuctk::cli {
 
 void add_config_option(CLI::App& command, std::string& config_path) {
-  command.add_option("--config", config_path, "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
+  command.add_option("--config", config_path,
+                     "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
 }
 
-int run_container_hook(const std::string& config_path, const std::string& name, const ContainerHookBody& body) {
+int run_container_hook(const std::string& config_path, const std::string& name,
+                       const ContainerHookBody& body) {
   return run_with_log(config_path, [&](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
     auto state = read_fd(STDIN_FILENO, "the OCI state on standard input", hook::k_max_state_size);
     if (!state) {

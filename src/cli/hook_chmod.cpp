@@ -36,7 +36,8 @@ Action define_hook_chmod(CLI::App& command) {
       ->required()
       ->check(value_check(parse_octal_mode));
   command.add_option("--path", args->paths, "A container path")->required();
-  command.footer("A createContainer hook: reads the OCI state on stdin. Never follows a symlink; EPERM is ignored.");
+  command.footer(
+      "A createContainer hook: reads the OCI state on stdin. Never follows a symlink; EPERM is ignored.");
   return [args] {
     return run_container_hook(
         args->config_path, "chmod",

@@ -11,15 +11,17 @@ namespace gpuctk::cli {
 Action define_hook_disable_device_node_modification(CLI::App& command) {
   auto config_path = std::make_shared<std::string>();
   add_config_option(command, *config_path);
-  command.footer("A createContainer hook: reads the OCI state on stdin. Mounts a read-only copy of the host's "
-                 "<dev-root>/proc/driver/nvidia/params with ModifyDeviceFiles: 0 over the container's.");
+  command.footer(
+      "A createContainer hook: reads the OCI state on stdin. Mounts a read-only copy of the host's "
+      "<dev-root>/proc/driver/nvidia/params with ModifyDeviceFiles: 0 over the container's.");
   return [config_path] {
-    return run_container_hook(*config_path, "disable-device-node-modification",
-                              [&](const rootfs::Root& root, const hook::Config& cfg, const hook::Log&) -> Result<void> {
-                                const std::string host = discover::under_root(cfg.dev_root, "/proc/driver/nvidia/params");
-                                GPUCTK_TRY(hook::disable_device_node_modification(root, host));
-                                return {};
-                              });
+    return run_container_hook(
+        *config_path, "disable-device-node-modification",
+        [&](const rootfs::Root& root, const hook::Config& cfg, const hook::Log&) -> Result<void> {
+          const std::string host = discover::under_root(cfg.dev_root, "/proc/driver/nvidia/params");
+          GPUCTK_TRY(hook::disable_device_node_modification(root, host));
+          return {};
+        });
   };
 }
 

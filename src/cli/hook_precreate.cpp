@@ -14,7 +14,8 @@
 
 namespace gpuctk::cli {
 
-int run_with_log(const std::string& config_path, const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body) {
+int run_with_log(const std::string& config_path,
+                 const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body) {
   auto cfg = hook::load_config(config_path);
   if (!cfg) {
     return report(cfg.error());
@@ -32,8 +33,10 @@ int run_with_log(const std::string& config_path, const std::function<Result<void
 
 Action define_hook_precreate(CLI::App& command) {
   auto config_path = std::make_shared<std::string>();
-  command.add_option("--config", *config_path, "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
-  command.footer("Reads an OCI config.json on stdin and writes it, with the requested GPUs injected, to stdout.");
+  command.add_option("--config", *config_path,
+                     "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
+  command.footer(
+      "Reads an OCI config.json on stdin and writes it, with the requested GPUs injected, to stdout.");
   return [config_path] {
     return run_with_log(*config_path, [](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
       GPUCTK_TRY_ASSIGN(auto input, read_fd(STDIN_FILENO, "standard input", SIZE_MAX));

@@ -16,23 +16,26 @@ Action define_hook_update_ldcache(CLI::App& command) {
   };
   auto args = std::make_shared<Args>();
   add_config_option(command, args->config_path);
-  command.add_option("--ldconfig-path", args->ldconfig_path,
-                     "ldconfig to run: @PATH is a host path (default @/sbin/ldconfig, or .real beside it)")
+  command
+      .add_option("--ldconfig-path", args->ldconfig_path,
+                  "ldconfig to run: @PATH is a host path (default @/sbin/ldconfig, or .real beside it)")
       ->capture_default_str();
   command.add_option("--folder", args->folders, "A library directory of the container to add to its cache")
       ->type_name("DIR");
-  command.footer("A createContainer hook: reads the OCI state on stdin. Writes /etc/ld.so.conf.d drop-ins in the "
-                 "container and runs ldconfig in new namespaces, pivoted into the container root, with no_new_privs, "
-                 "three capabilities and a seccomp allow-list.");
+  command.footer(
+      "A createContainer hook: reads the OCI state on stdin. Writes /etc/ld.so.conf.d drop-ins in the "
+      "container and runs ldconfig in new namespaces, pivoted into the container root, with no_new_privs, "
+      "three capabilities and a seccomp allow-list.");
   return [args] {
-    return run_container_hook(args->config_path, "update-ldcache",
-                              [&](const rootfs::Root& root, const hook::Config& cfg, const hook::Log&) -> Result<void> {
-                                if (args->folders.size() > hook::k_max_hook_args) {
-                                  return fail("too many folders");
-                                }
-                                GPUCTK_TRY_ASSIGN(auto ldconfig, hook::open_ldconfig(args->ldconfig_path, root, cfg));
-                                return rootfs::update_ld_cache(root, args->folders, ldconfig);
-                              });
+    return run_container_hook(
+        args->config_path, "update-ldcache",
+        [&](const rootfs::Root& root, const hook::Config& cfg, const hook::Log&) -> Result<void> {
+          if (args->folders.size() > hook::k_max_hook_args) {
+            return fail("too many folders");
+          }
+          GPUCTK_TRY_ASSIGN(auto ldconfig, hook::open_ldconfig(args->ldconfig_path, root, cfg));
+          return rootfs::update_ld_cache(root, args->folders, ldconfig);
+        });
   };
 }
 

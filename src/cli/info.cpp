@@ -21,22 +21,32 @@ struct InfoArgs {
 
 std::string_view module_name(discover::KernelModule module) {
   switch (module) {
-    case discover::KernelModule::proprietary: return "proprietary";
-    case discover::KernelModule::open: return "open";
-    case discover::KernelModule::unknown: break;
+    case discover::KernelModule::proprietary:
+      return "proprietary";
+    case discover::KernelModule::open:
+      return "open";
+    case discover::KernelModule::unknown:
+      break;
   }
   return "unknown";
 }
 
 std::string_view kind_name(discover::FileKind kind) {
   switch (kind) {
-    case discover::FileKind::library: return "library";
-    case discover::FileKind::library32: return "library32";
-    case discover::FileKind::binary: return "binary";
-    case discover::FileKind::firmware: return "firmware";
-    case discover::FileKind::config: return "config";
-    case discover::FileKind::xorg_module: return "xorg_module";
-    case discover::FileKind::ipc: return "ipc";
+    case discover::FileKind::library:
+      return "library";
+    case discover::FileKind::library32:
+      return "library32";
+    case discover::FileKind::binary:
+      return "binary";
+    case discover::FileKind::firmware:
+      return "firmware";
+    case discover::FileKind::config:
+      return "config";
+    case discover::FileKind::xorg_module:
+      return "xorg_module";
+    case discover::FileKind::ipc:
+      return "ipc";
   }
   return "unknown";
 }
@@ -55,8 +65,9 @@ std::map<std::string, int> library_counts(const discover::Inventory& inv) {
 }
 
 nlohmann::ordered_json node_json(const discover::DeviceNode& n) {
-  return {{"path", n.path}, {"hostPath", n.host_path}, {"type", std::string(1, n.type)},
-          {"major", n.major}, {"minor", n.minor},      {"mode", n.mode}, {"gid", n.gid}};
+  return {{"path", n.path},   {"hostPath", n.host_path}, {"type", std::string(1, n.type)},
+          {"major", n.major}, {"minor", n.minor},        {"mode", n.mode},
+          {"gid", n.gid}};
 }
 
 std::string to_json(const discover::Inventory& inv) {
@@ -67,18 +78,28 @@ std::string to_json(const discover::Inventory& inv) {
   out["gpuSource"] = inv.gpu_source == discover::GpuSource::nvml ? "nvml" : "proc";
   out["gpus"] = nlohmann::ordered_json::array();
   for (const auto& gpu : inv.gpus) {
-    nlohmann::ordered_json g{{"index", gpu.index},       {"minor", gpu.minor},          {"uuid", gpu.uuid},
-                             {"model", gpu.model},       {"busId", gpu.bus_id},         {"memoryBytes", gpu.memory_bytes},
-                             {"migEnabled", gpu.mig_enabled}, {"node", node_json(gpu.node)}};
+    nlohmann::ordered_json g{{"index", gpu.index},
+                             {"minor", gpu.minor},
+                             {"uuid", gpu.uuid},
+                             {"model", gpu.model},
+                             {"busId", gpu.bus_id},
+                             {"memoryBytes", gpu.memory_bytes},
+                             {"migEnabled", gpu.mig_enabled},
+                             {"node", node_json(gpu.node)}};
     g["drmNodes"] = nlohmann::ordered_json::array();
     for (const auto& n : gpu.drm_nodes) {
       g["drmNodes"].push_back(node_json(n));
     }
     g["migDevices"] = nlohmann::ordered_json::array();
     for (const auto& mig : gpu.mig_devices) {
-      g["migDevices"].push_back({{"index", mig.index}, {"gi", mig.gi}, {"ci", mig.ci}, {"uuid", mig.uuid},
-                                 {"profile", mig.profile}, {"memoryBytes", mig.memory_bytes},
-                                 {"giAccess", node_json(mig.gi_access)}, {"ciAccess", node_json(mig.ci_access)}});
+      g["migDevices"].push_back({{"index", mig.index},
+                                 {"gi", mig.gi},
+                                 {"ci", mig.ci},
+                                 {"uuid", mig.uuid},
+                                 {"profile", mig.profile},
+                                 {"memoryBytes", mig.memory_bytes},
+                                 {"giAccess", node_json(mig.gi_access)},
+                                 {"ciAccess", node_json(mig.ci_access)}});
     }
     out["gpus"].push_back(std::move(g));
   }
@@ -88,8 +109,11 @@ std::string to_json(const discover::Inventory& inv) {
   }
   out["files"] = nlohmann::ordered_json::array();
   for (const auto& f : inv.files) {
-    out["files"].push_back({{"kind", kind_name(f.kind)}, {"hostPath", f.host_path}, {"containerPath", f.container_path},
-                            {"capability", f.capability ? std::string(discover::capability_name(*f.capability)) : ""}});
+    out["files"].push_back(
+        {{"kind", kind_name(f.kind)},
+         {"hostPath", f.host_path},
+         {"containerPath", f.container_path},
+         {"capability", f.capability ? std::string(discover::capability_name(*f.capability)) : ""}});
   }
   out["libraryCounts"] = library_counts(inv);
   out["libraryDirs"] = inv.library_dirs;
@@ -100,13 +124,15 @@ std::string to_json(const discover::Inventory& inv) {
 std::string to_text(const discover::Inventory& inv) {
   std::string out;
   const auto line = [&out](const std::string& s) { out += s + "\n"; };
-  line("Driver:      " + inv.driver_version + " (" + std::string(module_name(inv.kernel_module)) + " kernel module)");
+  line("Driver:      " + inv.driver_version + " (" + std::string(module_name(inv.kernel_module)) +
+       " kernel module)");
   // Unknown without NVML, or with an NVML too old to say.
   const bool nvml = inv.gpu_source == discover::GpuSource::nvml;
   line("CUDA:        " + (!inv.cuda_version.empty() ? inv.cuda_version
                           : nvml                    ? "unknown"
                                                     : "unknown (no NVML)"));
-  line("GPU source:  " + std::string(inv.gpu_source == discover::GpuSource::nvml ? "NVML" : "/proc/driver/nvidia"));
+  line("GPU source:  " +
+       std::string(inv.gpu_source == discover::GpuSource::nvml ? "NVML" : "/proc/driver/nvidia"));
   line("GPUs:        " + std::to_string(inv.gpus.size()));
   for (const auto& gpu : inv.gpus) {
     std::string row = "  GPU " + std::to_string(gpu.index) + "  " + gpu.model + "  " + gpu.bus_id + "  " +

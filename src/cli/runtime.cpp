@@ -41,7 +41,8 @@ void log_to_engine(const oci::RuntimeArgs& args, const std::string& message) {
   const std::string text = escape_for_log(message);
   std::string line;
   if (args.log_format == "json") {
-    line = nlohmann::json{{"level", "error"}, {"msg", "gpuctk: " + text}, {"time", hook::utc_timestamp()}}.dump() +
+    line = nlohmann::json{{"level", "error"}, {"msg", "gpuctk: " + text}, {"time", hook::utc_timestamp()}}
+               .dump() +
            "\n";
   } else {
     line = "gpuctk: error: " + text + "\n";
@@ -83,7 +84,8 @@ int run_runtime_shim(const std::vector<std::string>& args) {
       return fail_shim(log.error().message);
     }
     if (auto edited = edit_bundle(parsed, *cfg, *log); !edited) {
-      const std::string message = "could not inject GPUs into " + parsed.config_file + ": " + edited.error().message;
+      const std::string message =
+          "could not inject GPUs into " + parsed.config_file + ": " + edited.error().message;
       log->error(message);
       return fail_shim(message);
     }
@@ -112,9 +114,7 @@ Action define_runtime(CLI::App& command) {
       "Every argument is passed to the real runtime (the config's `runtimes`, default runc then crun). "
       "On create/run the bundle's config.json gets the requested GPUs first. The config file comes from "
       "$GPUCTK_CONFIG or /etc/gpuctk/config.yaml.");
-  return [&command] {
-    return run_runtime_shim(command.remaining());
-  };
+  return [&command] { return run_runtime_shim(command.remaining()); };
 }
 
 }  // namespace gpuctk::cli

@@ -17,16 +17,16 @@ struct ControlRow {
   bool required;
 };
 constexpr ControlRow k_control_nodes[] = {
-    {"/dev/nvidiactl", true},           // the driver's control device: nothing works without it
-    {"/dev/nvidia-uvm", false},         // unified memory (CUDA); created when nvidia-uvm is loaded
-    {"/dev/nvidia-uvm-tools", false},   // UVM profiling tools
-    {"/dev/nvidia-modeset", false},     // modesetting (graphics, Vulkan)
+    {"/dev/nvidiactl", true},          // the driver's control device: nothing works without it
+    {"/dev/nvidia-uvm", false},        // unified memory (CUDA); created when nvidia-uvm is loaded
+    {"/dev/nvidia-uvm-tools", false},  // UVM profiling tools
+    {"/dev/nvidia-modeset", false},    // modesetting (graphics, Vulkan)
 };
 
 // Directories and name prefixes of the nodes management mode adds to the control nodes and GPUs.
 constexpr std::string_view k_management_dirs[] = {
-    "/dev/nvidia-caps",                 // MIG config/monitor and GI/CI access capabilities
-    "/dev/nvidia-caps-imex-channels",   // IMEX channels (multi-node NVLink)
+    "/dev/nvidia-caps",                // MIG config/monitor and GI/CI access capabilities
+    "/dev/nvidia-caps-imex-channels",  // IMEX channels (multi-node NVLink)
 };
 
 }  // namespace
@@ -80,7 +80,8 @@ Result<DrmNodes> discover_drm_nodes(std::string_view dev_root, std::string_view 
     const std::string path = "/dev/dri/" + entry.name;
     GPUCTK_TRY_ASSIGN(auto node, stat_device_node(dev_root, path));
     if (!node) {
-      warnings.push_back(under_root(dev_root, path) + ": listed in " + sys_dir + " but missing; not injected");
+      warnings.push_back(under_root(dev_root, path) + ": listed in " + sys_dir +
+                         " but missing; not injected");
       continue;
     }
     const bool card = entry.name.starts_with("card");

@@ -23,8 +23,8 @@ constexpr std::string_view k_nvml_soname = "libnvidia-ml.so.1";
 
 // Directories tried for libnvidia-ml.so.1 when the cache does not list it.
 constexpr std::string_view k_nvml_dirs[] = {
-    "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64",
-    "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+    "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+    "/lib64",     "/lib/x86_64-linux-gnu",     "/lib/aarch64-linux-gnu",
 };
 
 struct CacheView {
@@ -114,7 +114,8 @@ Result<void> add_gpu_nodes(const std::string& dev_root, Gpu& gpu, std::vector<st
   return {};
 }
 
-Result<DeviceNode> cap_node(const std::string& dev_root, std::optional<uint32_t> minor, const std::string& what) {
+Result<DeviceNode> cap_node(const std::string& dev_root, std::optional<uint32_t> minor,
+                            const std::string& what) {
   if (!minor) {
     return fail(what + ": not listed in " + under_root(dev_root, k_mig_minors_path));
   }
@@ -135,14 +136,16 @@ Result<void> add_mig_nodes(const std::string& dev_root, Gpu& gpu, const MigMinor
   for (auto& mig : gpu.mig_devices) {
     const std::string what = "MIG device " + std::to_string(gpu.index) + ":" + std::to_string(mig.index) +
                              (mig.uuid.empty() ? "" : " (" + mig.uuid + ")");
-    auto gi = cap_node(dev_root, minors.gi_access(gpu.minor, mig.gi),
-                       what + ": gpu" + std::to_string(gpu.minor) + "/gi" + std::to_string(mig.gi) + "/access");
+    auto gi =
+        cap_node(dev_root, minors.gi_access(gpu.minor, mig.gi),
+                 what + ": gpu" + std::to_string(gpu.minor) + "/gi" + std::to_string(mig.gi) + "/access");
     if (!gi) {
       return std::unexpected(gi.error());
     }
-    GPUCTK_TRY_ASSIGN(auto ci, cap_node(dev_root, minors.ci_access(gpu.minor, mig.gi, mig.ci),
-                       what + ": gpu" + std::to_string(gpu.minor) + "/gi" + std::to_string(mig.gi) + "/ci" +
-                           std::to_string(mig.ci) + "/access"));
+    GPUCTK_TRY_ASSIGN(auto ci,
+                      cap_node(dev_root, minors.ci_access(gpu.minor, mig.gi, mig.ci),
+                               what + ": gpu" + std::to_string(gpu.minor) + "/gi" + std::to_string(mig.gi) +
+                                   "/ci" + std::to_string(mig.ci) + "/access"));
     mig.gi_access = std::move(*gi);
     mig.ci_access = std::move(ci);
   }
@@ -183,13 +186,15 @@ Result<void> migs_from_proc(const std::string& dev_root, Gpu& gpu) {
   GPUCTK_TRY_ASSIGN(auto gis, list_dir(mig_dir));
   std::vector<std::pair<uint32_t, uint32_t>> instances;
   for (const auto& gi : gis) {
-    const auto gi_id = gi.name.starts_with("gi") ? parse_u32(std::string_view(gi.name).substr(2)) : std::nullopt;
+    const auto gi_id =
+        gi.name.starts_with("gi") ? parse_u32(std::string_view(gi.name).substr(2)) : std::nullopt;
     if (!gi_id) {
       continue;
     }
     GPUCTK_TRY_ASSIGN(auto cis, list_dir(mig_dir + "/" + gi.name));
     for (const auto& ci : cis) {
-      const auto ci_id = ci.name.starts_with("ci") ? parse_u32(std::string_view(ci.name).substr(2)) : std::nullopt;
+      const auto ci_id =
+          ci.name.starts_with("ci") ? parse_u32(std::string_view(ci.name).substr(2)) : std::nullopt;
       if (ci_id) {
         instances.emplace_back(*gi_id, *ci_id);
       }
@@ -232,10 +237,14 @@ Gpu from_nvml(const NvmlGpu& n) {
 }  // namespace
 
 Result<Mode> parse_mode(std::string_view text) {
-  if (text == "auto") return Mode::automatic;
-  if (text == "nvml") return Mode::nvml;
-  if (text == "proc") return Mode::proc;
-  if (text == "management") return Mode::management;
+  if (text == "auto")
+    return Mode::automatic;
+  if (text == "nvml")
+    return Mode::nvml;
+  if (text == "proc")
+    return Mode::proc;
+  if (text == "management")
+    return Mode::management;
   return fail("unknown mode \"" + std::string(text) + "\" (want auto, nvml, proc or management)");
 }
 
@@ -273,7 +282,8 @@ Result<Inventory> discover(const DiscoverOptions& options) {
     inv.driver_version = nvml->driver_version;
     inv.cuda_version = nvml->cuda_version;
     // The module flavour is only in /proc; it is informational.
-    if (auto parsed = read_parsed(under_root(options.dev_root, "/proc/driver/nvidia/version"), parse_driver_version)) {
+    if (auto parsed =
+            read_parsed(under_root(options.dev_root, "/proc/driver/nvidia/version"), parse_driver_version)) {
       inv.kernel_module = parsed->kernel_module;
     }
     for (const auto& gpu : nvml->gpus) {

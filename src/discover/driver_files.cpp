@@ -115,20 +115,31 @@ struct ConfigRow {
 };
 // Configuration files of the driver, mounted at their canonical container paths.
 constexpr ConfigRow k_configs[] = {
-    {"glvnd/egl_vendor.d/10_nvidia.json", "/usr/share/glvnd/egl_vendor.d/10_nvidia.json", Capability::graphics},
-    {"egl/egl_external_platform.d/09_nvidia_wayland2.json", "/usr/share/egl/egl_external_platform.d/09_nvidia_wayland2.json", Capability::graphics},
-    {"egl/egl_external_platform.d/10_nvidia_wayland.json", "/usr/share/egl/egl_external_platform.d/10_nvidia_wayland.json", Capability::graphics},
-    {"egl/egl_external_platform.d/15_nvidia_gbm.json", "/usr/share/egl/egl_external_platform.d/15_nvidia_gbm.json", Capability::graphics},
-    {"egl/egl_external_platform.d/20_nvidia_xcb.json", "/usr/share/egl/egl_external_platform.d/20_nvidia_xcb.json", Capability::graphics},
-    {"egl/egl_external_platform.d/20_nvidia_xlib.json", "/usr/share/egl/egl_external_platform.d/20_nvidia_xlib.json", Capability::graphics},
-    {"nvidia/nvoptix.bin", "/usr/share/nvidia/nvoptix.bin", Capability::graphics},                  // OptiX denoiser data
+    {"glvnd/egl_vendor.d/10_nvidia.json", "/usr/share/glvnd/egl_vendor.d/10_nvidia.json",
+     Capability::graphics},
+    {"egl/egl_external_platform.d/09_nvidia_wayland2.json",
+     "/usr/share/egl/egl_external_platform.d/09_nvidia_wayland2.json", Capability::graphics},
+    {"egl/egl_external_platform.d/10_nvidia_wayland.json",
+     "/usr/share/egl/egl_external_platform.d/10_nvidia_wayland.json", Capability::graphics},
+    {"egl/egl_external_platform.d/15_nvidia_gbm.json",
+     "/usr/share/egl/egl_external_platform.d/15_nvidia_gbm.json", Capability::graphics},
+    {"egl/egl_external_platform.d/20_nvidia_xcb.json",
+     "/usr/share/egl/egl_external_platform.d/20_nvidia_xcb.json", Capability::graphics},
+    {"egl/egl_external_platform.d/20_nvidia_xlib.json",
+     "/usr/share/egl/egl_external_platform.d/20_nvidia_xlib.json", Capability::graphics},
+    {"nvidia/nvoptix.bin", "/usr/share/nvidia/nvoptix.bin", Capability::graphics},  // OptiX denoiser data
     {"X11/xorg.conf.d/10-nvidia.conf", "/usr/share/X11/xorg.conf.d/10-nvidia.conf", Capability::display},
-    {"X11/xorg.conf.d/nvidia-drm-outputclass.conf", "/usr/share/X11/xorg.conf.d/nvidia-drm-outputclass.conf", Capability::display},
-    {"OpenCL/vendors/nvidia.icd", "/etc/OpenCL/vendors/nvidia.icd", Capability::compute},           // OpenCL ICD loader entry
-    {"vulkan/icd.d/nvidia_icd.json", "/etc/vulkan/icd.d/nvidia_icd.json", Capability::graphics},    // Vulkan ICD
-    {"vulkan/icd.d/nvidia_icd.x86_64.json", "/etc/vulkan/icd.d/nvidia_icd.x86_64.json", Capability::graphics},  // RPM layout
+    {"X11/xorg.conf.d/nvidia-drm-outputclass.conf", "/usr/share/X11/xorg.conf.d/nvidia-drm-outputclass.conf",
+     Capability::display},
+    {"OpenCL/vendors/nvidia.icd", "/etc/OpenCL/vendors/nvidia.icd",
+     Capability::compute},  // OpenCL ICD loader entry
+    {"vulkan/icd.d/nvidia_icd.json", "/etc/vulkan/icd.d/nvidia_icd.json",
+     Capability::graphics},  // Vulkan ICD
+    {"vulkan/icd.d/nvidia_icd.x86_64.json", "/etc/vulkan/icd.d/nvidia_icd.x86_64.json",
+     Capability::graphics},  // RPM layout
     {"vulkan/icd.d/nvidia_layers.json", "/etc/vulkan/icd.d/nvidia_layers.json", Capability::graphics},
-    {"vulkan/implicit_layer.d/nvidia_layers.json", "/etc/vulkan/implicit_layer.d/nvidia_layers.json", Capability::graphics},
+    {"vulkan/implicit_layer.d/nvidia_layers.json", "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
+     Capability::graphics},
 };
 constexpr std::string_view k_config_dirs[] = {"/etc", "/usr/local/share", "/usr/share"};
 
@@ -170,7 +181,8 @@ bool is_firmware(std::string_view path) {
 }
 
 bool is_own_version_library(std::string_view name) {
-  return std::ranges::any_of(k_own_version_libraries, [&](std::string_view p) { return name.starts_with(p); });
+  return std::ranges::any_of(k_own_version_libraries,
+                             [&](std::string_view p) { return name.starts_with(p); });
 }
 
 class Collector {
@@ -264,7 +276,9 @@ class Collector {
   // locate() for a directory: nothing when it resolves to something that is not a directory.
   std::optional<std::string> locate_dir(std::string_view path) {
     auto host = locate(path);
-    if (host && !examine(*host).transform([](const struct stat& st) { return S_ISDIR(st.st_mode); }).value_or(false)) {
+    if (host && !examine(*host)
+                     .transform([](const struct stat& st) { return S_ISDIR(st.st_mode); })
+                     .value_or(false)) {
       return std::nullopt;
     }
     return host;
@@ -359,7 +373,8 @@ class Collector {
     std::map<std::string, std::string> links;  // link name -> verbatim target
     for (const auto& entry : entries) {
       if (entry.type == DT_LNK) {
-        if (auto target = read_link(dir + "/" + entry.name); target && target->find('/') == std::string::npos) {
+        if (auto target = read_link(dir + "/" + entry.name);
+            target && target->find('/') == std::string::npos) {
           links.emplace(entry.name, *target);
         }
       }
@@ -605,7 +620,8 @@ FileNeed file_need(std::string_view container_path) {
       return with(row.capability);
     }
   }
-  if (const auto cap = binary_capability(name); cap && std::ranges::any_of(k_binary_dirs, [&](auto d) { return d == dir; })) {
+  if (const auto cap = binary_capability(name);
+      cap && std::ranges::any_of(k_binary_dirs, [&](auto d) { return d == dir; })) {
     return with(*cap);
   }
   if (const auto cap = library_capability(name)) {

@@ -25,7 +25,7 @@ struct CachedLibrary {
 
 struct DriverFilesInput {
   std::string driver_root = "/";
-  std::string driver_version;  // "550.54.15": driver libraries are the files "*.so.<version>"
+  std::string driver_version;        // "550.54.15": driver libraries are the files "*.so.<version>"
   std::vector<CachedLibrary> cache;  // from <driver root>/etc/ld.so.cache; may be empty
   // Extra directories (inside the driver root) searched for driver libraries before the built-in ones.
   std::vector<std::string> library_search_paths;
@@ -34,7 +34,7 @@ struct DriverFilesInput {
 };
 
 struct DriverFiles {
-  std::vector<DriverFile> files;            // sorted by container path, no duplicates
+  std::vector<DriverFile> files;  // sorted by container path, no duplicates
   // Container paths of every directory holding a mounted library (64- and 32-bit, vdpau/ included):
   // the update-ldcache hook's folders.
   std::vector<std::string> library_dirs;

@@ -14,7 +14,9 @@ namespace gpuctk::discover {
 
 namespace {
 
-bool is_plain_root(std::string_view root) { return root.empty() || root == "/"; }
+bool is_plain_root(std::string_view root) {
+  return root.empty() || root == "/";
+}
 
 std::string_view without_trailing_slash(std::string_view root) {
   while (root.size() > 1 && root.back() == '/') {
@@ -52,7 +54,7 @@ std::string strip_root(std::string_view root, std::string_view path) {
 namespace {
 
 Result<std::optional<struct stat>> stat_with(int (*call)(const char*, struct stat*), std::string_view name,
-                                            const std::string& path) {
+                                             const std::string& path) {
   struct stat st {};
   if (call(path.c_str(), &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) {
@@ -65,9 +67,13 @@ Result<std::optional<struct stat>> stat_with(int (*call)(const char*, struct sta
 
 }  // namespace
 
-Result<std::optional<struct stat>> lstat_path(const std::string& path) { return stat_with(::lstat, "lstat", path); }
+Result<std::optional<struct stat>> lstat_path(const std::string& path) {
+  return stat_with(::lstat, "lstat", path);
+}
 
-Result<std::optional<struct stat>> stat_path(const std::string& path) { return stat_with(::stat, "stat", path); }
+Result<std::optional<struct stat>> stat_path(const std::string& path) {
+  return stat_with(::stat, "stat", path);
+}
 
 Result<std::vector<DirEntry>> list_dir(const std::string& path) {
   const std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(path.c_str()), ::closedir);

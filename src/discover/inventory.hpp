@@ -38,28 +38,28 @@ struct Symlink {
 };
 
 struct MigDevice {
-  uint32_t index = 0;  // MIG device index under its parent (NVML); names "<gpu>:<index>"
-  uint32_t gi = 0;     // GPU instance id
-  uint32_t ci = 0;     // compute instance id
-  std::string uuid;    // "MIG-..."
-  std::string profile; // "3g.20gb"
+  uint32_t index = 0;   // MIG device index under its parent (NVML); names "<gpu>:<index>"
+  uint32_t gi = 0;      // GPU instance id
+  uint32_t ci = 0;      // compute instance id
+  std::string uuid;     // "MIG-..."
+  std::string profile;  // "3g.20gb"
   uint64_t memory_bytes = 0;
   DeviceNode gi_access;  // /dev/nvidia-caps/nvidia-cap<N> for gpu<minor>/gi<G>/access
   DeviceNode ci_access;  // ... for gpu<minor>/gi<G>/ci<C>/access
 };
 
 struct Gpu {
-  uint32_t index = 0;   // NVML index (proc mode: order of bus id)
-  uint32_t minor = 0;   // /dev/nvidia<minor>
-  std::string uuid;     // "GPU-..."
-  std::string model;    // "NVIDIA A100-SXM4-40GB"
-  std::string bus_id;   // "0000:07:00.0"
+  uint32_t index = 0;         // NVML index (proc mode: order of bus id)
+  uint32_t minor = 0;         // /dev/nvidia<minor>
+  std::string uuid;           // "GPU-..."
+  std::string model;          // "NVIDIA A100-SXM4-40GB"
+  std::string bus_id;         // "0000:07:00.0"
   uint64_t memory_bytes = 0;  // 0 when unknown (proc mode)
   bool mig_enabled = false;
   std::vector<MigDevice> mig_devices;
-  DeviceNode node;                      // /dev/nvidia<minor>
-  std::vector<DeviceNode> drm_nodes;    // /dev/dri/cardN, /dev/dri/renderDN (sorted)
-  std::vector<Symlink> by_path_links;   // /dev/dri/by-path/pci-<bus>-{card,render}
+  DeviceNode node;                     // /dev/nvidia<minor>
+  std::vector<DeviceNode> drm_nodes;   // /dev/dri/cardN, /dev/dri/renderDN (sorted)
+  std::vector<Symlink> by_path_links;  // /dev/dri/by-path/pci-<bus>-{card,render}
 };
 
 enum class FileKind {
@@ -85,15 +85,15 @@ struct DriverFile {
 struct Inventory {
   std::string driver_version;  // "550.54.15"
   KernelModule kernel_module = KernelModule::unknown;
-  std::string cuda_version;    // "12.4"; empty when unknown (no NVML)
+  std::string cuda_version;  // "12.4"; empty when unknown (no NVML)
   GpuSource gpu_source = GpuSource::proc;
 
-  std::vector<Gpu> gpus;                      // by index
-  std::vector<DeviceNode> control_nodes;      // nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset
-  std::vector<DeviceNode> management_nodes;   // every other NVIDIA node: caps, IMEX channels, nvswitch
-  std::vector<DriverFile> files;              // sorted by container path
-  std::vector<std::string> library_dirs;      // container paths of every directory with a mounted library
-  std::vector<Symlink> library_links;         // SONAME and development links of the driver libraries
+  std::vector<Gpu> gpus;                     // by index
+  std::vector<DeviceNode> control_nodes;     // nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset
+  std::vector<DeviceNode> management_nodes;  // every other NVIDIA node: caps, IMEX channels, nvswitch
+  std::vector<DriverFile> files;             // sorted by container path
+  std::vector<std::string> library_dirs;     // container paths of every directory with a mounted library
+  std::vector<Symlink> library_links;        // SONAME and development links of the driver libraries
   // What a user should look at: expected pieces that are missing, files refused for leaving the driver
   // root or for being squattable (an IPC directory any user could have made).
   std::vector<std::string> warnings;

@@ -190,7 +190,8 @@ Result<MigMinors> parse_mig_minors(std::string_view text) {
     }
   }
   if (!sorted) {  // not the driver's order: sort, then a repeated key is a name given twice
-    std::stable_sort(access.begin(), access.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+    std::stable_sort(access.begin(), access.end(),
+                     [](const auto& a, const auto& b) { return a.key < b.key; });
     for (size_t i = 1; i < access.size(); ++i) {
       if (access[i].key == access[i - 1].key) {
         return mig_line_error(access[i].line, quote(access[i].name) + " listed twice");

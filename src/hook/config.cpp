@@ -21,8 +21,10 @@ Result<std::string> scalar(const YAML::Node& node, const std::string& key) {
 
 Result<bool> boolean(const YAML::Node& node, const std::string& key) {
   GPUCTK_TRY_ASSIGN(auto text, scalar(node, key));
-  if (text == "true") return true;
-  if (text == "false") return false;
+  if (text == "true")
+    return true;
+  if (text == "false")
+    return false;
   return fail(key + ": expected true or false, got \"" + text + "\"");
 }
 
@@ -62,9 +64,12 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
     out = std::move(p);
     return {};
   };
-  if (key == "spec-dirs") return set_list(c.spec_dirs);
-  if (key == "annotation-prefixes") return set_list(c.request.annotation_prefixes);
-  if (key == "runtimes") return set_list(c.runtimes);
+  if (key == "spec-dirs")
+    return set_list(c.spec_dirs);
+  if (key == "annotation-prefixes")
+    return set_list(c.request.annotation_prefixes);
+  if (key == "runtimes")
+    return set_list(c.runtimes);
   if (key == "mps-pipe-roots" || key == "mps-log-roots") {
     auto& roots = key == "mps-pipe-roots" ? c.mps_pipe_roots : c.mps_log_roots;
     if (auto r = set_list(roots); !r)
@@ -77,13 +82,20 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
     }
     return {};
   }
-  if (key == "accept-envvar-when-unprivileged") return set_bool(c.request.accept_envvar_when_unprivileged);
-  if (key == "accept-volume-mounts") return set_bool(c.request.accept_volume_mounts);
-  if (key == "disable-require") return set_bool(c.request.disable_require);
-  if (key == "driver-root") return set_path(c.driver_root);
-  if (key == "hook-path") return set_path(c.hook_path);
-  if (key == "allow-ldconfig-from-container") return set_bool(c.allow_ldconfig_from_container);
-  if (key == "dev-root") return set_path(c.dev_root);
+  if (key == "accept-envvar-when-unprivileged")
+    return set_bool(c.request.accept_envvar_when_unprivileged);
+  if (key == "accept-volume-mounts")
+    return set_bool(c.request.accept_volume_mounts);
+  if (key == "disable-require")
+    return set_bool(c.request.disable_require);
+  if (key == "driver-root")
+    return set_path(c.driver_root);
+  if (key == "hook-path")
+    return set_path(c.hook_path);
+  if (key == "allow-ldconfig-from-container")
+    return set_bool(c.allow_ldconfig_from_container);
+  if (key == "dev-root")
+    return set_path(c.dev_root);
   if (key == "default-kind") {
     GPUCTK_TRY_ASSIGN(auto kind, scalar(value, key));
     c.request.default_kind = kind;
@@ -101,7 +113,8 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
       joined = text;
     }
     auto caps = discover::parse_capabilities(joined);
-    if (!caps) return fail_with(key, caps.error());
+    if (!caps)
+      return fail_with(key, caps.error());
     c.request.supported_capabilities = *caps;
     return {};
   }
@@ -116,7 +129,8 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
   if (key == "log-level") {
     GPUCTK_TRY_ASSIGN(auto text, scalar(value, key));
     auto level = parse_log_level(text);
-    if (!level) return fail_with(key, level.error());
+    if (!level)
+      return fail_with(key, level.error());
     c.log_level = *level;
     return {};
   }

@@ -23,9 +23,10 @@ inline constexpr const char* k_default_hook_path = GPUCTK_INSTALLED_BINARY;
 struct Config {
   std::vector<std::string> spec_dirs{cdi::k_default_spec_dirs.begin(),
                                      cdi::k_default_spec_dirs.end()};  // `spec-dirs`, lowest priority first
-  RequestConfig request;            // default-kind, annotation-prefixes, accept-*, supported-capabilities, disable-require
-  std::string driver_root = "/";    // `driver-root`: for the in-memory spec when none is installed
-  std::string dev_root = "/";       // `dev-root`
+  RequestConfig
+      request;  // default-kind, annotation-prefixes, accept-*, supported-capabilities, disable-require
+  std::string driver_root = "/";  // `driver-root`: for the in-memory spec when none is installed
+  std::string dev_root = "/";     // `dev-root`
   std::vector<std::string> runtimes{"runc", "crun"};  // `runtimes`: the shim execs the first one found
   // `mps-pipe-roots` / `mps-log-roots`: host directories below which CUDA_MPS_PIPE_DIRECTORY /
   // CUDA_MPS_LOG_DIRECTORY (set by the container) may name one daemon's directory to mount, when
@@ -40,7 +41,7 @@ struct Config {
   // `allow-ldconfig-from-container`: whether update-ldcache may run an ldconfig of the image (a path
   // without "@"). Off: only the host's ldconfig ever runs on a container root.
   bool allow_ldconfig_from_container = false;
-  std::string log_file;             // `log-file`: "" logs nothing
+  std::string log_file;                 // `log-file`: "" logs nothing
   LogLevel log_level = LogLevel::info;  // `log-level`
 };
 

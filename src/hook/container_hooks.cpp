@@ -103,7 +103,8 @@ Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>
   return rootfs::create_symlinks(root, specs);
 }
 
-Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root, const Config& config) {
+Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root,
+                               const Config& config) {
   if (ldconfig_path.starts_with('@')) {
     std::string host(ldconfig_path.substr(1));
     if (host.empty() || host.front() != '/') {

@@ -47,7 +47,8 @@ Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>
 // "/sbin/ldconfig.real" is preferred beside "/sbin/ldconfig" when it exists (Ubuntu's ldconfig is a
 // script around it). A path without "@" names the image's ldconfig and is refused unless the config
 // has allow-ldconfig-from-container: true. Returns the program sealed in a memfd.
-Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root, const Config& config);
+Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root,
+                               const Config& config);
 
 // enable-cuda-compat: when the image has forward-compat libraries in `compat_dir` that are newer than
 // `host_driver_version` and made for it, writes /etc/ld.so.conf.d/00-gpuctk-compat.conf (sorted before

@@ -197,7 +197,9 @@ Result<CudaCompatNote> parse_note_json(std::string_view descriptor) {
 }
 
 Result<std::optional<CudaCompatNote>> parse_note(std::string_view bytes) {
-  if (bytes.size() < 4 || bytes.substr(0, 4) != std::string_view("\x7f" "ELF", 4)) {
+  if (bytes.size() < 4 || bytes.substr(0, 4) != std::string_view("\x7f"
+                                                                 "ELF",
+                                                                 4)) {
     return fail("not an ELF file");
   }
   if (bytes.size() < 16) {
@@ -239,7 +241,8 @@ Result<std::optional<CudaCompatNote>> parse_note(std::string_view bytes) {
   if (shstrndx >= shnum) {
     return fail("section name table index " + num(shstrndx) + " out of range (" + num(shnum) + " sections)");
   }
-  GPUCTK_TRY_ASSIGN(const auto names, section_bytes(bytes, section_at(bytes, elf, shoff + shstrndx * shentsize), shstrndx));
+  GPUCTK_TRY_ASSIGN(const auto names,
+                    section_bytes(bytes, section_at(bytes, elf, shoff + shstrndx * shentsize), shstrndx));
 
   std::optional<std::pair<uint64_t, Section>> found;
   for (uint64_t index = 0; index < shnum; ++index) {

@@ -67,8 +67,8 @@ std::string spec_driver_version(const cdi::Spec& spec) {
   }
   for (const auto& mount : spec.container_edits.mounts) {
     const auto slash = mount.container_path.rfind('/');
-    if (auto version =
-            discover::library_driver_version(std::string_view(mount.container_path).substr(slash + 1), "libcuda.so.")) {
+    if (auto version = discover::library_driver_version(
+            std::string_view(mount.container_path).substr(slash + 1), "libcuda.so.")) {
       return *version;
     }
   }
@@ -78,7 +78,8 @@ std::string spec_driver_version(const cdi::Spec& spec) {
 // The devices that can be resolved, from the spec directories or an in-memory spec.
 class Resolver {
  public:
-  Resolver(const Config& cfg, const Log& log, RunningDriver& driver) : m_cfg(cfg), m_log(log), m_driver(driver) {}
+  Resolver(const Config& cfg, const Log& log, RunningDriver& driver)
+      : m_cfg(cfg), m_log(log), m_driver(driver) {}
 
   // Loads the spec directories; replaces the configured kind's devices with an in-memory spec when
   // the installed one is missing or stale.
@@ -103,7 +104,8 @@ class Resolver {
     std::string why;
     if (any == nullptr) {
       why = "no spec for " + m_cfg.request.default_kind + " in the spec directories";
-    } else if (const auto made_for = spec_driver_version(*any->spec); !running.empty() && made_for != running) {
+    } else if (const auto made_for = spec_driver_version(*any->spec);
+               !running.empty() && made_for != running) {
       why = any->spec_file + " was generated for driver " + (made_for.empty() ? "(unknown)" : made_for) +
             ", running driver is " + running;
     }
@@ -180,8 +182,9 @@ class Resolver {
       return fail_with(why + "; building it in memory failed", spec.error());
     }
     auto shared = std::make_shared<const cdi::Spec>(std::move(*spec));
-    std::erase_if(m_registry.devices,
-                  [&](const auto& entry) { return entry.first.starts_with(m_cfg.request.default_kind + "="); });
+    std::erase_if(m_registry.devices, [&](const auto& entry) {
+      return entry.first.starts_with(m_cfg.request.default_kind + "=");
+    });
     for (size_t i = 0; i < shared->devices.size(); ++i) {
       cdi::ResolvedDevice device;
       device.name = cdi::QualifiedName{kind->vendor, kind->klass, shared->devices[i].name};
@@ -530,7 +533,7 @@ Result<void> add_extras(cdi::ContainerEdits& edits, const nlohmann::ordered_json
       const char* what;
     };
     for (const auto& [wanted, minor, what] : {Wanted{request.mig_config, minors.config(), "config"},
-                                               Wanted{request.mig_monitor, minors.monitor(), "monitor"}}) {
+                                              Wanted{request.mig_monitor, minors.monitor(), "monitor"}}) {
       if (!wanted) {
         continue;
       }
@@ -575,7 +578,8 @@ Result<void> check_host_requirements(const Request& request, const Config& cfg, 
   const std::string gpus_dir = discover::under_root(cfg.dev_root, "/proc/driver/nvidia/gpus");
   if (auto gpus = wants_brand ? discover::list_dir(gpus_dir) : Result<std::vector<discover::DirEntry>>{}) {
     for (const auto& entry : *gpus) {
-      if (auto info = read_parsed(gpus_dir + "/" + entry.name + "/information", discover::parse_gpu_information)) {
+      if (auto info =
+              read_parsed(gpus_dir + "/" + entry.name + "/information", discover::parse_gpu_information)) {
         facts.brands.push_back(brand_for_model(info->model));
       }
     }
@@ -583,7 +587,8 @@ Result<void> check_host_requirements(const Request& request, const Config& cfg, 
   return check_requirements(request.requirements, facts);
 }
 
-Result<InjectResult> apply_resolved(nlohmann::ordered_json& config, const std::vector<const cdi::ResolvedDevice*>& devices,
+Result<InjectResult> apply_resolved(nlohmann::ordered_json& config,
+                                    const std::vector<const cdi::ResolvedDevice*>& devices,
                                     cdi::ContainerEdits edits, const std::string& source) {
   make_hooks_safe(edits);
   GPUCTK_TRY(cdi::apply_edits(config, edits));
@@ -625,7 +630,8 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
     }
   }
   const bool needs_default_kind =
-      request.driver_only || std::ranges::any_of(names, [&](const std::string& n) { return n.starts_with(kind + "="); });
+      request.driver_only ||
+      std::ranges::any_of(names, [&](const std::string& n) { return n.starts_with(kind + "="); });
 
   Resolver resolver(cfg, log, driver);
   GPUCTK_TRY(resolver.load(needs_default_kind));
@@ -644,8 +650,9 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
   GPUCTK_TRY(add_extras(edits, config, request, cfg, log));
   auto result = apply_resolved(config, devices, std::move(edits), resolver.source());
   if (result) {
-    log.info("injected " + (result->devices.empty() ? std::string("driver only") : join(result->devices, ",")) +
-             " from " + result->spec_source);
+    log.info("injected " +
+             (result->devices.empty() ? std::string("driver only") : join(result->devices, ",")) + " from " +
+             result->spec_source);
   }
   return result;
 }
@@ -658,7 +665,8 @@ Result<InjectResult> inject_devices(nlohmann::ordered_json& config, const std::v
   const std::string prefix = cfg.request.default_kind + "=";
   RunningDriver driver(cfg);
   Resolver resolver(cfg, log, driver);
-  if (auto loaded = resolver.load(std::ranges::any_of(names, [&](const auto& n) { return n.starts_with(prefix); }));
+  if (auto loaded =
+          resolver.load(std::ranges::any_of(names, [&](const auto& n) { return n.starts_with(prefix); }));
       !loaded) {
     return std::unexpected(loaded.error());
   }

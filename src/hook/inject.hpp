@@ -19,9 +19,9 @@
 namespace gpuctk::hook {
 
 struct InjectResult {
-  bool changed = false;               // false: not a GPU container, config untouched
-  std::vector<std::string> devices;   // qualified names applied, in request order
-  std::string spec_source;            // spec file(s) used, or "in-memory spec (...)"
+  bool changed = false;              // false: not a GPU container, config untouched
+  std::vector<std::string> devices;  // qualified names applied, in request order
+  std::string spec_source;           // spec file(s) used, or "in-memory spec (...)"
 };
 
 // Reads the request from `config` (env, mounts, annotations) and applies it. On error `config` may be

@@ -11,10 +11,14 @@
 namespace gpuctk::hook {
 
 Result<LogLevel> parse_log_level(std::string_view text) {
-  if (text == "error") return LogLevel::error;
-  if (text == "warning") return LogLevel::warning;
-  if (text == "info") return LogLevel::info;
-  if (text == "debug") return LogLevel::debug;
+  if (text == "error")
+    return LogLevel::error;
+  if (text == "warning")
+    return LogLevel::warning;
+  if (text == "info")
+    return LogLevel::info;
+  if (text == "debug")
+    return LogLevel::debug;
   return fail("unknown log level \"" + std::string(text) + "\" (want error, warning, info or debug)");
 }
 

@@ -386,7 +386,8 @@ Result<Visible> read_visible_devices(std::string_view value, DeviceList& list, b
       if (!id) {
         std::string message = context + ": invalid device " + quote(entry) + " " + std::string(k_env_wanted);
         if (entry.starts_with("/var/run/nvidia-container-devices")) {
-          message += "; this is the device plugin's volume-mounts strategy, which needs accept-volume-mounts: true";
+          message +=
+              "; this is the device plugin's volume-mounts strategy, which needs accept-volume-mounts: true";
         }
         return fail(std::move(message));
       }

@@ -89,8 +89,8 @@ struct Request {
   // (if at all) is decided by inject against config.json's mounts and the host (see inject.hpp).
   std::string mps_pipe_directory;
   std::string mps_log_directory;
-  bool privileged = false;         // see is_privileged
-  std::vector<std::string> log;    // one line per decision worth knowing
+  bool privileged = false;       // see is_privileged
+  std::vector<std::string> log;  // one line per decision worth knowing
 };
 
 // The request of the container whose config.json is `config`. Errors are one line naming the

@@ -30,7 +30,9 @@ Result<nlohmann::ordered_json> parse_named(std::string_view text, std::string_vi
 
 }  // namespace
 
-Result<nlohmann::ordered_json> parse_config(std::string_view text) { return parse_named(text, "config.json"); }
+Result<nlohmann::ordered_json> parse_config(std::string_view text) {
+  return parse_named(text, "config.json");
+}
 
 std::string dump_config(const nlohmann::ordered_json& config) {
   return config.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);

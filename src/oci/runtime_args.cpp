@@ -92,7 +92,8 @@ std::optional<Option> as_option(std::string_view arg) {
 
 template <size_t N>
 const OptionSpec* find_option(const std::array<OptionSpec, N>& table, std::string_view name) {
-  const auto it = std::find_if(table.begin(), table.end(), [&](const OptionSpec& spec) { return spec.name == name; });
+  const auto it =
+      std::find_if(table.begin(), table.end(), [&](const OptionSpec& spec) { return spec.name == name; });
   return it == table.end() ? nullptr : &*it;
 }
 
@@ -200,8 +201,8 @@ class Parser {
     m_out.bundle = clean_absolute_path(bundle_arg.empty() ? std::string_view(".") : bundle_arg, m_cwd);
     // crun resolves --config against the directory it was started in (verified with crun 1.8.1).
     m_out.config_file = config && !config->empty() ? clean_absolute_path(*config, m_cwd)
-                        : m_out.bundle == "/"             ? "/config.json"
-                                                          : m_out.bundle + "/config.json";
+                        : m_out.bundle == "/"      ? "/config.json"
+                                                   : m_out.bundle + "/config.json";
   }
 
   std::span<const std::string> m_args;

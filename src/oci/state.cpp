@@ -41,7 +41,8 @@ Result<void> read_pid(const Json& doc, int& out) {
   }
   int64_t value = -1;
   if (it->is_number_unsigned()) {
-    value = it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max()) ? it->get<int64_t>() : -1;
+    value = it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max()) ? it->get<int64_t>()
+                                                                                          : -1;
   } else if (it->is_number_integer()) {
     value = it->get<int64_t>();
   }

@@ -25,7 +25,7 @@ struct State {
   std::string bundle;       // absolute bundle directory; required (`bundle` or `bundlePath`)
   int pid = 0;              // host pid of the container init in prestart/createRuntime; 0 when absent
   std::map<std::string, std::string> annotations;
-  std::string root;         // crun only: root.path as written in config.json
+  std::string root;  // crun only: root.path as written in config.json
 };
 
 // The state in `json`. Errors start with "OCI state: ":

@@ -54,7 +54,8 @@ Result<void> mount_with_legacy_api(int target_fd, std::string_view content, cons
 
 }  // namespace
 
-Result<void> mount_readonly_file(const Root& root, std::string_view path, std::string_view content, MountApi api) {
+Result<void> mount_readonly_file(const Root& root, std::string_view path, std::string_view content,
+                                 MountApi api) {
   const std::string what = "mount over " + std::string(path) + " in container root " + root.path();
   GPUCTK_TRY_ASSIGN(auto target, open_in_root(root, path, O_PATH, FollowLast::no));
   struct stat st {};
@@ -80,12 +81,14 @@ Result<void> mount_readonly_file(const Root& root, std::string_view path, std::s
       ::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
     return failed("create tmpfs");
   }
-  UniqueFd tmpfs(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
+  UniqueFd tmpfs(
+      ::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
   if (!tmpfs) {
     return failed("fsmount");
   }
   {
-    UniqueFd file(::openat(tmpfs.get(), "file", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0444));
+    UniqueFd file(::openat(tmpfs.get(), "file", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                           st.st_mode & 0444));
     if (!file) {
       return failed("create the file");
     }
@@ -106,7 +109,8 @@ Result<void> mount_readonly_file(const Root& root, std::string_view path, std::s
   if (!attr_set && errno != ENOSYS) {
     return failed("mount_setattr");
   }
-  if (::move_mount(tree.get(), "", target.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+  if (::move_mount(tree.get(), "", target.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) !=
+      0) {
     return failed("move_mount");
   }
   if (!attr_set) {

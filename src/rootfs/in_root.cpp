@@ -152,7 +152,8 @@ bool holds(int dir, const std::string& name, std::string_view content, mode_t mo
   }
   std::string existing(content.size() + 1, '\0');
   const ssize_t n = ::pread(fd.get(), existing.data(), existing.size(), 0);
-  return n == static_cast<ssize_t>(content.size()) && std::string_view(existing.data(), content.size()) == content;
+  return n == static_cast<ssize_t>(content.size()) &&
+         std::string_view(existing.data(), content.size()) == content;
 }
 
 std::string describe(const Root& root, std::string_view path) {

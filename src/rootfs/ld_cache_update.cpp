@@ -53,7 +53,8 @@ Result<void> remove_file(const Root& root, std::string_view path) {
   return {};
 }
 
-Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders, const UniqueFd& ldconfig) {
+Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
+                             const UniqueFd& ldconfig) {
   std::vector<std::string> unique;
   for (const auto& folder : folders) {
     if (auto parts = split_container_path(folder); !parts) {
@@ -67,8 +68,9 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
     }
   }
   if (!is_dir_in_root(root, "/etc")) {
-    return fail("the container has no /etc directory, so its linker cache cannot be updated (container root " +
-                root.path() + ")");
+    return fail(
+        "the container has no /etc directory, so its linker cache cannot be updated (container root " +
+        root.path() + ")");
   }
   std::vector<std::string> created;
   const bool had_conf_dir = is_dir_in_root(root, k_ld_conf_dir);
@@ -116,7 +118,8 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
     }
     created.emplace_back(k_ld_conf_system_dropin);
   }
-  if (auto r = run_sandboxed(root, ldconfig, {"ldconfig", "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache"}); !r) {
+  if (auto r = run_sandboxed(root, ldconfig, {"ldconfig", "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache"});
+      !r) {
     return undo(r.error());
   }
   return {};

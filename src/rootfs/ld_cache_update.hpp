@@ -26,7 +26,8 @@ inline constexpr const char* k_ld_so_conf_text = "include /etc/ld.so.conf.d/*.co
 // seal_program) as `ldconfig -f /etc/ld.so.conf -C /etc/ld.so.cache` in the sandbox. `folders` are
 // container paths (absolute, no "." or ".."). A root without an /etc directory, or one that cannot be
 // written (read-only), is an error of one line; on any error the files this call created are removed.
-Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders, const UniqueFd& ldconfig);
+Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
+                             const UniqueFd& ldconfig);
 
 // Removes the file `path` inside `root` (never following a symlink as its last component). Missing is fine.
 Result<void> remove_file(const Root& root, std::string_view path);

@@ -45,25 +45,96 @@ constexpr size_t k_max_output = 64 << 10;
 // chroot and mknod, fails with EPERM.
 constexpr const char* k_allowed_syscalls[] = {
     // files and directories
-    "read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "open", "openat", "close",
-    "close_range", "fstat", "stat", "lstat", "newfstatat", "statx", "access", "faccessat", "faccessat2",
-    "getdents", "getdents64", "readlink", "readlinkat", "symlink", "symlinkat", "unlink", "unlinkat", "rename",
-    "renameat", "renameat2", "mkdir", "mkdirat", "chmod", "fchmod", "fchmodat", "fsync", "fdatasync",
-    "ftruncate", "fcntl", "dup", "dup2", "dup3", "getcwd", "chdir", "fchdir", "umask", "utimensat",
+    "read",
+    "write",
+    "readv",
+    "writev",
+    "pread64",
+    "pwrite64",
+    "lseek",
+    "open",
+    "openat",
+    "close",
+    "close_range",
+    "fstat",
+    "stat",
+    "lstat",
+    "newfstatat",
+    "statx",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "getdents",
+    "getdents64",
+    "readlink",
+    "readlinkat",
+    "symlink",
+    "symlinkat",
+    "unlink",
+    "unlinkat",
+    "rename",
+    "renameat",
+    "renameat2",
+    "mkdir",
+    "mkdirat",
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "fsync",
+    "fdatasync",
+    "ftruncate",
+    "fcntl",
+    "dup",
+    "dup2",
+    "dup3",
+    "getcwd",
+    "chdir",
+    "fchdir",
+    "umask",
+    "utimensat",
     // memory
-    "mmap", "munmap", "mprotect", "mremap", "madvise", "brk",
+    "mmap",
+    "munmap",
+    "mprotect",
+    "mremap",
+    "madvise",
+    "brk",
     // process start-up and exit of a static glibc program
-    "execve", "execveat", "arch_prctl", "set_tid_address", "set_robust_list", "rseq", "prlimit64",
-    "getrlimit", "uname", "getrandom", "futex", "exit", "exit_group",
+    "execve",
+    "execveat",
+    "arch_prctl",
+    "set_tid_address",
+    "set_robust_list",
+    "rseq",
+    "prlimit64",
+    "getrlimit",
+    "uname",
+    "getrandom",
+    "futex",
+    "exit",
+    "exit_group",
     // signals, identity and time
-    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "getpid", "gettid", "getuid",
-    "geteuid", "getgid", "getegid", "clock_gettime", "gettimeofday", "time", "nanosleep", "clock_nanosleep",
+    "rt_sigaction",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "sigaltstack",
+    "getpid",
+    "gettid",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
+    "clock_gettime",
+    "gettimeofday",
+    "time",
+    "nanosleep",
+    "clock_nanosleep",
     "sched_yield",
 };
 
 Result<void> load_seccomp() {
   const std::unique_ptr<void, decltype(&seccomp_release)> ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)),
-                                                               &seccomp_release);
+                                                              &seccomp_release);
   if (!ctx) {
     return fail("seccomp: cannot create a filter");
   }
@@ -263,8 +334,9 @@ Result<void> restrict_self(std::span<const cap_value_t> keep) {
     return fail_errno("cap_init", errno);
   }
   std::vector<cap_value_t> list(keep.begin(), keep.end());
-  if (!list.empty() && (cap_set_flag(caps.get(), CAP_EFFECTIVE, static_cast<int>(list.size()), list.data(), CAP_SET) != 0 ||
-                        cap_set_flag(caps.get(), CAP_PERMITTED, static_cast<int>(list.size()), list.data(), CAP_SET) != 0)) {
+  if (!list.empty() &&
+      (cap_set_flag(caps.get(), CAP_EFFECTIVE, static_cast<int>(list.size()), list.data(), CAP_SET) != 0 ||
+       cap_set_flag(caps.get(), CAP_PERMITTED, static_cast<int>(list.size()), list.data(), CAP_SET) != 0)) {
     return fail_errno("cap_set_flag", errno);
   }
   if (cap_set_proc(caps.get()) != 0) {
@@ -302,7 +374,8 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
       continue;
     }
     if (n <= 0) {
-      return n == 0 ? fail(what + ": file shrank while read") : fail_errno("copy " + host_path + " into a memfd", errno);
+      return n == 0 ? fail(what + ": file shrank while read")
+                    : fail_errno("copy " + host_path + " into a memfd", errno);
     }
     done += static_cast<size_t>(n);
   }
@@ -319,8 +392,9 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
     return fail_with(what, dynamic.error());
   }
   if (*dynamic) {
-    return fail(what + ": dynamically linked; only a statically linked program can run inside a container "
-                       "root without loading the image's dynamic loader");
+    return fail(what +
+                ": dynamically linked; only a statically linked program can run inside a container "
+                "root without loading the image's dynamic loader");
   }
   return sealed;
 }
@@ -334,8 +408,9 @@ Result<void> run_sandboxed(const Root& root, const UniqueFd& program, const std:
   UniqueFd out_read(pipe_fds[0]);
   UniqueFd out_write(pipe_fds[1]);
   // A raw clone behaves like fork, with the child in new namespaces (the process is single-threaded).
-  const long pid = ::syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | SIGCHLD,
-                             nullptr, nullptr, nullptr, nullptr);
+  const long pid =
+      ::syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | SIGCHLD,
+                nullptr, nullptr, nullptr, nullptr);
   if (pid < 0) {
     return fail_errno("start the " + name + " sandbox (clone with new namespaces)", errno);
   }

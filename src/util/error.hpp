@@ -47,22 +47,24 @@ class [[nodiscard]] Result : public std::expected<T, Error> {
 //   GPUCTK_TRY(write_file(...));                 // a Result<void> (or any Result whose value is unused)
 //   GPUCTK_TRY_ASSIGN(auto text, read_file(p));  // declares `text` from the value of a Result<T>
 // Both return from the enclosing function, whose return type must be a Result.
-// NOLINTBEGIN(bugprone-macro-parentheses): `decl` is a declaration and `tmp` a name; neither can be parenthesised.
-#define GPUCTK_TRY(expr)                                      \
-  do {                                                        \
-    auto&& gpuctk_try_result_ = (expr);                       \
-    if (!gpuctk_try_result_) {                                \
+// NOLINTBEGIN(bugprone-macro-parentheses): `decl` is a declaration and `tmp` a name; neither can be
+// parenthesised.
+#define GPUCTK_TRY(expr)                                             \
+  do {                                                               \
+    auto&& gpuctk_try_result_ = (expr);                              \
+    if (!gpuctk_try_result_) {                                       \
       return std::unexpected(std::move(gpuctk_try_result_).error()); \
-    }                                                         \
+    }                                                                \
   } while (false)
 
 #define GPUCTK_TRY_CONCAT_INNER(a, b) a##b
 #define GPUCTK_TRY_CONCAT(a, b) GPUCTK_TRY_CONCAT_INNER(a, b)
-#define GPUCTK_TRY_ASSIGN(decl, expr) GPUCTK_TRY_ASSIGN_IMPL(GPUCTK_TRY_CONCAT(gpuctk_try_, __LINE__), decl, expr)
-#define GPUCTK_TRY_ASSIGN_IMPL(tmp, decl, expr)               \
-  auto tmp = (expr);                                          \
-  if (!tmp) {                                                 \
-    return std::unexpected(std::move(tmp).error());           \
-  }                                                           \
+#define GPUCTK_TRY_ASSIGN(decl, expr) \
+  GPUCTK_TRY_ASSIGN_IMPL(GPUCTK_TRY_CONCAT(gpuctk_try_, __LINE__), decl, expr)
+#define GPUCTK_TRY_ASSIGN_IMPL(tmp, decl, expr)     \
+  auto tmp = (expr);                                \
+  if (!tmp) {                                       \
+    return std::unexpected(std::move(tmp).error()); \
+  }                                                 \
   decl = std::move(*tmp)
 // NOLINTEND(bugprone-macro-parentheses)

@@ -1,5 +1,6 @@
 #include "cdi/apply.hpp"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -8,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {
@@ -17,7 +16,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json parse(std::string_view text) { return Json::parse(text); }
+Json parse(std::string_view text) {
+  return Json::parse(text);
+}
 
 // A host with the given device nodes; every stat is recorded.
 class FakeHost {
@@ -59,7 +60,11 @@ void expect_idempotent(const Json& config, const ContainerEdits& edits, const St
   EXPECT_EQ(twice.dump(), once.dump());
 }
 
-StatNode no_host() { return [](const std::string& path) -> Result<HostNode> { return fail("stat " + path + ": No such file or directory"); }; }
+StatNode no_host() {
+  return [](const std::string& path) -> Result<HostNode> {
+    return fail("stat " + path + ": No such file or directory");
+  };
+}
 
 // ---- env -----------------------------------------------------------------------------------------
 
@@ -70,13 +75,14 @@ TEST(ApplyEnv, ReplacesExistingKeyInPlaceAndAppendsNewKeys) {
 }
 
 TEST(ApplyEnv, LaterDuplicateInTheEditsWinsInPlace) {
-  EXPECT_EQ(apply(R"({"process":{"env":["PATH=/bin"]}})", ContainerEdits{.env = {"A=1", "B=2", "A=3"}}, no_host()),
-            R"({"process":{"env":["PATH=/bin","A=3","B=2"]}})");
+  EXPECT_EQ(
+      apply(R"({"process":{"env":["PATH=/bin"]}})", ContainerEdits{.env = {"A=1", "B=2", "A=3"}}, no_host()),
+      R"({"process":{"env":["PATH=/bin","A=3","B=2"]}})");
 }
 
 TEST(ApplyEnv, ReplacesEveryEntryOfTheKeyAndNotKeysThatOnlyShareAPrefix) {
-  EXPECT_EQ(apply(R"({"process":{"env":["FOO=a","FOOBAR=x","FOO=b","FOO"]}})", ContainerEdits{.env = {"FOO="}},
-                  no_host()),
+  EXPECT_EQ(apply(R"({"process":{"env":["FOO=a","FOOBAR=x","FOO=b","FOO"]}})",
+                  ContainerEdits{.env = {"FOO="}}, no_host()),
             R"({"process":{"env":["FOO=","FOOBAR=x","FOO=","FOO="]}})");
 }
 
@@ -92,7 +98,8 @@ TEST(ApplyEnv, InvalidEntryIsAnErrorAndLeavesTheConfigAsItWas) {
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().message, R"(invalid environment variable "FOO")");
   EXPECT_EQ(config.dump(), before);
-  EXPECT_EQ(apply("{}", ContainerEdits{.env = {"=x"}}, no_host()), R"(error: invalid environment variable "=x")");
+  EXPECT_EQ(apply("{}", ContainerEdits{.env = {"=x"}}, no_host()),
+            R"(error: invalid environment variable "=x")");
 }
 
 TEST(ApplyEnv, Idempotent) {
@@ -105,21 +112,24 @@ TEST(ApplyEnv, Idempotent) {
 TEST(ApplyDeviceNodes, FillsTypeNumbersAndModeFromTheHostAndAddsTheCgroupRule) {
   FakeHost host;
   host.add("/dev/nvidia0", HostNode{.type = 'c', .major = 195, .minor = 0, .mode = 0666});
-  EXPECT_EQ(apply("{}", ContainerEdits{.device_nodes = {{.path = "/dev/nvidia0"}}}, host.stat()),
-            R"({"linux":{"devices":[{"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438}],)"
-            R"("resources":{"devices":[{"allow":true,"type":"c","major":195,"minor":0,"access":"rwm"}]}}})");
+  EXPECT_EQ(
+      apply("{}", ContainerEdits{.device_nodes = {{.path = "/dev/nvidia0"}}}, host.stat()),
+      R"({"linux":{"devices":[{"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438}],)"
+      R"("resources":{"devices":[{"allow":true,"type":"c","major":195,"minor":0,"access":"rwm"}]}}})");
   EXPECT_EQ(host.calls(), std::vector<std::string>{"/dev/nvidia0"});
 }
 
 TEST(ApplyDeviceNodes, StatsTheHostPathAndWritesTheContainerPath) {
   FakeHost host;
   host.add("/host/dev/nvidia-uvm", HostNode{.type = 'c', .major = 508, .minor = 1, .mode = 0660});
-  EXPECT_EQ(apply("{}",
-                  ContainerEdits{.device_nodes = {{.path = "/dev/nvidia-uvm", .host_path = "/host/dev/nvidia-uvm",
-                                                   .permissions = "rw"}}},
-                  host.stat()),
-            R"({"linux":{"devices":[{"path":"/dev/nvidia-uvm","type":"c","major":508,"minor":1,"fileMode":432}],)"
-            R"("resources":{"devices":[{"allow":true,"type":"c","major":508,"minor":1,"access":"rw"}]}}})");
+  EXPECT_EQ(
+      apply("{}",
+            ContainerEdits{.device_nodes = {{.path = "/dev/nvidia-uvm",
+                                             .host_path = "/host/dev/nvidia-uvm",
+                                             .permissions = "rw"}}},
+            host.stat()),
+      R"({"linux":{"devices":[{"path":"/dev/nvidia-uvm","type":"c","major":508,"minor":1,"fileMode":432}],)"
+      R"("resources":{"devices":[{"allow":true,"type":"c","major":508,"minor":1,"access":"rw"}]}}})");
   EXPECT_EQ(host.calls(), std::vector<std::string>{"/host/dev/nvidia-uvm"});
 }
 
@@ -127,10 +137,12 @@ TEST(ApplyDeviceNodes, MissingHostNodeIsAnErrorNamingTheHostPath) {
   FakeHost host;
   Json config = parse(R"({"process":{"env":["A=1"]}})");
   const auto result = apply_edits(
-      config, ContainerEdits{.env = {"B=2"}, .device_nodes = {{.path = "/dev/nvidia0", .host_path = "/h/nvidia0"}}},
+      config,
+      ContainerEdits{.env = {"B=2"}, .device_nodes = {{.path = "/dev/nvidia0", .host_path = "/h/nvidia0"}}},
       host.stat());
   ASSERT_FALSE(result);
-  EXPECT_EQ(result.error().message, R"(CDI device "/dev/nvidia0": stat /h/nvidia0: No such file or directory)");
+  EXPECT_EQ(result.error().message,
+            R"(CDI device "/dev/nvidia0": stat /h/nvidia0: No such file or directory)");
   EXPECT_EQ(config.dump(), R"({"process":{"env":["A=1"]}})");  // env was not half-applied
 }
 
@@ -146,23 +158,25 @@ TEST(ApplyDeviceNodes, TypeDifferentFromTheHostIsAnError) {
 
 TEST(ApplyDeviceNodes, FullySpecifiedNodeIsNotStated) {
   FakeHost host;
-  EXPECT_EQ(apply("{}",
-                  ContainerEdits{.device_nodes = {{.path = "/dev/nvidiactl",
-                                                   .type = "c",
-                                                   .major = 195,
-                                                   .minor = 255,
-                                                   .file_mode = 0666,
-                                                   .uid = 0,
-                                                   .gid = 0}}},
-                  host.stat()),
-            R"({"linux":{"devices":[{"path":"/dev/nvidiactl","type":"c","major":195,"minor":255,"fileMode":438,)"
-            R"("uid":0,"gid":0}],"resources":{"devices":[{"allow":true,"type":"c","major":195,"minor":255,)"
-            R"("access":"rwm"}]}}})");
+  EXPECT_EQ(
+      apply("{}",
+            ContainerEdits{.device_nodes = {{.path = "/dev/nvidiactl",
+                                             .type = "c",
+                                             .major = 195,
+                                             .minor = 255,
+                                             .file_mode = 0666,
+                                             .uid = 0,
+                                             .gid = 0}}},
+            host.stat()),
+      R"({"linux":{"devices":[{"path":"/dev/nvidiactl","type":"c","major":195,"minor":255,"fileMode":438,)"
+      R"("uid":0,"gid":0}],"resources":{"devices":[{"allow":true,"type":"c","major":195,"minor":255,)"
+      R"("access":"rwm"}]}}})");
   EXPECT_TRUE(host.calls().empty());
 }
 
 TEST(ApplyDeviceNodes, MinimalNodeTakesOnlyTheModeFromTheHostAndToleratesAMissingNode) {
-  const ContainerEdits edits{.device_nodes = {{.path = "/dev/nvidia1", .type = "c", .major = 195, .minor = 1}}};
+  const ContainerEdits edits{
+      .device_nodes = {{.path = "/dev/nvidia1", .type = "c", .major = 195, .minor = 1}}};
   FakeHost absent;
   EXPECT_EQ(apply("{}", edits, absent.stat()),
             R"({"linux":{"devices":[{"path":"/dev/nvidia1","type":"c","major":195,"minor":1}],)"
@@ -171,15 +185,17 @@ TEST(ApplyDeviceNodes, MinimalNodeTakesOnlyTheModeFromTheHostAndToleratesAMissin
   // The spec is trusted: the host's other numbers and type are not used.
   FakeHost other;
   other.add("/dev/nvidia1", HostNode{.type = 'b', .major = 7, .minor = 9, .mode = 0600});
-  EXPECT_EQ(apply("{}", edits, other.stat()),
-            R"({"linux":{"devices":[{"path":"/dev/nvidia1","type":"c","major":195,"minor":1,"fileMode":384}],)"
-            R"("resources":{"devices":[{"allow":true,"type":"c","major":195,"minor":1,"access":"rwm"}]}}})");
+  EXPECT_EQ(
+      apply("{}", edits, other.stat()),
+      R"({"linux":{"devices":[{"path":"/dev/nvidia1","type":"c","major":195,"minor":1,"fileMode":384}],)"
+      R"("resources":{"devices":[{"allow":true,"type":"c","major":195,"minor":1,"access":"rwm"}]}}})");
 }
 
 TEST(ApplyDeviceNodes, GivenMajorWithoutTypeKeepsTheNumbersAndTakesTheType) {
   FakeHost host;
   host.add("/dev/x", HostNode{.type = 'c', .major = 1, .minor = 2, .mode = 0640});
-  EXPECT_EQ(apply("{}", ContainerEdits{.device_nodes = {{.path = "/dev/x", .major = 10, .minor = 20}}}, host.stat()),
+  EXPECT_EQ(apply("{}", ContainerEdits{.device_nodes = {{.path = "/dev/x", .major = 10, .minor = 20}}},
+                  host.stat()),
             R"({"linux":{"devices":[{"path":"/dev/x","type":"c","major":10,"minor":20,"fileMode":416}],)"
             R"("resources":{"devices":[{"allow":true,"type":"c","major":10,"minor":20,"access":"rwm"}]}}})");
 }
@@ -187,19 +203,21 @@ TEST(ApplyDeviceNodes, GivenMajorWithoutTypeKeepsTheNumbersAndTakesTheType) {
 TEST(ApplyDeviceNodes, FifoAndUnbufferedNodesGetNoCgroupRule) {
   FakeHost host;
   host.add("/run/fifo", HostNode{.type = 'p', .major = 0, .minor = 0, .mode = 0600});
-  EXPECT_EQ(apply("{}",
-                  ContainerEdits{.device_nodes = {{.path = "/run/fifo"},
-                                                  {.path = "/dev/u", .type = "u", .major = 4, .minor = 5,
-                                                   .file_mode = 0600}}},
-                  host.stat()),
-            R"({"linux":{"devices":[{"path":"/run/fifo","type":"p","major":0,"minor":0,"fileMode":384},)"
-            R"({"path":"/dev/u","type":"u","major":4,"minor":5,"fileMode":384}]}})");
+  EXPECT_EQ(
+      apply("{}",
+            ContainerEdits{
+                .device_nodes = {{.path = "/run/fifo"},
+                                 {.path = "/dev/u", .type = "u", .major = 4, .minor = 5, .file_mode = 0600}}},
+            host.stat()),
+      R"({"linux":{"devices":[{"path":"/run/fifo","type":"p","major":0,"minor":0,"fileMode":384},)"
+      R"({"path":"/dev/u","type":"u","major":4,"minor":5,"fileMode":384}]}})");
 }
 
 TEST(ApplyDeviceNodes, OwnerComesFromProcessUserWhenUnsetAndNonZero) {
-  const ContainerEdits edits{.device_nodes = {{.path = "/dev/a", .type = "c", .major = 1, .minor = 1, .file_mode = 0666},
-                                              {.path = "/dev/b", .type = "c", .major = 1, .minor = 2,
-                                               .file_mode = 0666, .uid = 0, .gid = 5}}};
+  const ContainerEdits edits{
+      .device_nodes = {
+          {.path = "/dev/a", .type = "c", .major = 1, .minor = 1, .file_mode = 0666},
+          {.path = "/dev/b", .type = "c", .major = 1, .minor = 2, .file_mode = 0666, .uid = 0, .gid = 5}}};
   Json config = parse(R"({"process":{"user":{"uid":1000,"gid":1001}}})");
   ASSERT_TRUE(apply_edits(config, edits, no_host()));
   EXPECT_EQ(config["linux"]["devices"].dump(),
@@ -207,26 +225,28 @@ TEST(ApplyDeviceNodes, OwnerComesFromProcessUserWhenUnsetAndNonZero) {
             R"({"path":"/dev/b","type":"c","major":1,"minor":2,"fileMode":438,"uid":0,"gid":5}])");
   Json root_user = parse(R"({"process":{"user":{"uid":0,"gid":0}}})");
   ASSERT_TRUE(apply_edits(root_user, edits, no_host()));
-  EXPECT_EQ(root_user["linux"]["devices"][0].dump(), R"({"path":"/dev/a","type":"c","major":1,"minor":1,"fileMode":438})");
+  EXPECT_EQ(root_user["linux"]["devices"][0].dump(),
+            R"({"path":"/dev/a","type":"c","major":1,"minor":1,"fileMode":438})");
 }
 
 TEST(ApplyDeviceNodes, ReplacesADeviceWithTheSamePathAndKeepsTheOthers) {
-  EXPECT_EQ(apply(R"({"linux":{"devices":[{"path":"/dev//nvidia0/","type":"c","major":1,"minor":1,"x":1},)"
-                  R"({"path":"/dev/fuse","type":"c","major":10,"minor":229,"vendor":"kept"}]}})",
-                  ContainerEdits{.device_nodes = {{.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0,
-                                                   .file_mode = 0666}}},
-                  no_host()),
-            R"({"linux":{"devices":[{"path":"/dev/fuse","type":"c","major":10,"minor":229,"vendor":"kept"},)"
-            R"({"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438}],)"
-            R"("resources":{"devices":[{"allow":true,"type":"c","major":195,"minor":0,"access":"rwm"}]}}})");
+  EXPECT_EQ(
+      apply(R"({"linux":{"devices":[{"path":"/dev//nvidia0/","type":"c","major":1,"minor":1,"x":1},)"
+            R"({"path":"/dev/fuse","type":"c","major":10,"minor":229,"vendor":"kept"}]}})",
+            ContainerEdits{
+                .device_nodes =
+                    {{.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0, .file_mode = 0666}}},
+            no_host()),
+      R"({"linux":{"devices":[{"path":"/dev/fuse","type":"c","major":10,"minor":229,"vendor":"kept"},)"
+      R"({"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438}],)"
+      R"("resources":{"devices":[{"allow":true,"type":"c","major":195,"minor":0,"access":"rwm"}]}}})");
 }
 
 TEST(ApplyDeviceNodes, CgroupRuleIsAddedOnlyWhenNotAlreadyPresent) {
   // The runtime's rule has another key order; a rule with other access is a different rule.
-  const std::string config =
-      R"({"linux":{"resources":{"devices":[{"allow":false,"access":"rwm"},)"
-      R"({"access":"rwm","minor":0,"major":195,"type":"c","allow":true},)"
-      R"({"allow":true,"type":"c","major":195,"minor":255,"access":"rw"}]}}})";
+  const std::string config = R"({"linux":{"resources":{"devices":[{"allow":false,"access":"rwm"},)"
+                             R"({"access":"rwm","minor":0,"major":195,"type":"c","allow":true},)"
+                             R"({"allow":true,"type":"c","major":195,"minor":255,"access":"rw"}]}}})";
   const ContainerEdits edits{
       .device_nodes = {{.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0, .file_mode = 0666},
                        {.path = "/dev/nvidiactl", .type = "c", .major = 195, .minor = 255, .file_mode = 0666},
@@ -246,26 +266,29 @@ TEST(ApplyDeviceNodes, CgroupRulesWithoutIntegerNumbersAreStillCompared) {
       R"({"linux":{"resources":{"devices":[{"allow":true,"type":"c","major":195.0,"minor":0,"access":"rwm"},)"
       R"({"allow":true,"type":"c","major":195,"minor":"255","access":"rwm"}]}}})";
   const ContainerEdits edits{
-      .device_nodes = {{.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0, .file_mode = 0666},
-                       {.path = "/dev/nvidiactl", .type = "c", .major = 195, .minor = 255, .file_mode = 0666}}};
-  EXPECT_EQ(apply(config, edits, no_host()),
-            R"({"linux":{"resources":{"devices":[{"allow":true,"type":"c","major":195.0,"minor":0,"access":"rwm"},)"
-            R"({"allow":true,"type":"c","major":195,"minor":"255","access":"rwm"},)"
-            R"({"allow":true,"type":"c","major":195,"minor":255,"access":"rwm"}]},)"
-            R"("devices":[{"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438},)"
-            R"({"path":"/dev/nvidiactl","type":"c","major":195,"minor":255,"fileMode":438}]}})");
+      .device_nodes = {
+          {.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0, .file_mode = 0666},
+          {.path = "/dev/nvidiactl", .type = "c", .major = 195, .minor = 255, .file_mode = 0666}}};
+  EXPECT_EQ(
+      apply(config, edits, no_host()),
+      R"({"linux":{"resources":{"devices":[{"allow":true,"type":"c","major":195.0,"minor":0,"access":"rwm"},)"
+      R"({"allow":true,"type":"c","major":195,"minor":"255","access":"rwm"},)"
+      R"({"allow":true,"type":"c","major":195,"minor":255,"access":"rwm"}]},)"
+      R"("devices":[{"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438},)"
+      R"({"path":"/dev/nvidiactl","type":"c","major":195,"minor":255,"fileMode":438}]}})");
 }
 
 TEST(ApplyDeviceNodes, Idempotent) {
   FakeHost host;
   host.add("/dev/nvidia0", HostNode{.type = 'c', .major = 195, .minor = 0, .mode = 0666});
   host.add("/dev/sda", HostNode{.type = 'b', .major = 8, .minor = 0, .mode = 0660});
-  expect_idempotent(parse(R"({"process":{"user":{"uid":7,"gid":8}},"linux":{"devices":[{"path":"/dev/fuse"}]}})"),
-                    ContainerEdits{.device_nodes = {{.path = "/dev/nvidia0"},
-                                                    {.path = "/dev/sda", .permissions = "r"},
-                                                    {.path = "/dev/fuse", .type = "c", .major = 10, .minor = 229},
-                                                    {.path = "/dev/nvidia0", .permissions = "rw"}}},
-                    host.stat());
+  expect_idempotent(
+      parse(R"({"process":{"user":{"uid":7,"gid":8}},"linux":{"devices":[{"path":"/dev/fuse"}]}})"),
+      ContainerEdits{.device_nodes = {{.path = "/dev/nvidia0"},
+                                      {.path = "/dev/sda", .permissions = "r"},
+                                      {.path = "/dev/fuse", .type = "c", .major = 10, .minor = 229},
+                                      {.path = "/dev/nvidia0", .permissions = "rw"}}},
+      host.stat());
 }
 
 TEST(ApplyDeviceNodes, RealStatReadsTheNodeAndDoesNotFollowSymlinks) {
@@ -299,43 +322,47 @@ TEST(ApplyDeviceNodes, RealStatReadsTheNodeAndDoesNotFollowSymlinks) {
 // ---- mounts -------------------------------------------------------------------------------------
 
 TEST(ApplyMounts, ReplacesSameDestinationAndStableSortsByDepth) {
-  const std::string config =
+  const std::string config = R"({"mounts":[{"destination":"/proc","type":"proc","source":"proc"},)"
+                             R"({"destination":"/dev","type":"tmpfs","source":"tmpfs"},)"
+                             R"({"destination":"/dev/pts","type":"devpts","source":"devpts"},)"
+                             R"({"destination":"/dev/shm/","type":"tmpfs","source":"shm"},)"
+                             R"({"destination":"/sys/fs/cgroup","type":"cgroup","source":"cgroup"},)"
+                             R"({"destination":"/dev/mqueue","type":"mqueue","source":"mqueue"},)"
+                             R"({"destination":"/sys","type":"sysfs","source":"sysfs"}]})";
+  const ContainerEdits edits{
+      .mounts = {
+          {.host_path = "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+           .container_path = "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+           .options = {"ro", "nosuid", "nodev", "bind"}},
+          {.host_path = "/host/shm", .container_path = "/dev/shm", .options = {"bind"}, .type = "none"},
+          {.host_path = "/host/a", .container_path = "/a"}}};
+  EXPECT_EQ(
+      apply(config, edits, no_host()),
       R"({"mounts":[{"destination":"/proc","type":"proc","source":"proc"},)"
       R"({"destination":"/dev","type":"tmpfs","source":"tmpfs"},)"
+      R"({"destination":"/sys","type":"sysfs","source":"sysfs"},)"
+      R"({"destination":"/a","source":"/host/a"},)"
       R"({"destination":"/dev/pts","type":"devpts","source":"devpts"},)"
-      R"({"destination":"/dev/shm/","type":"tmpfs","source":"shm"},)"
-      R"({"destination":"/sys/fs/cgroup","type":"cgroup","source":"cgroup"},)"
       R"({"destination":"/dev/mqueue","type":"mqueue","source":"mqueue"},)"
-      R"({"destination":"/sys","type":"sysfs","source":"sysfs"}]})";
-  const ContainerEdits edits{
-      .mounts = {{.host_path = "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-                  .container_path = "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-                  .options = {"ro", "nosuid", "nodev", "bind"}},
-                 {.host_path = "/host/shm", .container_path = "/dev/shm", .options = {"bind"}, .type = "none"},
-                 {.host_path = "/host/a", .container_path = "/a"}}};
-  EXPECT_EQ(apply(config, edits, no_host()),
-            R"({"mounts":[{"destination":"/proc","type":"proc","source":"proc"},)"
-            R"({"destination":"/dev","type":"tmpfs","source":"tmpfs"},)"
-            R"({"destination":"/sys","type":"sysfs","source":"sysfs"},)"
-            R"({"destination":"/a","source":"/host/a"},)"
-            R"({"destination":"/dev/pts","type":"devpts","source":"devpts"},)"
-            R"({"destination":"/dev/mqueue","type":"mqueue","source":"mqueue"},)"
-            R"({"destination":"/dev/shm","type":"none","source":"/host/shm","options":["bind"]},)"
-            R"({"destination":"/sys/fs/cgroup","type":"cgroup","source":"cgroup"},)"
-            R"({"destination":"/usr/lib/x86_64-linux-gnu/libcuda.so.1",)"
-            R"("source":"/usr/lib/x86_64-linux-gnu/libcuda.so.1","options":["ro","nosuid","nodev","bind"]}]})");
+      R"({"destination":"/dev/shm","type":"none","source":"/host/shm","options":["bind"]},)"
+      R"({"destination":"/sys/fs/cgroup","type":"cgroup","source":"cgroup"},)"
+      R"({"destination":"/usr/lib/x86_64-linux-gnu/libcuda.so.1",)"
+      R"("source":"/usr/lib/x86_64-linux-gnu/libcuda.so.1","options":["ro","nosuid","nodev","bind"]}]})");
   expect_idempotent(parse(config), edits, no_host());
 }
 
 TEST(ApplyMounts, RemovesEveryMountWithTheDestinationAndKeepsExtraKeysOfOthers) {
-  EXPECT_EQ(apply(R"({"mounts":[{"destination":"/x","source":"a"},{"destination":"/y","source":"b","uidMappings":[]},)"
-                  R"({"destination":"/x/","source":"c"}]})",
-                  ContainerEdits{.mounts = {{.host_path = "/h", .container_path = "/x"}}}, no_host()),
-            R"({"mounts":[{"destination":"/y","source":"b","uidMappings":[]},{"destination":"/x","source":"/h"}]})");
+  EXPECT_EQ(
+      apply(
+          R"({"mounts":[{"destination":"/x","source":"a"},{"destination":"/y","source":"b","uidMappings":[]},)"
+          R"({"destination":"/x/","source":"c"}]})",
+          ContainerEdits{.mounts = {{.host_path = "/h", .container_path = "/x"}}}, no_host()),
+      R"({"mounts":[{"destination":"/y","source":"b","uidMappings":[]},{"destination":"/x","source":"/h"}]})");
 }
 
 TEST(ApplyMounts, NoMountEditsLeavesTheRuntimeOrderAlone) {
-  const std::string config = R"({"mounts":[{"destination":"/a/b","source":"x"},{"destination":"/a","source":"y"}]})";
+  const std::string config =
+      R"({"mounts":[{"destination":"/a/b","source":"x"},{"destination":"/a","source":"y"}]})";
   EXPECT_EQ(apply(config, ContainerEdits{.env = {"A=1"}}, no_host()),
             R"({"mounts":[{"destination":"/a/b","source":"x"},{"destination":"/a","source":"y"}],)"
             R"("process":{"env":["A=1"]}})");
@@ -352,36 +379,45 @@ TEST(ApplyMounts, MountWithoutDestinationIsAnError) {
 TEST(ApplyHooks, AppendsToTheNamedListOnlyWhenNotAlreadyThere) {
   const std::string config =
       R"({"hooks":{"prestart":[{"env":["A=1"],"args":["nvidia-cdi-hook","x"],"path":"/usr/bin/nvidia-cdi-hook"}]}})";
-  const ContainerEdits edits{
-      .hooks = {{.hook_name = "prestart", .path = "/usr/bin/nvidia-cdi-hook", .args = {"nvidia-cdi-hook", "x"},
-                 .env = {"A=1"}},
-                {.hook_name = "createContainer", .path = "/usr/bin/gpuctk", .args = {"gpuctk", "hook"},
-                 .env = {"PATH=/usr/bin"}, .timeout = 10},
-                {.hook_name = "createContainer", .path = "/usr/bin/gpuctk", .args = {"gpuctk", "hook"},
-                 .env = {"PATH=/usr/bin"}, .timeout = 10},
-                {.hook_name = "poststop", .path = "/bin/true"}}};
-  EXPECT_EQ(apply(config, edits, no_host()),
-            R"({"hooks":{"prestart":[{"env":["A=1"],"args":["nvidia-cdi-hook","x"],"path":"/usr/bin/nvidia-cdi-hook"}],)"
-            R"("createContainer":[{"path":"/usr/bin/gpuctk","args":["gpuctk","hook"],"env":["PATH=/usr/bin"],"timeout":10}],)"
-            R"("poststop":[{"path":"/bin/true"}]}})");
+  const ContainerEdits edits{.hooks = {{.hook_name = "prestart",
+                                        .path = "/usr/bin/nvidia-cdi-hook",
+                                        .args = {"nvidia-cdi-hook", "x"},
+                                        .env = {"A=1"}},
+                                       {.hook_name = "createContainer",
+                                        .path = "/usr/bin/gpuctk",
+                                        .args = {"gpuctk", "hook"},
+                                        .env = {"PATH=/usr/bin"},
+                                        .timeout = 10},
+                                       {.hook_name = "createContainer",
+                                        .path = "/usr/bin/gpuctk",
+                                        .args = {"gpuctk", "hook"},
+                                        .env = {"PATH=/usr/bin"},
+                                        .timeout = 10},
+                                       {.hook_name = "poststop", .path = "/bin/true"}}};
+  EXPECT_EQ(
+      apply(config, edits, no_host()),
+      R"({"hooks":{"prestart":[{"env":["A=1"],"args":["nvidia-cdi-hook","x"],"path":"/usr/bin/nvidia-cdi-hook"}],)"
+      R"("createContainer":[{"path":"/usr/bin/gpuctk","args":["gpuctk","hook"],"env":["PATH=/usr/bin"],"timeout":10}],)"
+      R"("poststop":[{"path":"/bin/true"}]}})");
   expect_idempotent(parse(config), edits, no_host());
 }
 
 TEST(ApplyHooks, DifferentArgumentsMakeADifferentHook) {
-  EXPECT_EQ(apply(R"({"hooks":{"poststart":[{"path":"/bin/x","args":["x","1"]}]}})",
-                  ContainerEdits{.hooks = {{.hook_name = "poststart", .path = "/bin/x", .args = {"x", "2"}}}},
-                  no_host()),
-            R"({"hooks":{"poststart":[{"path":"/bin/x","args":["x","1"]},{"path":"/bin/x","args":["x","2"]}]}})");
+  EXPECT_EQ(
+      apply(R"({"hooks":{"poststart":[{"path":"/bin/x","args":["x","1"]}]}})",
+            ContainerEdits{.hooks = {{.hook_name = "poststart", .path = "/bin/x", .args = {"x", "2"}}}},
+            no_host()),
+      R"({"hooks":{"poststart":[{"path":"/bin/x","args":["x","1"]},{"path":"/bin/x","args":["x","2"]}]}})");
 }
 
 TEST(ApplyHooks, UnknownHookNameIsAnErrorAndNothingIsApplied) {
   Json config = parse(R"({"process":{"env":["A=1"]}})");
-  const auto result = apply_edits(
-      config,
-      ContainerEdits{.env = {"B=1"},
-                     .hooks = {{.hook_name = "createRuntime", .path = "/bin/ok"},
-                               {.hook_name = "preStart", .path = "/usr/bin/nvidia-cdi-hook"}}},
-      no_host());
+  const auto result =
+      apply_edits(config,
+                  ContainerEdits{.env = {"B=1"},
+                                 .hooks = {{.hook_name = "createRuntime", .path = "/bin/ok"},
+                                           {.hook_name = "preStart", .path = "/usr/bin/nvidia-cdi-hook"}}},
+                  no_host());
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().message, R"(CDI hook "/usr/bin/nvidia-cdi-hook": unknown hook name "preStart")");
   EXPECT_EQ(config.dump(), R"({"process":{"env":["A=1"]}})");
@@ -391,13 +427,15 @@ TEST(ApplyHooks, UnknownHookNameIsAnErrorAndNothingIsApplied) {
 
 TEST(ApplyIntelRdt, ReplacesTheWholeObject) {
   const std::string config = R"({"linux":{"intelRdt":{"closID":"old","memBwSchema":"MB:0=20"}}})";
-  const ContainerEdits edits{.intel_rdt = IntelRdt{.clos_id = "gpu", .l3_cache_schema = "L3:0=ff",
+  const ContainerEdits edits{.intel_rdt = IntelRdt{.clos_id = "gpu",
+                                                   .l3_cache_schema = "L3:0=ff",
                                                    .schemata = std::vector<std::string>{"L2:0=f"},
                                                    .enable_monitoring = true}};
   EXPECT_EQ(apply(config, edits, no_host()),
             R"({"linux":{"intelRdt":{"closID":"gpu","l3CacheSchema":"L3:0=ff","schemata":["L2:0=f"],)"
             R"("enableMonitoring":true}}})");
-  EXPECT_EQ(apply(config, ContainerEdits{.intel_rdt = IntelRdt{}}, no_host()), R"({"linux":{"intelRdt":{}}})");
+  EXPECT_EQ(apply(config, ContainerEdits{.intel_rdt = IntelRdt{}}, no_host()),
+            R"({"linux":{"intelRdt":{}}})");
   expect_idempotent(parse(config), edits, no_host());
 }
 
@@ -419,8 +457,9 @@ TEST(ApplyNetDevices, SetsTheEntryOfEachHostInterface) {
   const std::string config = R"({"linux":{"netDevices":{"eth1":{"name":"old"},"eth9":{"name":"kept"}}}})";
   const ContainerEdits edits{.net_devices = {{.host_interface_name = "eth1", .name = "gpu-net0"},
                                              {.host_interface_name = "ib0", .name = "ib0"}}};
-  EXPECT_EQ(apply(config, edits, no_host()),
-            R"({"linux":{"netDevices":{"eth1":{"name":"gpu-net0"},"eth9":{"name":"kept"},"ib0":{"name":"ib0"}}}})");
+  EXPECT_EQ(
+      apply(config, edits, no_host()),
+      R"({"linux":{"netDevices":{"eth1":{"name":"gpu-net0"},"eth9":{"name":"kept"},"ib0":{"name":"ib0"}}}})");
   expect_idempotent(parse(config), edits, no_host());
 }
 
@@ -437,15 +476,16 @@ TEST(ApplyConfig, KeysTheEditsDoNotOwnAreUntouched) {
       .env = {"B=2"},
       .device_nodes = {{.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0, .file_mode = 0666}},
       .mounts = {{.host_path = "/h/x", .container_path = "/usr/bin/x", .options = {"ro", "bind"}}}};
-  EXPECT_EQ(apply(config, edits, no_host()),
-            R"({"zeta":1000.0,"process":{"weird":18446744073709551615,"user":{"gid":0,"uid":0},"env":["A=1","B=2"],)"
-            R"("neg":-5},"annotations":{"b":"2","a":"1"},"ociVersion":"1.0.2",)"
-            R"("mounts":[{"source":"proc","destination":"/proc","type":"proc","x-extra":true},)"
-            R"({"destination":"/usr/bin/x","source":"/h/x","options":["ro","bind"]}],)"
-            R"("linux":{"uidMappings":[],"devices":[{"vendor":"x","path":"/dev/fuse","type":"c","major":10,"minor":229},)"
-            R"({"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438}],)"
-            R"("resources":{"memory":{"limit":-1},"devices":[{"allow":false,"access":"rwm"},)"
-            R"({"allow":true,"type":"c","major":195,"minor":0,"access":"rwm"}]}}})");
+  EXPECT_EQ(
+      apply(config, edits, no_host()),
+      R"({"zeta":1000.0,"process":{"weird":18446744073709551615,"user":{"gid":0,"uid":0},"env":["A=1","B=2"],)"
+      R"("neg":-5},"annotations":{"b":"2","a":"1"},"ociVersion":"1.0.2",)"
+      R"("mounts":[{"source":"proc","destination":"/proc","type":"proc","x-extra":true},)"
+      R"({"destination":"/usr/bin/x","source":"/h/x","options":["ro","bind"]}],)"
+      R"("linux":{"uidMappings":[],"devices":[{"vendor":"x","path":"/dev/fuse","type":"c","major":10,"minor":229},)"
+      R"({"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438}],)"
+      R"("resources":{"memory":{"limit":-1},"devices":[{"allow":false,"access":"rwm"},)"
+      R"({"allow":true,"type":"c","major":195,"minor":0,"access":"rwm"}]}}})");
 }
 
 TEST(ApplyConfig, EmptyEditsChangeNothing) {
@@ -459,10 +499,11 @@ TEST(ApplyConfig, WrongShapesAreErrors) {
   EXPECT_EQ(apply(R"({"process":"x"})", ContainerEdits{.env = {"A=1"}}, no_host()),
             "error: OCI config: process is a string, expected an object");
   EXPECT_EQ(apply(R"({"linux":{"devices":"x"}})",
-                  ContainerEdits{.device_nodes = {{.path = "/d", .type = "c", .major = 1, .file_mode = 0}}}, no_host()),
-            "error: OCI config: linux.devices is a string, expected an array");
-  EXPECT_EQ(apply(R"({"hooks":{"prestart":{}}})", ContainerEdits{.hooks = {{.hook_name = "prestart", .path = "/x"}}},
+                  ContainerEdits{.device_nodes = {{.path = "/d", .type = "c", .major = 1, .file_mode = 0}}},
                   no_host()),
+            "error: OCI config: linux.devices is a string, expected an array");
+  EXPECT_EQ(apply(R"({"hooks":{"prestart":{}}})",
+                  ContainerEdits{.hooks = {{.hook_name = "prestart", .path = "/x"}}}, no_host()),
             "error: OCI config: hooks.prestart is an object, expected an array");
   // null counts as absent, as in Go.
   EXPECT_EQ(apply(R"({"process":null})", ContainerEdits{.env = {"A=1"}}, no_host()),
@@ -475,15 +516,20 @@ ContainerEdits all_edits() {
       .env = {"NVIDIA_VISIBLE_DEVICES=void", "TERM=dumb", "GPU=0"},
       .device_nodes = {{.path = "/dev/nvidia0"},
                        {.path = "/dev/nvidiactl", .type = "c", .major = 195, .minor = 255, .file_mode = 0666},
-                       {.path = "/dev/nvidia-caps/nvidia-cap1", .host_path = "/host/cap1", .permissions = "r"}},
+                       {.path = "/dev/nvidia-caps/nvidia-cap1",
+                        .host_path = "/host/cap1",
+                        .permissions = "r"}},
       .mounts = {{.host_path = "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
                   .container_path = "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
                   .options = {"ro", "nosuid", "nodev", "bind"}},
-                 {.host_path = "/usr/bin/nvidia-smi", .container_path = "/usr/bin/nvidia-smi",
+                 {.host_path = "/usr/bin/nvidia-smi",
+                  .container_path = "/usr/bin/nvidia-smi",
                   .options = {"ro", "nosuid", "nodev", "bind"}},
-                 {.host_path = "/run/nvidia-persistenced/socket", .container_path = "/run/nvidia-persistenced/socket",
+                 {.host_path = "/run/nvidia-persistenced/socket",
+                  .container_path = "/run/nvidia-persistenced/socket",
                   .options = {"ro", "nosuid", "nodev", "bind", "noexec"}}},
-      .hooks = {{.hook_name = "createContainer", .path = "/usr/bin/gpuctk",
+      .hooks = {{.hook_name = "createContainer",
+                 .path = "/usr/bin/gpuctk",
                  .args = {"gpuctk", "hook", "update-ldcache", "--folder", "/usr/lib/x86_64-linux-gnu"},
                  .env = {"GPUCTK_DEBUG=0"}}},
       .intel_rdt = IntelRdt{.clos_id = "gpu"},
@@ -523,21 +569,23 @@ TEST(ApplyConfig, RealRuncSpecConfig) {
             R"({"path":"/dev/nvidiactl","type":"c","major":195,"minor":255,"fileMode":438},)"
             R"({"path":"/dev/nvidia-caps/nvidia-cap1","type":"c","major":237,"minor":1,"fileMode":256}])");
   // runc spec denies all devices first; our allow rules follow.
-  EXPECT_EQ(config["linux"]["resources"]["devices"].dump(),
-            R"([{"allow":false,"access":"rwm"},{"allow":true,"type":"c","major":195,"minor":0,"access":"rwm"},)"
-            R"({"allow":true,"type":"c","major":195,"minor":255,"access":"rwm"},)"
-            R"({"allow":true,"type":"c","major":237,"minor":1,"access":"r"}])");
+  EXPECT_EQ(
+      config["linux"]["resources"]["devices"].dump(),
+      R"([{"allow":false,"access":"rwm"},{"allow":true,"type":"c","major":195,"minor":0,"access":"rwm"},)"
+      R"({"allow":true,"type":"c","major":195,"minor":255,"access":"rwm"},)"
+      R"({"allow":true,"type":"c","major":237,"minor":1,"access":"r"}])");
   std::vector<std::string> destinations;
   for (const auto& mount : config["mounts"]) {
     destinations.push_back(mount["destination"].get<std::string>());
   }
-  EXPECT_EQ(destinations, (std::vector<std::string>{"/proc", "/dev", "/sys", "/dev/pts", "/dev/shm", "/dev/mqueue",
-                                                    "/sys/fs/cgroup", "/usr/bin/nvidia-smi",
+  EXPECT_EQ(destinations, (std::vector<std::string>{"/proc", "/dev", "/sys", "/dev/pts", "/dev/shm",
+                                                    "/dev/mqueue", "/sys/fs/cgroup", "/usr/bin/nvidia-smi",
                                                     "/run/nvidia-persistenced/socket",
                                                     "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"}));
-  EXPECT_EQ(config["hooks"].dump(),
-            R"({"createContainer":[{"path":"/usr/bin/gpuctk","args":["gpuctk","hook","update-ldcache","--folder",)"
-            R"("/usr/lib/x86_64-linux-gnu"],"env":["GPUCTK_DEBUG=0"]}]})");
+  EXPECT_EQ(
+      config["hooks"].dump(),
+      R"({"createContainer":[{"path":"/usr/bin/gpuctk","args":["gpuctk","hook","update-ldcache","--folder",)"
+      R"("/usr/lib/x86_64-linux-gnu"],"env":["GPUCTK_DEBUG=0"]}]})");
   EXPECT_EQ(config["linux"]["intelRdt"].dump(), R"({"closID":"gpu"})");
   EXPECT_EQ(config["linux"]["netDevices"].dump(), R"({"ib0":{"name":"ib0"}})");
   // Everything else is as runc wrote it, in its order.
@@ -575,7 +623,8 @@ TEST(ApplyMerge, AppendsEveryListAndTheLastIntelRdtWins) {
                               .net_devices = {{.host_interface_name = "a", .name = "b"}}};
   const ContainerEdits merged = merge(spec_wide, device);
   EXPECT_EQ(merged.env, (std::vector<std::string>{"A=1", "A=2"}));
-  EXPECT_EQ(merged.device_nodes, (std::vector<DeviceNode>{{.path = "/dev/nvidiactl"}, {.path = "/dev/nvidia0"}}));
+  EXPECT_EQ(merged.device_nodes,
+            (std::vector<DeviceNode>{{.path = "/dev/nvidiactl"}, {.path = "/dev/nvidia0"}}));
   EXPECT_EQ(merged.mounts, device.mounts);
   EXPECT_EQ(merged.hooks, spec_wide.hooks);
   EXPECT_EQ(merged.additional_gids, (std::vector<uint32_t>{44, 44}));

@@ -1,8 +1,9 @@
 // The canonical-layout YAML fast path against yaml-cpp: on every document it accepts it must build the
 // very tree yaml-cpp builds; everything else it must hand back (nothing), and the codec then still
 // reads the document through yaml-cpp.
-#include <filesystem>
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <random>
 
 #include "cdi/codec.hpp"
@@ -25,7 +26,8 @@ void expect_same_tree(const std::string& text, const std::string& what) {
 
 TEST(CanonicalYaml, GoldenSpecsTakeTheFastPathAndMatchYamlCpp) {
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(GPUCTK_SOURCE_DIR) + "/tests/golden")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(GPUCTK_SOURCE_DIR) + "/tests/golden")) {
     if (entry.path().extension() != ".yaml") {
       continue;
     }
@@ -58,15 +60,17 @@ Spec awkward_spec() {
   device.name = "0";
   device.annotations = {{"k", "- not a list"}};
   device.container_edits.env = {"A=1", "B= spaced ", "C=\"q\"", "D=multi\nline"};
-  device.container_edits.device_nodes = {
-      DeviceNode{.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = -1, .file_mode = 0666, .uid = 0}};
-  device.container_edits.mounts = {Mount{.host_path = "/a b", .container_path = "/c", .options = {"ro", "rbind"}}};
+  device.container_edits.device_nodes = {DeviceNode{
+      .path = "/dev/nvidia0", .type = "c", .major = 195, .minor = -1, .file_mode = 0666, .uid = 0}};
+  device.container_edits.mounts = {
+      Mount{.host_path = "/a b", .container_path = "/c", .options = {"ro", "rbind"}}};
   device.container_edits.hooks = {Hook{.hook_name = "createContainer",
                                        .path = "/usr/bin/gpuctk",
                                        .args = {"gpuctk", "hook", "--x=\\y"},
                                        .env = {"PATH=/bin"},
                                        .timeout = 5}};
-  device.container_edits.intel_rdt = IntelRdt{.clos_id = "c", .schemata = std::vector<std::string>{}, .enable_cmt = true};
+  device.container_edits.intel_rdt =
+      IntelRdt{.clos_id = "c", .schemata = std::vector<std::string>{}, .enable_cmt = true};
   device.container_edits.additional_gids = {44, 0, 4294967295u};
   device.container_edits.net_devices = {NetDevice{.host_interface_name = "eth0", .name = "net0"}};
   spec.devices = {device, Device{.name = "all", .container_edits = {.env = {"X=y"}}}};
@@ -107,16 +111,20 @@ TEST(CanonicalYaml, OtherLayoutsFallBackToYamlCpp) {
       {"trailing comment", "---\ncdiVersion: \"0.5.0\" # v\nkind: \"a.com/b\"\n"},
       {"unquoted string", "---\ncdiVersion: 0.5.0\nkind: a.com/b\n"},
       {"single quotes", "---\ncdiVersion: '0.5.0'\nkind: 'a.com/b'\n"},
-      {"four-space indent", "---\ncdiVersion: \"0.5.0\"\nkind: \"a.com/b\"\ncontainerEdits:\n    env:\n    - \"A=1\"\n"},
-      {"list at key indent", "---\ncdiVersion: \"0.5.0\"\nkind: \"a.com/b\"\ncontainerEdits:\n  env:\n  - \"A=1\"\n"},
+      {"four-space indent",
+       "---\ncdiVersion: \"0.5.0\"\nkind: \"a.com/b\"\ncontainerEdits:\n    env:\n    - \"A=1\"\n"},
+      {"list at key indent",
+       "---\ncdiVersion: \"0.5.0\"\nkind: \"a.com/b\"\ncontainerEdits:\n  env:\n  - \"A=1\"\n"},
       {"flow list", "---\ncdiVersion: \"0.5.0\"\nkind: \"a.com/b\"\ncontainerEdits:\n  env: [\"A=1\"]\n"},
       {"trailing space", "---\ncdiVersion: \"0.5.0\" \nkind: \"a.com/b\"\n"},
       {"CRLF", "---\r\ncdiVersion: \"0.5.0\"\r\nkind: \"a.com/b\"\r\n"},
       {"anchor and alias",
-       "---\ncdiVersion: \"0.5.0\"\nkind: \"a.com/b\"\ncontainerEdits:\n  env:\n    - &e \"A=1\"\ndevices:\n  - name: \"x\"\n"
+       "---\ncdiVersion: \"0.5.0\"\nkind: \"a.com/b\"\ncontainerEdits:\n  env:\n    - &e \"A=1\"\ndevices:\n "
+       " - name: \"x\"\n"
        "    containerEdits:\n      env:\n        - *e\n"},
       {"blank line", "---\ncdiVersion: \"0.5.0\"\n\nkind: \"a.com/b\"\n"},
-      {"other escape", "---\ncdiVersion: \"0.5.0\"\nkind: \"a.com/\\x62\"\ncontainerEdits:\n  env:\n    - \"A=\\e\"\n"},
+      {"other escape",
+       "---\ncdiVersion: \"0.5.0\"\nkind: \"a.com/\\x62\"\ncontainerEdits:\n  env:\n    - \"A=\\e\"\n"},
   };
   for (const auto& [what, text] : documents) {
     EXPECT_FALSE(read_canonical_yaml(text).has_value()) << what;
@@ -130,9 +138,9 @@ TEST(CanonicalYaml, OtherLayoutsFallBackToYamlCpp) {
 
 TEST(CanonicalYaml, MalformedDocumentsAreNeverAccepted) {
   for (const std::string text : {"", "---\n", "---\nkind\n", "---\nkind: \"x\n", "---\n  kind: \"x\"\n",
-                                  "---\nkind: \"x\"\n  other: 1\n", "---\nkind: -\n", "---\n- \n",
-                                  "---\nkind:\nother: 1\n", "---\nkind: \"a\"\"b\"\n", "---\nkind: \"\\u12\"\n",
-                                  "---\nkind: \"\\uD800\"\n", "---\nkind: a:b\n"}) {
+                                 "---\nkind: \"x\"\n  other: 1\n", "---\nkind: -\n", "---\n- \n",
+                                 "---\nkind:\nother: 1\n", "---\nkind: \"a\"\"b\"\n",
+                                 "---\nkind: \"\\u12\"\n", "---\nkind: \"\\uD800\"\n", "---\nkind: a:b\n"}) {
     EXPECT_FALSE(read_canonical_yaml(text).has_value()) << quote(text);
   }
 }
@@ -168,9 +176,15 @@ TEST(CanonicalYaml, MutatedDocumentsAgreeWithYamlCppWheneverAccepted) {
     for (size_t e = 0; e < edits; ++e) {
       const size_t at = pick(text.size());
       switch (pick(4)) {
-        case 0: text.erase(at, 1); break;
-        case 1: text.insert(at, 1, k_alphabet[pick(k_alphabet.size())]); break;
-        case 2: text[at] = k_alphabet[pick(k_alphabet.size())]; break;
+        case 0:
+          text.erase(at, 1);
+          break;
+        case 1:
+          text.insert(at, 1, k_alphabet[pick(k_alphabet.size())]);
+          break;
+        case 2:
+          text[at] = k_alphabet[pick(k_alphabet.size())];
+          break;
         default: {  // repeat a line
           const size_t start = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
           const size_t end = text.find('\n', at);

@@ -26,11 +26,14 @@ Spec full_spec() {
       DeviceNode{.path = "/dev/fifo", .type = "p", .major = -1, .minor = 9223372036854775807LL},
       DeviceNode{.path = "/dev/plain"},
   };
-  edits.mounts = {Mount{"/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so.1", {"ro", "nosuid", "nodev", "bind"}, "none"},
-                  Mount{"tmpfs", "/scratch", {}, "tmpfs"}};
-  edits.hooks = {Hook{"createContainer", "/usr/bin/gpuctk", {"gpuctk", "hook", "update-ldcache"}, {"LANG=C"}, 30},
-                 Hook{"poststop", "/bin/cleanup", {}, {}, std::nullopt}};
-  edits.intel_rdt = IntelRdt{"clos1", "L3:0=ff", "MB:0=50", std::vector<std::string>{"L3:0=f", "MB:0=20"}, true, true, true};
+  edits.mounts = {
+      Mount{"/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so.1", {"ro", "nosuid", "nodev", "bind"}, "none"},
+      Mount{"tmpfs", "/scratch", {}, "tmpfs"}};
+  edits.hooks = {
+      Hook{"createContainer", "/usr/bin/gpuctk", {"gpuctk", "hook", "update-ldcache"}, {"LANG=C"}, 30},
+      Hook{"poststop", "/bin/cleanup", {}, {}, std::nullopt}};
+  edits.intel_rdt = IntelRdt{"clos1", "L3:0=ff", "MB:0=50", std::vector<std::string>{"L3:0=f", "MB:0=20"},
+                             true,    true,      true};
   edits.additional_gids = {44, 0, 4294967295U};
   edits.net_devices = {NetDevice{"eth0", "net0"}, NetDevice{"eth1", "net1"}};
 
@@ -50,10 +53,18 @@ Spec tricky_strings_spec() {
   Spec spec;
   spec.cdi_version = "0.6.0";
   spec.kind = "vendor.com/device";
-  spec.annotations = {{"on", "yes"}, {"0", "~"}, {"a: b", "# not a comment"}, {"nl", "line1\nline2\r\n"},
-                      {"quote", R"(say "hi" \ bye)"}, {"utf8", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80"},
-                      {"ctl", std::string("\x01\x1f\x7f\xc2\x85\xe2\x80\xa8\xef\xbb\xbf", 11)}, {"nul", std::string("a\0b", 3)},
-                      {"spaces", "  lead and trail  "}, {"", "empty key"}, {"null", ""}, {"[x]", "{y}"}};
+  spec.annotations = {{"on", "yes"},
+                      {"0", "~"},
+                      {"a: b", "# not a comment"},
+                      {"nl", "line1\nline2\r\n"},
+                      {"quote", R"(say "hi" \ bye)"},
+                      {"utf8", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80"},
+                      {"ctl", std::string("\x01\x1f\x7f\xc2\x85\xe2\x80\xa8\xef\xbb\xbf", 11)},
+                      {"nul", std::string("a\0b", 3)},
+                      {"spaces", "  lead and trail  "},
+                      {"", "empty key"},
+                      {"null", ""},
+                      {"[x]", "{y}"}};
   spec.devices = {Device{"007", {}, ContainerEdits{.env = {"X=0.5", "Y=on", "Z=- item"}}}};
   return spec;
 }
@@ -84,10 +95,15 @@ Spec small_spec() {
   Spec spec;
   spec.cdi_version = "0.5.0";
   spec.kind = "nvidia.com/gpu";
-  spec.devices = {Device{"0", {}, ContainerEdits{.device_nodes = {DeviceNode{.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0, .file_mode = 438}}}}};
+  spec.devices = {Device{
+      "0",
+      {},
+      ContainerEdits{.device_nodes = {DeviceNode{
+                         .path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0, .file_mode = 438}}}}};
   spec.container_edits.env = {"NVIDIA_VISIBLE_DEVICES=void"};
   spec.container_edits.mounts = {Mount{"/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so.1", {"ro", "bind"}, ""}};
-  spec.container_edits.hooks = {Hook{"createContainer", "/usr/bin/gpuctk", {"gpuctk", "hook"}, {}, std::nullopt}};
+  spec.container_edits.hooks = {
+      Hook{"createContainer", "/usr/bin/gpuctk", {"gpuctk", "hook"}, {}, std::nullopt}};
   spec.container_edits.additional_gids = {44};
   return spec;
 }
@@ -190,11 +206,46 @@ TEST(CdiCodecTest, WritesKeysInReferenceOrder) {
     }
     return std::string("ok");
   };
-  EXPECT_EQ(order({"cdiVersion", "kind", "annotations", "devices", "name", "annotations", "containerEdits", "env",
-                   "deviceNodes", "path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid",
-                   "mounts", "hostPath", "containerPath", "options", "type", "hooks", "hookName", "path", "args",
-                   "env", "timeout", "intelRdt", "closID", "l3CacheSchema", "memBwSchema", "schemata",
-                   "enableMonitoring", "enableCMT", "enableMBM", "additionalGids", "netDevices", "hostInterfaceName",
+  EXPECT_EQ(order({"cdiVersion",
+                   "kind",
+                   "annotations",
+                   "devices",
+                   "name",
+                   "annotations",
+                   "containerEdits",
+                   "env",
+                   "deviceNodes",
+                   "path",
+                   "hostPath",
+                   "type",
+                   "major",
+                   "minor",
+                   "fileMode",
+                   "permissions",
+                   "uid",
+                   "gid",
+                   "mounts",
+                   "hostPath",
+                   "containerPath",
+                   "options",
+                   "type",
+                   "hooks",
+                   "hookName",
+                   "path",
+                   "args",
+                   "env",
+                   "timeout",
+                   "intelRdt",
+                   "closID",
+                   "l3CacheSchema",
+                   "memBwSchema",
+                   "schemata",
+                   "enableMonitoring",
+                   "enableCMT",
+                   "enableMBM",
+                   "additionalGids",
+                   "netDevices",
+                   "hostInterfaceName",
                    "name"}),
             "ok");
   EXPECT_EQ(yaml.rfind("\ncontainerEdits:"), yaml.rfind("containerEdits:") - 1);  // spec edits come last
@@ -204,9 +255,11 @@ TEST(CdiCodecTest, NeverWritesEmptyOptionalKeys) {
   Spec spec;
   spec.cdi_version = "0.3.0";
   spec.kind = "vendor.com/device";
-  spec.devices = {Device{"dev", {}, ContainerEdits{.device_nodes = {DeviceNode{.path = "/dev/x"}},
-                                                   .mounts = {Mount{"/a", "/b", {}, ""}},
-                                                   .hooks = {Hook{"poststop", "/bin/x", {}, {}, std::nullopt}}}}};
+  spec.devices = {Device{"dev",
+                         {},
+                         ContainerEdits{.device_nodes = {DeviceNode{.path = "/dev/x"}},
+                                        .mounts = {Mount{"/a", "/b", {}, ""}},
+                                        .hooks = {Hook{"poststop", "/bin/x", {}, {}, std::nullopt}}}}};
   EXPECT_EQ(write_spec(spec, Format::yaml), R"(---
 cdiVersion: "0.3.0"
 kind: "vendor.com/device"
@@ -228,8 +281,9 @@ TEST(CdiCodecTest, WritesPresentButEmptyOptionals) {
   Spec spec;
   spec.cdi_version = "1.1.0";
   spec.kind = "vendor.com/device";
-  spec.devices = {Device{"dev", {}, ContainerEdits{.intel_rdt = IntelRdt{.schemata = std::vector<std::string>{}}}},
-                  Device{"empty", {}, {}}};
+  spec.devices = {
+      Device{"dev", {}, ContainerEdits{.intel_rdt = IntelRdt{.schemata = std::vector<std::string>{}}}},
+      Device{"empty", {}, {}}};
   spec.container_edits.intel_rdt = IntelRdt{};
   EXPECT_EQ(write_spec(spec, Format::yaml), R"(---
 cdiVersion: "1.1.0"
@@ -276,7 +330,9 @@ devices:
   EXPECT_EQ(spec->cdi_version, "0.5.0");
   EXPECT_EQ(spec->devices.at(0).name, "0");
   const DeviceNode& node = spec->devices[0].container_edits.device_nodes.at(0);
-  EXPECT_EQ(node, (DeviceNode{.path = "/dev/x", .type = "c", .major = 16, .minor = 3, .file_mode = 416, .uid = 1000}));
+  EXPECT_EQ(
+      node,
+      (DeviceNode{.path = "/dev/x", .type = "c", .major = 16, .minor = 3, .file_mode = 416, .uid = 1000}));
   EXPECT_EQ(spec->devices[0].container_edits.hooks.at(0).timeout, 5);
   EXPECT_TRUE(spec->devices[0].container_edits.intel_rdt->enable_cmt);
 }
@@ -314,21 +370,26 @@ TEST(CdiCodecTest, RejectsUnknownFieldsNamingKeyAndPlace) {
             R"(unknown field "hostpath" in devices[0].containerEdits.deviceNodes[1])");
   EXPECT_EQ(parse_error(R"({"cdiVersion": "0.3.0", "containerRuntime": "x"})", Format::json),
             R"(unknown field "containerRuntime" at top level)");
-  EXPECT_EQ(parse_error(R"({"containerEdits": {"mounts": [{"hostPath": "/a", "readonly": true}]}})", Format::json),
-            R"(unknown field "readonly" in containerEdits.mounts[0])");
+  EXPECT_EQ(
+      parse_error(R"({"containerEdits": {"mounts": [{"hostPath": "/a", "readonly": true}]}})", Format::json),
+      R"(unknown field "readonly" in containerEdits.mounts[0])");
   // Keys match exactly: the reference's case-insensitive matching is deliberately not copied.
   EXPECT_EQ(parse_error("CDIVERSION: \"0.3.0\"\n"), R"(unknown field "CDIVERSION" at top level)");
-  EXPECT_EQ(parse_error(R"({"devices": [{"Name": "d"}]})", Format::json), R"(unknown field "Name" in devices[0])");
+  EXPECT_EQ(parse_error(R"({"devices": [{"Name": "d"}]})", Format::json),
+            R"(unknown field "Name" in devices[0])");
   // SPEC.md's sample misspells schemata.
   EXPECT_EQ(parse_error("containerEdits:\n  intelRdt:\n    schema: []\n"),
             R"(unknown field "schema" in containerEdits.intelRdt)");
 }
 
 TEST(CdiCodecTest, RejectsDuplicateKeys) {
-  EXPECT_EQ(parse_error("kind: \"a.com/bb\"\nkind: \"a.com/cc\"\n"), R"(duplicate field "kind" at top level)");
-  EXPECT_EQ(parse_error(R"({"kind": "a.com/bb", "kind": "a.com/cc"})", Format::json), R"(duplicate field "kind" at top level)");
-  EXPECT_EQ(parse_error(R"({"devices": [{"name": "a", "containerEdits": {"env": [], "env": []}}]})", Format::json),
-            R"(duplicate field "env" in devices[0].containerEdits)");
+  EXPECT_EQ(parse_error("kind: \"a.com/bb\"\nkind: \"a.com/cc\"\n"),
+            R"(duplicate field "kind" at top level)");
+  EXPECT_EQ(parse_error(R"({"kind": "a.com/bb", "kind": "a.com/cc"})", Format::json),
+            R"(duplicate field "kind" at top level)");
+  EXPECT_EQ(
+      parse_error(R"({"devices": [{"name": "a", "containerEdits": {"env": [], "env": []}}]})", Format::json),
+      R"(duplicate field "env" in devices[0].containerEdits)");
   EXPECT_EQ(parse_error("annotations:\n  a: \"1\"\n  a: \"2\"\n"), R"(duplicate key "a" in annotations)");
   EXPECT_EQ(parse_error(R"({"devices": [{"annotations": {"x": "1", "x": "1"}}]})", Format::json),
             R"(duplicate key "x" in devices[0].annotations)");
@@ -336,9 +397,11 @@ TEST(CdiCodecTest, RejectsDuplicateKeys) {
 
 TEST(CdiCodecTest, RejectsWrongTypes) {
   EXPECT_EQ(parse_error("- a\n- b\n"), "top level: expected an object, got a list");
-  EXPECT_EQ(parse_error(R"("just a string")", Format::json), R"(top level: expected an object, got "just a string")");
+  EXPECT_EQ(parse_error(R"("just a string")", Format::json),
+            R"(top level: expected an object, got "just a string")");
   EXPECT_EQ(parse_error("devices:\n  - name: [a]\n"), "devices[0].name: expected a string, got a list");
-  EXPECT_EQ(parse_error(R"({"devices": {"name": "a"}})", Format::json), "devices: expected a list, got an object");
+  EXPECT_EQ(parse_error(R"({"devices": {"name": "a"}})", Format::json),
+            "devices: expected a list, got an object");
   EXPECT_EQ(parse_error(R"({"kind": 5})", Format::json), "kind: expected a string, got 5");
   EXPECT_EQ(parse_error(R"({"kind": true})", Format::json), "kind: expected a string, got true");
   EXPECT_EQ(parse_error(R"({"containerEdits": {"env": ["A=1", 2]}})", Format::json),
@@ -355,16 +418,19 @@ TEST(CdiCodecTest, RejectsWrongTypes) {
             "containerEdits.additionalGids[0]: -1 is out of range (0 to 4294967295)");
   EXPECT_EQ(parse_error("containerEdits:\n  hooks:\n    - timeout: 2147483648\n"),
             "containerEdits.hooks[0].timeout: 2147483648 is out of range (-2147483648 to 2147483647)");
-  EXPECT_EQ(parse_error(R"({"containerEdits": {"deviceNodes": [{"major": 9223372036854775808}]}})", Format::json),
-            "containerEdits.deviceNodes[0].major: 9223372036854775808 is out of range "
-            "(-9223372036854775808 to 9223372036854775807)");
+  EXPECT_EQ(
+      parse_error(R"({"containerEdits": {"deviceNodes": [{"major": 9223372036854775808}]}})", Format::json),
+      "containerEdits.deviceNodes[0].major: 9223372036854775808 is out of range "
+      "(-9223372036854775808 to 9223372036854775807)");
   EXPECT_EQ(parse_error("containerEdits:\n  intelRdt:\n    enableMonitoring: \"true\"\n"),
             R"(containerEdits.intelRdt.enableMonitoring: expected a boolean, got "true")");
-  EXPECT_EQ(parse_error("annotations:\n  a: 1.5\n"),
-            R"(annotations["a"]: unquoted 1.5 is a number to CDI runtimes (YAML 1.1), not a string; quote it)");
+  EXPECT_EQ(
+      parse_error("annotations:\n  a: 1.5\n"),
+      R"(annotations["a"]: unquoted 1.5 is a number to CDI runtimes (YAML 1.1), not a string; quote it)");
   EXPECT_EQ(parse_error("annotations:\n  ? [a]\n  : b\n"), R"(annotations: expected a string, got a list)");
   EXPECT_EQ(parse_error("? [a]\n: b\n"), "top level: expected a string key, got a list");
-  const auto minimum = parse_spec(R"({"containerEdits": {"deviceNodes": [{"major": -9223372036854775808}]}})", Format::json);
+  const auto minimum =
+      parse_spec(R"({"containerEdits": {"deviceNodes": [{"major": -9223372036854775808}]}})", Format::json);
   ASSERT_TRUE(minimum) << minimum.error().message;
   EXPECT_EQ(minimum->container_edits.device_nodes.at(0).major, std::numeric_limits<int64_t>::min());
 }
@@ -379,13 +445,16 @@ TEST(CdiCodecTest, RejectsUnquotedYamlThatRuntimesReadDifferently) {
   EXPECT_EQ(parse_error("kind: 2024-01-02\n"),
             "kind: unquoted 2024-01-02 is a timestamp to CDI runtimes (YAML 1.1), not a string; quote it");
   // Quoted, or unambiguous, they are strings.
-  EXPECT_EQ(parse_error("devices:\n  - name: \"on\"\n  - name: 'y'\n  - name: !!str off\n  - name: 12\n"), "ok");
+  EXPECT_EQ(parse_error("devices:\n  - name: \"on\"\n  - name: 'y'\n  - name: !!str off\n  - name: 12\n"),
+            "ok");
 }
 
 TEST(CdiCodecTest, ReportsSyntaxErrorsWithLineAndColumn) {
-  EXPECT_EQ(parse_error("kind: \"a.com/bb\"\ndevices: [\n"), "YAML syntax error at line 3, column 1: end of sequence flow not found");
+  EXPECT_EQ(parse_error("kind: \"a.com/bb\"\ndevices: [\n"),
+            "YAML syntax error at line 3, column 1: end of sequence flow not found");
   EXPECT_EQ(parse_error("{\"kind\": \"a\",}", Format::json),
-            "JSON syntax error at line 1, column 14: syntax error while parsing object key - unexpected '}'; expected "
+            "JSON syntax error at line 1, column 14: syntax error while parsing object key - unexpected '}'; "
+            "expected "
             "string literal");
   EXPECT_EQ(parse_error("kind: \"\xff\"\n"), "invalid UTF-8 at line 1, column 8");
 }
@@ -405,9 +474,10 @@ TEST(CdiCodecTest, RejectsHostileNesting) {
     }
     laughs += "]\n";
   }
-  EXPECT_EQ(parse_error(laughs, Format::yaml),
-            "spec too large: more than 1000000 YAML nodes (keys, values and list items, aliases expanded; a DGX "
-            "A100's spec has about 4000)");
+  EXPECT_EQ(
+      parse_error(laughs, Format::yaml),
+      "spec too large: more than 1000000 YAML nodes (keys, values and list items, aliases expanded; a DGX "
+      "A100's spec has about 4000)");
 }
 
 TEST(CdiCodecTest, FormatFromFileExtension) {
@@ -416,7 +486,8 @@ TEST(CdiCodecTest, FormatFromFileExtension) {
   EXPECT_EQ(format_for_path("/etc/cdi.json/spec.yaml"), Format::yaml);
   const auto yml = format_for_path("/etc/cdi/nvidia.yml");
   ASSERT_FALSE(yml);
-  EXPECT_EQ(yml.error().message, R"(unsupported file extension ".yml" (CDI reads only .json and .yaml files))");
+  EXPECT_EQ(yml.error().message,
+            R"(unsupported file extension ".yml" (CDI reads only .json and .yaml files))");
   const auto none = format_for_path("/etc/cdi.d/spec");
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().message, R"(unsupported file extension "" (CDI reads only .json and .yaml files))");
@@ -424,7 +495,8 @@ TEST(CdiCodecTest, FormatFromFileExtension) {
 
 TEST(CdiCodecTest, DataFilesAreCanonical) {
   // The test data is written exactly as write_spec writes it, so parse + write reproduces the bytes.
-  for (const auto& [name, format] : {std::pair{"valid-full.json", Format::json}, std::pair{"valid-minimal.yaml", Format::yaml}}) {
+  for (const auto& [name, format] :
+       {std::pair{"valid-full.json", Format::json}, std::pair{"valid-minimal.yaml", Format::yaml}}) {
     const auto text = read_file(std::string(GPUCTK_SOURCE_DIR) + "/tests/data/cdi/" + name);
     ASSERT_TRUE(text) << text.error().message;
     const auto spec = parse_spec(*text, format);

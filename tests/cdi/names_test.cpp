@@ -5,7 +5,9 @@
 namespace gpuctk::cdi {
 namespace {
 
-std::string error_of(const Result<void>& result) { return result ? "ok" : result.error().message; }
+std::string error_of(const Result<void>& result) {
+  return result ? "ok" : result.error().message;
+}
 
 std::string parse_error(std::string_view text) {
   const auto result = parse_qualified_name(text);
@@ -62,8 +64,10 @@ TEST(CdiNamesTest, DeviceNameRules) {
 }
 
 TEST(CdiNamesTest, SplitKindAtFirstSlash) {
-  EXPECT_EQ(split_kind("nvidia.com/gpu"), (std::pair<std::string_view, std::string_view>{"nvidia.com", "gpu"}));
-  EXPECT_EQ(split_kind("vendor.com/foo/bar"), (std::pair<std::string_view, std::string_view>{"vendor.com", "foo/bar"}));
+  EXPECT_EQ(split_kind("nvidia.com/gpu"),
+            (std::pair<std::string_view, std::string_view>{"nvidia.com", "gpu"}));
+  EXPECT_EQ(split_kind("vendor.com/foo/bar"),
+            (std::pair<std::string_view, std::string_view>{"vendor.com", "foo/bar"}));
   EXPECT_EQ(split_kind("noslash"), (std::pair<std::string_view, std::string_view>{"", ""}));
 }
 
@@ -73,37 +77,45 @@ TEST(CdiNamesTest, ParsesValidQualifiedNames) {
   EXPECT_EQ(*name, (QualifiedName{"vendor.com", "class", "dev"}));
   EXPECT_EQ(name->kind(), "vendor.com/class");
   EXPECT_EQ(name->str(), "vendor.com/class=dev");
-  for (const char* text : {"nvidia.com/gpu=0", "nvidia.com/gpu=4:1", "vendor.com/class=dev_1:2.3",
-                           "vendor.com/dotted.class=0", "vendor-1_x/class-2_y=dev-3_z", "nvidia.com/gpu=all"}) {
+  for (const char* text :
+       {"nvidia.com/gpu=0", "nvidia.com/gpu=4:1", "vendor.com/class=dev_1:2.3", "vendor.com/dotted.class=0",
+        "vendor-1_x/class-2_y=dev-3_z", "nvidia.com/gpu=all"}) {
     EXPECT_EQ(parse_error(text), std::string("ok: ") + text);
   }
   // Only the first "=" splits: the name then fails on its own "=".
-  EXPECT_EQ(parse_error("nvidia.com/gpu=a=b"),
-            R"(invalid device name "nvidia.com/gpu=a=b": device name "a=b" contains "="; only letters, digits, )"
-            R"("_", "-", "." and ":" are allowed)");
+  EXPECT_EQ(
+      parse_error("nvidia.com/gpu=a=b"),
+      R"(invalid device name "nvidia.com/gpu=a=b": device name "a=b" contains "="; only letters, digits, )"
+      R"("_", "-", "." and ":" are allowed)");
 }
 
 TEST(CdiNamesTest, RejectsInvalidQualifiedNamesPrecisely) {
   EXPECT_EQ(parse_error("a/b=c"),
             R"(invalid device name "a/b=c": vendor "a" is a single character, which crashes released CDI )"
             "libraries (up to v1.1.0); use at least two characters");
-  EXPECT_EQ(parse_error("vendor.com/class=-dev"),
-            R"(invalid device name "vendor.com/class=-dev": device name "-dev" must start with a letter or digit)");
-  EXPECT_EQ(parse_error("vendor.com/class=dev:"),
-            R"(invalid device name "vendor.com/class=dev:": device name "dev:" must end with a letter or digit)");
-  EXPECT_EQ(parse_error("*.com/*dev=*gpu*"), R"(invalid device name "*.com/*dev=*gpu*": vendor "*.com" must start with a letter)");
+  EXPECT_EQ(
+      parse_error("vendor.com/class=-dev"),
+      R"(invalid device name "vendor.com/class=-dev": device name "-dev" must start with a letter or digit)");
+  EXPECT_EQ(
+      parse_error("vendor.com/class=dev:"),
+      R"(invalid device name "vendor.com/class=dev:": device name "dev:" must end with a letter or digit)");
+  EXPECT_EQ(parse_error("*.com/*dev=*gpu*"),
+            R"(invalid device name "*.com/*dev=*gpu*": vendor "*.com" must start with a letter)");
   EXPECT_EQ(parse_error("nvidia.com/gpu=*"),
             R"(invalid device name "nvidia.com/gpu=*": device name "*" must start with a letter or digit)");
-  EXPECT_EQ(parse_error("nvidia.com/gpu"), R"(invalid device name "nvidia.com/gpu": missing "=" (want vendor/class=name))");
+  EXPECT_EQ(parse_error("nvidia.com/gpu"),
+            R"(invalid device name "nvidia.com/gpu": missing "=" (want vendor/class=name))");
   EXPECT_EQ(parse_error("gpu=0"), R"(invalid device name "gpu=0": missing "/" (want vendor/class=name))");
   EXPECT_EQ(parse_error(""), R"(invalid device name "": empty (want vendor/class=name))");
-  EXPECT_EQ(parse_error("/dev/nvidia0"), R"(invalid device name "/dev/nvidia0": a path, not a CDI device (want vendor/class=name))");
+  EXPECT_EQ(parse_error("/dev/nvidia0"),
+            R"(invalid device name "/dev/nvidia0": a path, not a CDI device (want vendor/class=name))");
   EXPECT_EQ(parse_error("nvidia.com/gpu="), R"(invalid device name "nvidia.com/gpu=": empty device name)");
   EXPECT_EQ(parse_error("nvidia.com/=0"), R"(invalid device name "nvidia.com/=0": empty class)");
   EXPECT_EQ(parse_error("_vendor.com/class=dev"),
             R"(invalid device name "_vendor.com/class=dev": vendor "_vendor.com" must start with a letter)");
-  EXPECT_EQ(parse_error("vendor.com-/class=dev"),
-            R"(invalid device name "vendor.com-/class=dev": vendor "vendor.com-" must end with a letter or digit)");
+  EXPECT_EQ(
+      parse_error("vendor.com-/class=dev"),
+      R"(invalid device name "vendor.com-/class=dev": vendor "vendor.com-" must end with a letter or digit)");
   EXPECT_EQ(parse_error("vendor.com/_class=dev"),
             R"(invalid device name "vendor.com/_class=dev": class "_class" must start with a letter)");
   EXPECT_EQ(parse_error("vendor.com/class_=dev"),

@@ -1,11 +1,10 @@
 #include "cdi/registry.hpp"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
-
-#include <gtest/gtest.h>
 
 #include "cdi/doc_tree.hpp"
 #include "cdi/temp_dir.hpp"
@@ -19,7 +18,8 @@ using Lines = std::vector<std::string>;
 std::string spec_yaml(std::initializer_list<std::string_view> names, std::string_view tag) {
   std::string text = "---\ncdiVersion: \"0.5.0\"\nkind: \"vendor.com/device\"\ndevices:\n";
   for (const auto name : names) {
-    text += "  - name: \"" + std::string(name) + "\"\n    containerEdits:\n      env: [\"FROM=" + std::string(tag) + "\"]\n";
+    text += "  - name: \"" + std::string(name) +
+            "\"\n    containerEdits:\n      env: [\"FROM=" + std::string(tag) + "\"]\n";
   }
   return text;
 }
@@ -38,7 +38,9 @@ Lines resolved(const Registry& registry, const std::string& root) {
 class CdiRegistryTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_FALSE(m_dir.path().empty()); }
-  [[nodiscard]] std::string dir(std::string_view name) const { return m_dir.path() + "/" + std::string(name); }
+  [[nodiscard]] std::string dir(std::string_view name) const {
+    return m_dir.path() + "/" + std::string(name);
+  }
   [[nodiscard]] const std::string& root() const { return m_dir.path(); }
 
   test::TempDir m_dir;
@@ -57,21 +59,23 @@ TEST_F(CdiRegistryTest, LoadSpecFileReportsReadParseAndValidationErrorsWithoutTh
   EXPECT_EQ(load_spec_file(m_dir.write("x.yml", "")).errors,
             Lines{R"(unsupported file extension ".yml" (CDI reads only .json and .yaml files))"});
   EXPECT_EQ(load_spec_file(m_dir.write("empty.json", "")).errors, Lines{"no spec data"});
-  const LoadedSpec invalid = load_spec_file(m_dir.write("bad.yaml", "cdiVersion: \"0.3.0\"\nkind: \"vendor.com\"\n"));
+  const LoadedSpec invalid =
+      load_spec_file(m_dir.write("bad.yaml", "cdiVersion: \"0.3.0\"\nkind: \"vendor.com\"\n"));
   EXPECT_EQ(invalid.spec, nullptr);
   EXPECT_EQ(invalid.errors, (Lines{R"(kind: kind "vendor.com" has no "/" (want vendor/class))",
                                    "devices: no devices (a spec needs at least one)"}));
 }
 
 TEST_F(CdiRegistryTest, ResolvesDevicesSortedWithTheirSpec) {
-  m_dir.write("etc/b.json",
-              R"({"cdiVersion": "0.5.0", "kind": "vendor.com/device", "devices": [{"name": "1", "containerEdits": {"env": ["FROM=b"]}}]})");
+  m_dir.write(
+      "etc/b.json",
+      R"({"cdiVersion": "0.5.0", "kind": "vendor.com/device", "devices": [{"name": "1", "containerEdits": {"env": ["FROM=b"]}}]})");
   m_dir.write("etc/a.yaml", spec_yaml({"dev0", "0"}, "a"));
   const Registry registry = scan_spec_dirs(std::vector<std::string>{dir("etc")});
   EXPECT_EQ(registry.errors, Lines{});
-  EXPECT_EQ(resolved(registry, root()), (Lines{"vendor.com/device=0\tetc/a.yaml\tFROM=a",
-                                               "vendor.com/device=1\tetc/b.json\tFROM=b",
-                                               "vendor.com/device=dev0\tetc/a.yaml\tFROM=a"}));
+  EXPECT_EQ(resolved(registry, root()),
+            (Lines{"vendor.com/device=0\tetc/a.yaml\tFROM=a", "vendor.com/device=1\tetc/b.json\tFROM=b",
+                   "vendor.com/device=dev0\tetc/a.yaml\tFROM=a"}));
   const ResolvedDevice& device = registry.devices.at("vendor.com/device=0");
   EXPECT_EQ(device.name, (QualifiedName{"vendor.com", "device", "0"}));
   EXPECT_EQ(device.device_index, 1u);
@@ -89,11 +93,12 @@ TEST_F(CdiRegistryTest, LaterDirectoryOverridesEarlierOneSilently) {
 
 TEST_F(CdiRegistryTest, SameDirectoryConflictRemovesTheDeviceAndNamesBothFiles) {
   m_dir.write("etc/a.yaml", spec_yaml({"dev0", "dev1"}, "a"));
-  m_dir.write("etc/b.json",
-              R"({"cdiVersion": "0.5.0", "kind": "vendor.com/device", "devices": [{"name": "dev0", "containerEdits": {"env": ["FROM=b"]}}, {"name": "dev2", "containerEdits": {"env": ["FROM=b"]}}]})");
+  m_dir.write(
+      "etc/b.json",
+      R"({"cdiVersion": "0.5.0", "kind": "vendor.com/device", "devices": [{"name": "dev0", "containerEdits": {"env": ["FROM=b"]}}, {"name": "dev2", "containerEdits": {"env": ["FROM=b"]}}]})");
   const Registry registry = scan_spec_dirs(std::vector<std::string>{dir("etc")});
-  EXPECT_EQ(registry.errors, Lines{R"(conflicting device "vendor.com/device=dev0" (specs ")" + dir("etc/a.yaml") +
-                                   R"(", ")" + dir("etc/b.json") + R"("))"});
+  EXPECT_EQ(registry.errors, Lines{R"(conflicting device "vendor.com/device=dev0" (specs ")" +
+                                   dir("etc/a.yaml") + R"(", ")" + dir("etc/b.json") + R"("))"});
   EXPECT_EQ(resolved(registry, root()), (Lines{"vendor.com/device=dev1\tetc/a.yaml\tFROM=a",
                                                "vendor.com/device=dev2\tetc/b.json\tFROM=b"}));
 }
@@ -118,18 +123,21 @@ TEST_F(CdiRegistryTest, ConflictInLowerDirectoryDoesNotHideHigherDefinition) {
 
 TEST_F(CdiRegistryTest, InvalidFilesAreReportedAndSkipped) {
   m_dir.write("etc/a.yaml", spec_yaml({"dev0"}, "a"));
-  m_dir.write("etc/b.yaml", "cdiVersion: \"0.3.0\"\nkind: \"vendor.com/device\"\ndevices:\n  - name: \"-bad\"\n"
-                            "    containerEdits: {env: [\"X\"]}\n");
+  m_dir.write("etc/b.yaml",
+              "cdiVersion: \"0.3.0\"\nkind: \"vendor.com/device\"\ndevices:\n  - name: \"-bad\"\n"
+              "    containerEdits: {env: [\"X\"]}\n");
   m_dir.write("etc/c.json", "{");
   m_dir.write("etc/d.yaml", "");
   const Registry registry = scan_spec_dirs(std::vector<std::string>{dir("etc")});
-  EXPECT_EQ(registry.errors,
-            (Lines{dir("etc/b.yaml") + R"(: devices[0].name: device name "-bad" must start with a letter or digit)",
-                   dir("etc/b.yaml") + R"(: devices[0].containerEdits.env[0]: invalid environment variable "X" )"
-                                       "(want KEY=VALUE with a non-empty KEY)",
-                   dir("etc/c.json") + ": JSON syntax error at line 1, column 2: syntax error while parsing object key - "
-                                       "unexpected end of input; expected string literal",
-                   dir("etc/d.yaml") + ": no spec data"}));
+  EXPECT_EQ(
+      registry.errors,
+      (Lines{dir("etc/b.yaml") + R"(: devices[0].name: device name "-bad" must start with a letter or digit)",
+             dir("etc/b.yaml") + R"(: devices[0].containerEdits.env[0]: invalid environment variable "X" )"
+                                 "(want KEY=VALUE with a non-empty KEY)",
+             dir("etc/c.json") +
+                 ": JSON syntax error at line 1, column 2: syntax error while parsing object key - "
+                 "unexpected end of input; expected string literal",
+             dir("etc/d.yaml") + ": no spec data"}));
   EXPECT_EQ(resolved(registry, root()), Lines{"vendor.com/device=dev0\tetc/a.yaml\tFROM=a"});
 }
 

@@ -2,17 +2,18 @@
 // naming, selection, hooks and post-processing on small hand-made inventories.
 #include "cdi/spec_builder.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <gtest/gtest.h>
 #include <map>
 
 #include "cdi/codec.hpp"
 #include "cdi/validate.hpp"
 #include "discover/discover.hpp"
-#include "hook/container_hooks.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "hook/container_hooks.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {
@@ -60,7 +61,8 @@ TEST_P(GoldenSpec, MatchesGoldenFileByteForByte) {
 
   const std::string golden =
       std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/" + param.host + "." + param.mode_name + ".yaml";
-  if (const char* update = std::getenv("GPUCTK_UPDATE_GOLDEN"); update != nullptr && update == std::string("1")) {
+  if (const char* update = std::getenv("GPUCTK_UPDATE_GOLDEN");
+      update != nullptr && update == std::string("1")) {
     ASSERT_TRUE(write_file_atomic(golden, text, 0644));
   }
   auto expected = read_file(golden);
@@ -70,22 +72,22 @@ TEST_P(GoldenSpec, MatchesGoldenFileByteForByte) {
   EXPECT_EQ(write_spec(*build_spec(*inventory, build), Format::yaml), write_spec(*spec, Format::yaml));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Hosts, GoldenSpec,
-    ::testing::Values(GoldenCase{"t4-debian", discover::Mode::nvml, "nvml"},
-                      GoldenCase{"t4-debian", discover::Mode::proc, "proc"},
-                      GoldenCase{"dgx-a100", discover::Mode::nvml, "nvml"},
-                      GoldenCase{"dgx-a100", discover::Mode::proc, "proc"},
-                      GoldenCase{"dgx-a100", discover::Mode::management, "management"},
-                      GoldenCase{"h100-rhel", discover::Mode::nvml, "nvml"},
-                      GoldenCase{"h100-rhel", discover::Mode::proc, "proc"},
-                      GoldenCase{"driver-container", discover::Mode::nvml, "nvml"},
-                      GoldenCase{"a10-debian-packaged", discover::Mode::proc, "proc"}),
-    [](const auto& test_info) {
-      std::string name = std::string(test_info.param.host) + "_" + test_info.param.mode_name;
-      std::ranges::replace(name, '-', '_');
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Hosts, GoldenSpec,
+                         ::testing::Values(GoldenCase{"t4-debian", discover::Mode::nvml, "nvml"},
+                                           GoldenCase{"t4-debian", discover::Mode::proc, "proc"},
+                                           GoldenCase{"dgx-a100", discover::Mode::nvml, "nvml"},
+                                           GoldenCase{"dgx-a100", discover::Mode::proc, "proc"},
+                                           GoldenCase{"dgx-a100", discover::Mode::management, "management"},
+                                           GoldenCase{"h100-rhel", discover::Mode::nvml, "nvml"},
+                                           GoldenCase{"h100-rhel", discover::Mode::proc, "proc"},
+                                           GoldenCase{"driver-container", discover::Mode::nvml, "nvml"},
+                                           GoldenCase{"a10-debian-packaged", discover::Mode::proc, "proc"}),
+                         [](const auto& test_info) {
+                           std::string name =
+                               std::string(test_info.param.host) + "_" + test_info.param.mode_name;
+                           std::ranges::replace(name, '-', '_');
+                           return name;
+                         });
 
 // Every golden spec passes our own validation and stays within what podman 4.3.1 (CDI 0.5.x) reads.
 TEST(GoldenSpecFiles, AreValidAndAtMostVersion050) {
@@ -209,8 +211,8 @@ TEST(SpecBuilder, MigDeviceHasParentAndBothCapabilityNodes) {
   for (const auto& n : mig.container_edits.device_nodes) {
     paths.push_back(n.path);
   }
-  EXPECT_EQ(paths, (std::vector<std::string>{"/dev/nvidia-caps/nvidia-cap147", "/dev/nvidia-caps/nvidia-cap148",
-                                             "/dev/nvidia1"}));
+  EXPECT_EQ(paths, (std::vector<std::string>{"/dev/nvidia-caps/nvidia-cap147",
+                                             "/dev/nvidia-caps/nvidia-cap148", "/dev/nvidia1"}));
 }
 
 TEST(SpecBuilder, AllDeviceIsTheUnionWithoutDuplicates) {
@@ -237,8 +239,10 @@ TEST(SpecBuilder, CommonEditsCarryControlNodesMountsHooksAndEnv) {
                                                        "libcuda.so.550.54.15::/usr/lib/libcuda.so.1"}));
   EXPECT_EQ(e.hooks[1].args, (std::vector<std::string>{"gpuctk", "hook", "enable-cuda-compat",
                                                        "--host-driver-version", "550.54.15"}));
-  EXPECT_EQ(e.hooks[2].args, (std::vector<std::string>{"gpuctk", "hook", "update-ldcache", "--folder", "/usr/lib"}));
-  EXPECT_EQ(e.hooks[3].args, (std::vector<std::string>{"gpuctk", "hook", "disable-device-node-modification"}));
+  EXPECT_EQ(e.hooks[2].args,
+            (std::vector<std::string>{"gpuctk", "hook", "update-ldcache", "--folder", "/usr/lib"}));
+  EXPECT_EQ(e.hooks[3].args,
+            (std::vector<std::string>{"gpuctk", "hook", "disable-device-node-modification"}));
   for (const auto& h : e.hooks) {
     EXPECT_EQ(h.hook_name, "createContainer");
     EXPECT_EQ(h.path, k_hook);
@@ -289,7 +293,8 @@ TEST(SpecBuilder, DeviceIdsRestrictGenerationAndUnknownIdsAreErrors) {
   o.device_ids = {"MIG-cccccccc-0000-0000-0000-000000000000"};
   auto spec = build_spec(two_gpus_one_mig(), o);
   ASSERT_TRUE(spec) << spec.error().message;
-  EXPECT_EQ(names(*spec), (std::vector<std::string>{"1:0", "MIG-cccccccc-0000-0000-0000-000000000000", "all"}));
+  EXPECT_EQ(names(*spec),
+            (std::vector<std::string>{"1:0", "MIG-cccccccc-0000-0000-0000-000000000000", "all"}));
   o.device_ids = {"0", "7"};
   spec = build_spec(two_gpus_one_mig(), o);
   ASSERT_FALSE(spec);
@@ -298,7 +303,8 @@ TEST(SpecBuilder, DeviceIdsRestrictGenerationAndUnknownIdsAreErrors) {
 
 TEST(SpecBuilder, ManagementModeIsOneAllDeviceWithoutNodeModificationHook) {
   auto inv = two_gpus_one_mig();
-  inv.management_nodes = {node("/dev/nvidia-caps/nvidia-cap1", 508, 1), node("/dev/nvidia-nvswitchctl", 509, 255)};
+  inv.management_nodes = {node("/dev/nvidia-caps/nvidia-cap1", 508, 1),
+                          node("/dev/nvidia-nvswitchctl", 509, 255)};
   auto o = options();
   o.management = true;
   auto spec = build_spec(inv, o);

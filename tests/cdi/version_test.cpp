@@ -20,7 +20,8 @@ TEST(CdiVersionTest, ParsesAndFormats) {
   EXPECT_EQ(parse_version("0.5.0"), (Version{0, 5, 0}));
   EXPECT_EQ(parse_version("v1.1.0"), (Version{1, 1, 0}));
   EXPECT_EQ(parse_version("10.20.30"), (Version{10, 20, 30}));
-  for (const char* bad : {"", "0.5", "0.5.0.1", "v", "vv1.0.0", "1.0.x", "01.0.0", "1.-1.0", "1..0", " 1.0.0", "1.0.0 "}) {
+  for (const char* bad :
+       {"", "0.5", "0.5.0.1", "v", "vv1.0.0", "1.0.x", "01.0.0", "1.-1.0", "1..0", " 1.0.0", "1.0.0 "}) {
     EXPECT_EQ(parse_version(bad), std::nullopt) << bad;
   }
   EXPECT_EQ((Version{1, 0, 0}).str(), "1.0.0");
@@ -115,9 +116,9 @@ TEST(CdiVersionTest, RdtMonitoringNeeds110) {
 
 TEST(CdiVersionTest, HighestTriggerWinsAndFirstInSpecOrderIsNamed) {
   Spec spec = base_spec();
-  spec.devices[0].container_edits.mounts.push_back(Mount{"/b", "/b", {}, "none"});          // 0.4.0
-  spec.devices[0].container_edits.additional_gids = {5};                                    // 0.7.0
-  spec.devices.push_back(Device{"1", {}, ContainerEdits{.additional_gids = {6}}});          // 0.5.0, 0.7.0
+  spec.devices[0].container_edits.mounts.push_back(Mount{"/b", "/b", {}, "none"});  // 0.4.0
+  spec.devices[0].container_edits.additional_gids = {5};                            // 0.7.0
+  spec.devices.push_back(Device{"1", {}, ContainerEdits{.additional_gids = {6}}});  // 0.5.0, 0.7.0
   EXPECT_EQ(minimum_version(spec), (Requirement{{0, 7, 0}, "devices[0].containerEdits.additionalGids"}));
 }
 

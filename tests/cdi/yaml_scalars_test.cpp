@@ -16,8 +16,9 @@ std::string integer(std::string_view text) {
 }
 
 TEST(CdiYamlScalarsTest, PlainScalarsThatStayStrings) {
-  for (const char* text : {"gpu0", "0", "42", "-7", "4:1", "0:1", "0.5.0", "nvidia.com/gpu", "GPU-1a2b", "A=1",
-                           "18446744073709551615", "-9223372036854775808", "yesno", "onion", "2024-1-2x", "1-2"}) {
+  for (const char* text :
+       {"gpu0", "0", "42", "-7", "4:1", "0:1", "0.5.0", "nvidia.com/gpu", "GPU-1a2b", "A=1",
+        "18446744073709551615", "-9223372036854775808", "yesno", "onion", "2024-1-2x", "1-2"}) {
     EXPECT_EQ(reading(text), "string") << text;
   }
 }
@@ -29,8 +30,8 @@ TEST(CdiYamlScalarsTest, PlainScalarsThatRuntimesReadAsSomethingElse) {
   for (const char* text : {"~", "null", "NULL"}) {
     EXPECT_EQ(reading(text), "null") << text;
   }
-  for (const char* text : {"0.5", "1.0", "007", "08", "+5", "-0", "0x1f", "0o17", "0b101", "1_000", "1e3", ".5",
-                           ".inf", "-.Inf", ".NaN", "18446744073709551616", "-9223372036854775809"}) {
+  for (const char* text : {"0.5", "1.0", "007", "08", "+5", "-0", "0x1f", "0o17", "0b101", "1_000", "1e3",
+                           ".5", ".inf", "-.Inf", ".NaN", "18446744073709551616", "-9223372036854775809"}) {
     EXPECT_EQ(reading(text), "a number") << text;
   }
   for (const char* text : {"2024-01-02", "2024-1-2", "2024-01-02T10:00:00Z", "2024-01-02 10:00"}) {
@@ -48,7 +49,8 @@ TEST(CdiYamlScalarsTest, IntegersInYaml11Syntax) {
   EXPECT_EQ(integer("+12"), "12");
   EXPECT_EQ(integer("0"), "0");
   EXPECT_EQ(integer("18446744073709551615"), "18446744073709551615");
-  for (const char* bad : {"", "-", "0x", "08", "1.0", "1e3", "12a", "--1", "+-1", "0x-1", "18446744073709551616", "1_000", " 1"}) {
+  for (const char* bad : {"", "-", "0x", "08", "1.0", "1e3", "12a", "--1", "+-1", "0x-1",
+                          "18446744073709551616", "1_000", " 1"}) {
     EXPECT_EQ(integer(bad), "none") << bad;
   }
 }

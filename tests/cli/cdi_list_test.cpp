@@ -21,8 +21,9 @@ class CliCdiListTest : public ::testing::Test {
     m_etc = m_dir.path() + "/etc/cdi";
     m_run = m_dir.path() + "/var/run/cdi";
     m_dir.write("etc/cdi/vendor.yaml", spec_yaml({"gpu1", "gpu0", "shared"}));
-    m_dir.write("var/run/cdi/vendor.json",
-                R"({"cdiVersion": "0.5.0", "kind": "vendor.com/device", "devices": [{"name": "gpu0", "containerEdits": {"env": ["B=1"]}}]})");
+    m_dir.write(
+        "var/run/cdi/vendor.json",
+        R"({"cdiVersion": "0.5.0", "kind": "vendor.com/device", "devices": [{"name": "gpu0", "containerEdits": {"env": ["B=1"]}}]})");
   }
   test::RunResult run(const std::vector<std::string>& args) {
     std::vector<std::string> all{"cdi", "list"};
@@ -44,9 +45,9 @@ TEST_F(CliCdiListTest, PrintsResolvableNamesSorted) {
 TEST_F(CliCdiListTest, VerboseNamesTheSpecFileAndLaterDirectoryWins) {
   const auto result = run({"--spec-dir=" + m_etc, "--spec-dir", m_run, "--verbose"});
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_EQ(result.out, "vendor.com/device=gpu0\t" + m_run + "/vendor.json\n" +
-                        "vendor.com/device=gpu1\t" + m_etc + "/vendor.yaml\n" +
-                        "vendor.com/device=shared\t" + m_etc + "/vendor.yaml\n");
+  EXPECT_EQ(result.out, "vendor.com/device=gpu0\t" + m_run + "/vendor.json\n" + "vendor.com/device=gpu1\t" +
+                            m_etc + "/vendor.yaml\n" + "vendor.com/device=shared\t" + m_etc +
+                            "/vendor.yaml\n");
 }
 
 TEST_F(CliCdiListTest, WarnsAboutInvalidFilesAndConflictsButSucceeds) {
@@ -55,11 +56,12 @@ TEST_F(CliCdiListTest, WarnsAboutInvalidFilesAndConflictsButSucceeds) {
   m_dir.write("etc/cdi/ignored.yml", "not even parsed");
   const auto result = run({"--spec-dir", m_etc, "--spec-dir", m_dir.path() + "/missing", "-v"});
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_EQ(result.out, "vendor.com/device=gpu0\t" + m_etc + "/vendor.yaml\n" +
-                        "vendor.com/device=gpu1\t" + m_etc + "/vendor.yaml\n");
-  EXPECT_EQ(result.err, "gpuctk: warning: " + m_etc + "/broken.yaml: devices: no devices (a spec needs at least one)\n" +
-                        R"(gpuctk: warning: conflicting device "vendor.com/device=shared" (specs ")" + m_etc +
-                        R"(/other.yaml", ")" + m_etc + "/vendor.yaml\")\n");
+  EXPECT_EQ(result.out, "vendor.com/device=gpu0\t" + m_etc + "/vendor.yaml\n" + "vendor.com/device=gpu1\t" +
+                            m_etc + "/vendor.yaml\n");
+  EXPECT_EQ(result.err, "gpuctk: warning: " + m_etc +
+                            "/broken.yaml: devices: no devices (a spec needs at least one)\n" +
+                            R"(gpuctk: warning: conflicting device "vendor.com/device=shared" (specs ")" +
+                            m_etc + R"(/other.yaml", ")" + m_etc + "/vendor.yaml\")\n");
 }
 
 TEST_F(CliCdiListTest, NothingToList) {

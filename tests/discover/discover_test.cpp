@@ -47,7 +47,7 @@ DiscoverOptions options_for(const fixture::Fixture& f, Mode mode) {
   return options;
 }
 
-#define SKIP_WITHOUT_REAL_NODES(f)                                                      \
+#define SKIP_WITHOUT_REAL_NODES(f)                                                     \
   if (!(f).host.nodes_are_real) {                                                      \
     GTEST_SKIP() << "device nodes need root to mknod; this fixture has regular files"; \
   }
@@ -115,8 +115,9 @@ TEST(Discover, T4InNvmlModeReadsTheManifestThroughTheMockNvml) {
   EXPECT_NE(std::ranges::find(inv->library_links, Symlink{"../libnvidia-allocator.so.1",
                                                           "/usr/lib/x86_64-linux-gnu/gbm/nvidia-drm_gbm.so"}),
             inv->library_links.end());
-  EXPECT_NE(std::ranges::find(inv->library_links, Symlink{"libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so"}),
-            inv->library_links.end());
+  EXPECT_NE(
+      std::ranges::find(inv->library_links, Symlink{"libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so"}),
+      inv->library_links.end());
   // Sorted by container path, no duplicates.
   EXPECT_TRUE(std::ranges::is_sorted(inv->files, {}, &DriverFile::container_path));
 }
@@ -182,10 +183,10 @@ TEST(Discover, MissingMigCapabilityNodeIsAnErrorNotAPartialDevice) {
   ASSERT_EQ(::unlink(victim.ci_access.host_path.c_str()), 0);
   auto broken = discover(options_for(f, Mode::nvml));
   ASSERT_FALSE(broken);
-  EXPECT_EQ(broken.error().message,
-            "MIG device 4:" + std::to_string(victim.index) + " (" + victim.uuid + "): gpu4/gi" +
-                std::to_string(victim.gi) + "/ci" + std::to_string(victim.ci) + "/access: capability node " +
-                victim.ci_access.host_path + " missing");
+  EXPECT_EQ(broken.error().message, "MIG device 4:" + std::to_string(victim.index) + " (" + victim.uuid +
+                                        "): gpu4/gi" + std::to_string(victim.gi) + "/ci" +
+                                        std::to_string(victim.ci) + "/access: capability node " +
+                                        victim.ci_access.host_path + " missing");
 }
 
 TEST(Discover, DriverContainerKeepsTheDriverRootOnHostPathsOnly) {
@@ -212,8 +213,9 @@ TEST(Discover, EmptyRootHasNoDriver) {
   options.mode = Mode::automatic;
   auto inv = discover(options);
   ASSERT_FALSE(inv);
-  EXPECT_EQ(inv.error().message, "no NVIDIA driver version: tried NVML, " + empty + "/proc/driver/nvidia/version and " +
-                                     "libcuda.so.<version> in " + empty + "/etc/ld.so.cache");
+  EXPECT_EQ(inv.error().message, "no NVIDIA driver version: tried NVML, " + empty +
+                                     "/proc/driver/nvidia/version and " + "libcuda.so.<version> in " + empty +
+                                     "/etc/ld.so.cache");
 }
 
 TEST(Discover, NvmlThatCannotInitialiseFallsBackToProcInAutoModeOnlyWithOneWarning) {

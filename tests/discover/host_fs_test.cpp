@@ -2,13 +2,12 @@
 // what would climb out of the root is refused, with the link and its target named.
 #include "discover/host_fs.hpp"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
-
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <gtest/gtest.h>
 
 #include "discover/device_nodes.hpp"
 #include "fixtures/builder/hosts.hpp"
@@ -142,10 +141,14 @@ TEST_F(RootTree, AResolverGivesTheSameAnswersWhenReused) {
   // The resolver remembers directories it has seen; its answers must match fresh resolution in any order,
   // links through remembered directories included.
   RootResolver resolver(path());
-  const std::vector<std::string> paths = {
-      "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1", "/lib/x86_64-linux-gnu",
-      "/escape/passwd", "/usr/lib/nope", "/loop", "/usr/lib/x86_64-linux-gnu/../../lib64/libcuda.so.1",
-      "/usr/lib/x86_64-linux-gnu/libcuda.so.1"};
+  const std::vector<std::string> paths = {"/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                          "/usr/lib64/libcuda.so.1",
+                                          "/lib/x86_64-linux-gnu",
+                                          "/escape/passwd",
+                                          "/usr/lib/nope",
+                                          "/loop",
+                                          "/usr/lib/x86_64-linux-gnu/../../lib64/libcuda.so.1",
+                                          "/usr/lib/x86_64-linux-gnu/libcuda.so.1"};
   for (int round = 0; round < 2; ++round) {
     for (const auto& p : paths) {
       EXPECT_EQ(resolver.resolve(p), resolve_in_root(path(), p)) << p;

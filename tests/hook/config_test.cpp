@@ -15,7 +15,8 @@ TEST(HookConfig, ShippedConfigFileIsExactlyTheDefaults) {
   EXPECT_EQ(config->spec_dirs, defaults.spec_dirs);
   EXPECT_EQ(config->request.default_kind, defaults.request.default_kind);
   EXPECT_EQ(config->request.annotation_prefixes, defaults.request.annotation_prefixes);
-  EXPECT_EQ(config->request.accept_envvar_when_unprivileged, defaults.request.accept_envvar_when_unprivileged);
+  EXPECT_EQ(config->request.accept_envvar_when_unprivileged,
+            defaults.request.accept_envvar_when_unprivileged);
   EXPECT_EQ(config->request.accept_volume_mounts, defaults.request.accept_volume_mounts);
   EXPECT_EQ(config->request.supported_capabilities, defaults.request.supported_capabilities);
   EXPECT_EQ(config->request.disable_require, defaults.request.disable_require);
@@ -84,16 +85,19 @@ TEST(HookConfig, MpsRoots) {
 TEST(HookConfig, InvalidFilesNameTheFileAndKey) {
   const auto error = [](std::string_view text) { return parse_config(text, "c.yaml").error().message; };
   EXPECT_EQ(error("spec-dir: [/a]"), "c.yaml: unknown key \"spec-dir\"");
-  EXPECT_EQ(error("accept-volume-mounts: yes"), "c.yaml: accept-volume-mounts: expected true or false, got \"yes\"");
+  EXPECT_EQ(error("accept-volume-mounts: yes"),
+            "c.yaml: accept-volume-mounts: expected true or false, got \"yes\"");
   EXPECT_EQ(error("driver-root: relative"), "c.yaml: driver-root: \"relative\" is not an absolute path");
   EXPECT_EQ(error("spec-dirs: /a"), "c.yaml: spec-dirs: expected a list");
-  EXPECT_EQ(error("log-level: loud"), "c.yaml: log-level: unknown log level \"loud\" (want error, warning, info or debug)");
+  EXPECT_EQ(error("log-level: loud"),
+            "c.yaml: log-level: unknown log level \"loud\" (want error, warning, info or debug)");
   EXPECT_EQ(error("runtimes: []"), "c.yaml: runtimes: must name at least one runtime");
   EXPECT_EQ(error("- a\n- b"), "c.yaml: expected a mapping of settings");
   EXPECT_TRUE(error("a: [b").starts_with("c.yaml: YAML syntax error at line ")) << error("a: [b");
-  EXPECT_EQ(error("supported-capabilities: [utility, magic]"),
-            "c.yaml: supported-capabilities: unknown driver capability \"magic\" (known: utility, compute, video, "
-            "graphics, display, ngx, compat32, all)");
+  EXPECT_EQ(
+      error("supported-capabilities: [utility, magic]"),
+      "c.yaml: supported-capabilities: unknown driver capability \"magic\" (known: utility, compute, video, "
+      "graphics, display, ngx, compat32, all)");
 }
 
 TEST(HookConfig, EmptyFileIsDefaultsAndMissingExplicitFileIsAnError) {

@@ -1,14 +1,13 @@
 #include "hook/container_hooks.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "rootfs/rootfs_test_support.hpp"
 
@@ -115,9 +114,10 @@ TEST(ParseLinks, Errors) {
   EXPECT_EQ(error("a::"), "--link \"a::\": expected TARGET::LINK");
   EXPECT_EQ(error("a::/b::/c"), "--link \"a::/b::/c\": expected TARGET::LINK");
   EXPECT_EQ(error("a::b"), "--link \"a::b\": \"b\": not an absolute path");
-  EXPECT_EQ(error("x::/usr/../../etc/passwd"),
-            "--link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a "
-            "container path");
+  EXPECT_EQ(
+      error("x::/usr/../../etc/passwd"),
+      "--link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a "
+      "container path");
   auto twice = parse_links({"a::/l", "b::/l"});
   ASSERT_FALSE(twice);
   EXPECT_EQ(twice.error().message, "--link: \"/l\" is given two targets, \"a\" and \"b\"");
@@ -165,7 +165,8 @@ TEST(OpenLdconfig, TheDefaultIsTheHostsAndAnImagesIsRefused) {
   auto host = open_ldconfig("@/sbin/ldconfig", *root, config);
   ASSERT_TRUE(host) << host.error().message;
   EXPECT_EQ(read_file("/proc/self/fd/" + std::to_string(host->get())).value_or(""),
-            read_file(::access("/sbin/ldconfig.real", X_OK) == 0 ? "/sbin/ldconfig.real" : "/sbin/ldconfig").value_or("x"));
+            read_file(::access("/sbin/ldconfig.real", X_OK) == 0 ? "/sbin/ldconfig.real" : "/sbin/ldconfig")
+                .value_or("x"));
   auto image = open_ldconfig("/sbin/ldconfig", *root, config);
   ASSERT_FALSE(image);
   EXPECT_EQ(image.error().message,
@@ -237,7 +238,8 @@ TEST(EnableCudaCompat, NothingToDoWithoutAVersionOrADirectory) {
 // --- params_without_device_modification / disable_device_node_modification ---------------------------
 
 TEST(ParamsWithoutDeviceModification, RewritesOnlyTheModifyDeviceFilesLine) {
-  EXPECT_EQ(params_without_device_modification("ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 1\nDeviceFileUID: 0\n"),
+  EXPECT_EQ(params_without_device_modification(
+                "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 1\nDeviceFileUID: 0\n"),
             "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\nDeviceFileUID: 0\n");
   EXPECT_EQ(params_without_device_modification("ModifyDeviceFiles: 1"), "ModifyDeviceFiles: 0");
   EXPECT_EQ(params_without_device_modification("ModifyDeviceFiles : 2\n"), "ModifyDeviceFiles: 0\n");
@@ -268,7 +270,8 @@ TEST(DisableDeviceNodeModification, NothingToDoWithoutHostFileOrContainerFile) {
   make_host_link(one, temp.path() + "/host/params-link");
   auto linked = disable_device_node_modification(*root, temp.path() + "/host/params-link");
   ASSERT_FALSE(linked);
-  EXPECT_EQ(linked.error().message, "read " + temp.path() + "/host/params-link: Too many levels of symbolic links");
+  EXPECT_EQ(linked.error().message,
+            "read " + temp.path() + "/host/params-link: Too many levels of symbolic links");
 }
 
 TEST(DisableDeviceNodeModification, MountsAReadOnlyCopyOverTheContainersFile) {
@@ -278,7 +281,8 @@ TEST(DisableDeviceNodeModification, MountsAReadOnlyCopyOverTheContainersFile) {
   test::TempDir temp;
   ASSERT_FALSE(temp.path().empty());
   const std::string root_path = temp.path() + "/rootfs";
-  write_host_file(root_path + "/proc/driver/nvidia/params", "ModifyDeviceFiles: 1\nDeviceFileMode: 438\n", 0444);
+  write_host_file(root_path + "/proc/driver/nvidia/params", "ModifyDeviceFiles: 1\nDeviceFileMode: 438\n",
+                  0444);
   const std::string host = temp.write("host/params", "ModifyDeviceFiles: 1\nDeviceFileMode: 438\n");
   const std::string report = test::in_private_mount_ns([&]() -> std::string {
     auto root = rootfs::Root::open(root_path);
@@ -298,13 +302,15 @@ TEST(DisableDeviceNodeModification, MountsAReadOnlyCopyOverTheContainersFile) {
       ::close(fd);
     }
     return std::string(*done ? "mounted" : "not mounted") + ", content " +
-           quote(read_file(file).value_or("<unreadable>")) + ", mode " + std::to_string(st.st_mode & 0777) + ", write " +
-           write_result;
+           quote(read_file(file).value_or("<unreadable>")) + ", mode " + std::to_string(st.st_mode & 0777) +
+           ", write " + write_result;
   });
-  EXPECT_EQ(report, "mounted, content \"ModifyDeviceFiles: 0\\nDeviceFileMode: 438\\n\", mode 292, write "
-                    "Read-only file system");
+  EXPECT_EQ(report,
+            "mounted, content \"ModifyDeviceFiles: 0\\nDeviceFileMode: 438\\n\", mode 292, write "
+            "Read-only file system");
   // Outside the child's namespace the image's file is as it was.
-  EXPECT_EQ(read_file(root_path + "/proc/driver/nvidia/params").value_or(""), "ModifyDeviceFiles: 1\nDeviceFileMode: 438\n");
+  EXPECT_EQ(read_file(root_path + "/proc/driver/nvidia/params").value_or(""),
+            "ModifyDeviceFiles: 1\nDeviceFileMode: 438\n");
 }
 
 // --- chmod_paths ------------------------------------------------------------------------------------
@@ -343,7 +349,8 @@ TEST(ChmodPaths, RefusesLinksBadModesAndMissingPaths) {
   EXPECT_EQ(mode.error().message, "--mode 4096: not a file mode");
   auto missing = chmod_paths(*root, 0755, {"/dev/missing"});
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message, "/dev/missing in container root " + root_path + ": No such file or directory");
+  EXPECT_EQ(missing.error().message,
+            "/dev/missing in container root " + root_path + ": No such file or directory");
   struct stat st {};
   ASSERT_EQ(::stat(host.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600U);

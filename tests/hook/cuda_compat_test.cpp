@@ -60,7 +60,9 @@ TestSection compat_section(std::string_view json = k_json) {
 std::string make_elf(const std::vector<TestSection>& sections, Bits bits = Bits::b64) {
   const bool b64 = bits == Bits::b64;
   std::string out(b64 ? 64 : 52, '\0');
-  out.replace(0, 4, "\x7f" "ELF");
+  out.replace(0, 4,
+              "\x7f"
+              "ELF");
   out[4] = b64 ? 2 : 1;  // EI_CLASS
   out[5] = 1;            // EI_DATA: little-endian
   out[6] = 1;            // EI_VERSION
@@ -89,9 +91,9 @@ std::string make_elf(const std::vector<TestSection>& sections, Bits bits = Bits:
     put(header, b64 ? 48 : 32, 4, b64 ? 8 : 4);  // sh_addralign
     out += header;
   }
-  put(out, b64 ? 40 : 32, shoff, b64 ? 8 : 4);  // e_shoff
-  put(out, b64 ? 58 : 46, entry, 2);            // e_shentsize
-  put(out, b64 ? 60 : 48, headers.size(), 2);   // e_shnum
+  put(out, b64 ? 40 : 32, shoff, b64 ? 8 : 4);     // e_shoff
+  put(out, b64 ? 58 : 46, entry, 2);               // e_shentsize
+  put(out, b64 ? 60 : 48, headers.size(), 2);      // e_shnum
   put(out, b64 ? 62 : 50, headers.size() - 1, 2);  // e_shstrndx
   return out;
 }
@@ -170,14 +172,16 @@ TEST(CudaCompatNote, ReadsEightByteAlignedNotes) {
   put(elf, field_of(elf, 1, k_sh_addralign), 8, 8);
   EXPECT_EQ(parsed(elf), "note 12.4 [525,535]");
   put(elf, field_of(elf, 1, k_sh_addralign), 4, 8);  // read with 4-byte padding the notes are garbage
-  EXPECT_EQ(parsed(elf), "error: section .note.cuda.fwd_compatibility: note at offset 52: name size 28271 runs "
-                         "past the end of the section (104 bytes)");
+  EXPECT_EQ(parsed(elf),
+            "error: section .note.cuda.fwd_compatibility: note at offset 52: name size 28271 runs "
+            "past the end of the section (104 bytes)");
 }
 
 // --- parse_cuda_compat_note: no note -----------------------------------------------------------------
 
 TEST(CudaCompatNote, AbsentWithoutTheSection) {
-  EXPECT_EQ(parsed(make_elf({{".text", 1, "code"}, {".note.gnu.build-id", 7, note("GNU", "abcd")}})), "absent");
+  EXPECT_EQ(parsed(make_elf({{".text", 1, "code"}, {".note.gnu.build-id", 7, note("GNU", "abcd")}})),
+            "absent");
   EXPECT_EQ(parsed(make_elf({}, Bits::b32)), "absent");
 }
 
@@ -193,7 +197,9 @@ TEST(CudaCompatNote, AbsentWithoutSectionHeadersOrSectionNames) {
 
 TEST(CudaCompatNote, RejectsWhatIsNotElf) {
   EXPECT_EQ(parsed(""), "error: not an ELF file");
-  EXPECT_EQ(parsed("\x7f" "EL"), "error: not an ELF file");
+  EXPECT_EQ(parsed("\x7f"
+                   "EL"),
+            "error: not an ELF file");
   EXPECT_EQ(parsed("#!/bin/sh\necho hello\n"), "error: not an ELF file");
 }
 
@@ -232,12 +238,15 @@ TEST(CudaCompatNote, RejectsASectionHeaderTablePastTheEnd) {
   EXPECT_EQ(parsed(elf), "error: section header table (offset " + std::to_string(good.size() - 10) +
                              ", 3 entries of 64 bytes) runs past the end of the file (" + size + " bytes)");
   put(elf, k_shoff, UINT64_MAX, 8);
-  EXPECT_EQ(parsed(elf), "error: section header table (offset 18446744073709551615, 3 entries of 64 bytes) "
-                         "runs past the end of the file (" + size + " bytes)");
+  EXPECT_EQ(parsed(elf),
+            "error: section header table (offset 18446744073709551615, 3 entries of 64 bytes) "
+            "runs past the end of the file (" +
+                size + " bytes)");
   elf = good;
   put(elf, k_shnum, 0xffff, 2);
   EXPECT_EQ(parsed(elf), "error: section header table (offset " + std::to_string(get(good, k_shoff, 8)) +
-                             ", 65535 entries of 64 bytes) runs past the end of the file (" + size + " bytes)");
+                             ", 65535 entries of 64 bytes) runs past the end of the file (" + size +
+                             " bytes)");
 }
 
 TEST(CudaCompatNote, RejectsExtendedNumberingAndOddHeaderSizes) {
@@ -264,7 +273,8 @@ TEST(CudaCompatNote, RejectsSectionsPastTheEnd) {
   auto elf = good;
   put(elf, field_of(elf, 1, k_sh_size), UINT64_MAX, 8);
   EXPECT_EQ(parsed(elf), "error: section 1 (offset " + note_offset +
-                             ", 18446744073709551615 bytes) runs past the end of the file (" + size + " bytes)");
+                             ", 18446744073709551615 bytes) runs past the end of the file (" + size +
+                             " bytes)");
   elf = good;
   put(elf, field_of(elf, 1, k_sh_offset), good.size() + 1, 8);
   put(elf, field_of(elf, 1, k_sh_size), 0, 8);
@@ -272,8 +282,10 @@ TEST(CudaCompatNote, RejectsSectionsPastTheEnd) {
                              ", 0 bytes) runs past the end of the file (" + size + " bytes)");
   elf = good;
   put(elf, field_of(elf, 2, k_sh_offset), UINT64_MAX - 1, 8);  // the name table
-  EXPECT_EQ(parsed(elf), "error: section 2 (offset 18446744073709551614, 40 bytes) runs past the end of the "
-                         "file (" + size + " bytes)");
+  EXPECT_EQ(parsed(elf),
+            "error: section 2 (offset 18446744073709551614, 40 bytes) runs past the end of the "
+            "file (" +
+                size + " bytes)");
 }
 
 TEST(CudaCompatNote, RejectsBadSectionNames) {
@@ -335,8 +347,9 @@ TEST(CudaCompatNote, RejectsAnOversizedDescriptor) {
 TEST(CudaCompatNote, RejectsBadJson) {
   const std::string prefix = "error: section .note.cuda.fwd_compatibility: note descriptor";
   EXPECT_EQ(parsed_json(R"({"CUDA Version": "12.4",)"),
-            prefix + ": syntax error while parsing object key - unexpected end of input; expected string "
-                     "literal at line 1, column 25");
+            prefix +
+                ": syntax error while parsing object key - unexpected end of input; expected string "
+                "literal at line 1, column 25");
   EXPECT_EQ(parsed_json("[525, 535]"), prefix + " is an array, expected an object");
   EXPECT_EQ(parsed_json(R"("12.4")"), prefix + " is a string, expected an object");
   EXPECT_EQ(parsed_json(R"({"Driver": [535]})"), prefix + ": missing \"CUDA Version\"");
@@ -399,10 +412,11 @@ TEST(CudaCompatLibrary, FindsTheOneVersionedLibcuda) {
 TEST(CudaCompatLibrary, NoneWithoutAMatch) {
   EXPECT_EQ(compat_library_version({}), std::nullopt);
   EXPECT_EQ(compat_library_version({"libcuda.so", "libcuda.so.1"}), std::nullopt);
-  for (const char* name : {"libcuda.so.550", "libcuda.so.550.x", "libcuda.so.550.54.15.1", "libcuda.so.550..15",
-                           "libcuda.so.550.54.", "libcuda.so..54", "libcuda.so.550.54.15 ", "libcuda.so.-1.2",
-                           "libcuda.so.+550.54", "xlibcuda.so.550.54.15", "libcuda.so.550.54.15.bak",
-                           "libcuda.so.550.54.15~", "LIBCUDA.SO.550.54.15"}) {
+  for (const char* name :
+       {"libcuda.so.550", "libcuda.so.550.x", "libcuda.so.550.54.15.1", "libcuda.so.550..15",
+        "libcuda.so.550.54.", "libcuda.so..54", "libcuda.so.550.54.15 ", "libcuda.so.-1.2",
+        "libcuda.so.+550.54", "xlibcuda.so.550.54.15", "libcuda.so.550.54.15.bak", "libcuda.so.550.54.15~",
+        "LIBCUDA.SO.550.54.15"}) {
     EXPECT_EQ(compat_library_version({name}), std::nullopt) << name;
   }
 }
@@ -444,8 +458,8 @@ TEST(CudaCompatDecision, WithoutANoteComparesMajors) {
 }
 
 TEST(CudaCompatDecision, FalseForMissingOrBadVersions) {
-  for (const char* host : {"", "abc", "535.", ".535", "535..05", "535.x", "-535.1", " 535.104.05",
-                           "99999999999999999999.1"}) {
+  for (const char* host :
+       {"", "abc", "535.", ".535", "535..05", "535.x", "-535.1", " 535.104.05", "99999999999999999999.1"}) {
     EXPECT_FALSE(use_cuda_compat("550.54.15", k_note, host)) << host;
     EXPECT_FALSE(use_cuda_compat("550.54.15", std::nullopt, host)) << host;
   }

@@ -61,7 +61,8 @@ class InjectTest : public ::testing::Test {
     b.hook_path = "/usr/local/bin/gpuctk";
     auto spec = cdi::build_spec(*inv, b);
     ASSERT_TRUE(spec);
-    ASSERT_TRUE(write_file_atomic(m_cfg.spec_dirs[0] + "/nvidia.yaml", cdi::write_spec(*spec, cdi::Format::yaml), 0644));
+    ASSERT_TRUE(write_file_atomic(m_cfg.spec_dirs[0] + "/nvidia.yaml",
+                                  cdi::write_spec(*spec, cdi::Format::yaml), 0644));
   }
 
   static ordered_json runc_config(const std::vector<std::string>& env) {
@@ -143,7 +144,8 @@ TEST_F(InjectTest, KeysItDoesNotOwnAreKept) {
 
 TEST_F(InjectTest, NoRequestLeavesTheConfigUntouched) {
   install_spec();
-  for (const auto& env : {std::vector<std::string>{}, {"NVIDIA_VISIBLE_DEVICES="}, {"NVIDIA_VISIBLE_DEVICES=void"}}) {
+  for (const auto& env :
+       {std::vector<std::string>{}, {"NVIDIA_VISIBLE_DEVICES="}, {"NVIDIA_VISIBLE_DEVICES=void"}}) {
     auto config = runc_config(env);
     const auto before = config;
     auto result = inject(config);
@@ -161,7 +163,8 @@ TEST_F(InjectTest, CapabilitiesFilterDriverFiles) {
   EXPECT_TRUE(has_mount(config, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01"));
   EXPECT_FALSE(has_mount(config, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"));
   EXPECT_FALSE(has_mount(config, "/usr/lib/i386-linux-gnu/libnvidia-ml.so.535.183.01"));
-  EXPECT_TRUE(has_mount(config, "/lib/firmware/nvidia/535.183.01/gsp_tu10x.bin")) << "firmware goes with every set";
+  EXPECT_TRUE(has_mount(config, "/lib/firmware/nvidia/535.183.01/gsp_tu10x.bin"))
+      << "firmware goes with every set";
 
   auto with32 = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute,compat32"});
   ASSERT_TRUE(inject(with32));
@@ -184,8 +187,7 @@ std::vector<std::string> links_naming(const ordered_json& config, std::string_vi
 
 TEST_F(InjectTest, ALinkWithDotDotIntoADroppedFileIsDroppedToo) {
   install_spec();
-  const std::string gbm =
-      "../libnvidia-allocator.so.1::/usr/lib/x86_64-linux-gnu/gbm/nvidia-drm_gbm.so";
+  const std::string gbm = "../libnvidia-allocator.so.1::/usr/lib/x86_64-linux-gnu/gbm/nvidia-drm_gbm.so";
   auto compute = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute"});
   ASSERT_TRUE(inject(compute));
   ASSERT_EQ(links_naming(compute, "nvidia-drm_gbm.so"), std::vector<std::string>{gbm});
@@ -212,8 +214,8 @@ TEST_F(InjectTest, UnknownDeviceListsTheDevicesThatExist) {
   auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=99"});
   auto result = inject(config);
   ASSERT_FALSE(result);
-  EXPECT_EQ(result.error().message,
-            "unknown device \"nvidia.com/gpu=99\" (devices: 0, " + m_fixture->manifest.gpus[0].uuid + ", all)");
+  EXPECT_EQ(result.error().message, "unknown device \"nvidia.com/gpu=99\" (devices: 0, " +
+                                        m_fixture->manifest.gpus[0].uuid + ", all)");
 }
 
 TEST_F(InjectTest, WithoutAnInstalledSpecTheSpecIsBuiltInMemory) {
@@ -234,10 +236,11 @@ TEST_F(InjectTest, StaleSpecIsReplacedByAnInMemoryOne) {
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_EQ(result->spec_source, "in-memory spec (driver 535.183.01)");
   const auto log = read_file(log_path).value();
-  EXPECT_NE(log.find("warning: " + m_cfg.spec_dirs[0] +
-                     "/nvidia.yaml was generated for driver 530.30.02, running driver is 535.183.01; building the "
-                     "spec in memory"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("warning: " + m_cfg.spec_dirs[0] +
+               "/nvidia.yaml was generated for driver 530.30.02, running driver is 535.183.01; building the "
+               "spec in memory"),
+      std::string::npos)
       << log;
   EXPECT_TRUE(has_mount(config, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"));
 }
@@ -259,7 +262,8 @@ TEST_F(InjectTest, EveryInjectedHookHasAnExplicitEnvironment) {
 
 TEST_F(InjectTest, RequirementsAreCheckedAgainstTheHost) {
   install_spec();
-  auto ok = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_CUDA=cuda>=12.0 brand=tesla,driver>=535"});
+  auto ok =
+      runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_CUDA=cuda>=12.0 brand=tesla,driver>=535"});
   EXPECT_TRUE(inject(ok));
   auto refused = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_CUDA=cuda>=12.5"});
   auto result = inject(refused);
@@ -284,7 +288,9 @@ TEST_F(InjectTest, MigDevicesByIndexAndUuidOnTheDgx) {
   ASSERT_TRUE(result) << result.error().message;
   const auto paths = device_paths(config);
   EXPECT_NE(std::ranges::find(paths, "/dev/nvidia4"), paths.end());
-  EXPECT_EQ(std::ranges::count_if(paths, [](const std::string& p) { return p.starts_with("/dev/nvidia-caps/"); }), 2);
+  EXPECT_EQ(
+      std::ranges::count_if(paths, [](const std::string& p) { return p.starts_with("/dev/nvidia-caps/"); }),
+      2);
 }
 
 // ---- MPS -----------------------------------------------------------------------------------------
@@ -528,10 +534,12 @@ TEST_F(InjectTest, InjectDevicesAppliesQualifiedNames) {
   auto config = runc_config({});
   auto result = inject_devices(config, {"nvidia.com/gpu=all"}, m_cfg, m_log);
   ASSERT_TRUE(result) << result.error().message;
-  EXPECT_TRUE(has_mount(config, "/usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01")) << "every capability";
+  EXPECT_TRUE(has_mount(config, "/usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01"))
+      << "every capability";
   auto bad = inject_devices(config, {"nvidia.com/gpu"}, m_cfg, m_log);
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, "invalid device name \"nvidia.com/gpu\": missing \"=\" (want vendor/class=name)");
+  EXPECT_EQ(bad.error().message,
+            "invalid device name \"nvidia.com/gpu\": missing \"=\" (want vendor/class=name)");
 }
 
 }  // namespace

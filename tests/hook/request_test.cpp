@@ -181,10 +181,10 @@ TEST(Request, GarbageIsAnError) {
   EXPECT_EQ(
       error_of(with_env({"NVIDIA_VISIBLE_DEVICES=nvidia.com=0"})),
       R"(NVIDIA_VISIBLE_DEVICES: invalid device name "nvidia.com=0": missing "/" (want vendor/class=name))");
-  EXPECT_EQ(error_of(with_env({"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"})),
-            "NVIDIA_VISIBLE_DEVICES: invalid device \"/var/run/nvidia-container-devices\" " +
-                std::string(k_want) +
-                "; this is the device plugin's volume-mounts strategy, which needs accept-volume-mounts: true");
+  EXPECT_EQ(
+      error_of(with_env({"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"})),
+      "NVIDIA_VISIBLE_DEVICES: invalid device \"/var/run/nvidia-container-devices\" " + std::string(k_want) +
+          "; this is the device plugin's volume-mounts strategy, which needs accept-volume-mounts: true");
 }
 
 TEST(Request, LastOccurrenceOfAVariableWins) {

@@ -70,8 +70,12 @@ TEST(OciConfig, DumpIsCompactAndKeepsKeyOrder) {
 
 TEST(OciConfig, DumpReplacesInvalidUtf8InsteadOfThrowing) {
   Json config = Json::object();
-  config["s"] = std::string("a\xff" "b");
-  EXPECT_EQ(dump_config(config), "{\"s\":\"a\xef\xbf\xbd" "b\"}");
+  config["s"] = std::string(
+      "a\xff"
+      "b");
+  EXPECT_EQ(dump_config(config),
+            "{\"s\":\"a\xef\xbf\xbd"
+            "b\"}");
 }
 
 TEST(OciConfig, RealPodmanConfigRoundTripsByteForByte) {
@@ -95,9 +99,10 @@ TEST_F(OciBundle, ReadConfigErrorsNameThePath) {
   ASSERT_TRUE(write_file_atomic(m_dir + "/config.json", "{\"a\":\n\n", 0644));
   const auto bad = read_config(m_dir);
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, m_dir +
-                                     "/config.json: syntax error while parsing value - unexpected end of input; "
-                                     "expected '[', '{', or a literal at line 3, column 1");
+  EXPECT_EQ(bad.error().message,
+            m_dir +
+                "/config.json: syntax error while parsing value - unexpected end of input; "
+                "expected '[', '{', or a literal at line 3, column 1");
 }
 
 TEST_F(OciBundle, WriteConfigKeepsTheModeAndLeavesNoTemporaryFile) {
@@ -140,8 +145,8 @@ TEST_F(OciBundle, WriteConfigKeepsTheOwnerWhenRunAsRoot) {
 TEST_F(OciBundle, WriteConfigIntoAMissingDirectoryNamesThePath) {
   const auto written = write_config(m_dir + "/nope", Json::object());
   ASSERT_FALSE(written);
-  EXPECT_EQ(written.error().message, "write " + m_dir + "/nope/config.json: create temporary file in " + m_dir +
-                                         "/nope: No such file or directory");
+  EXPECT_EQ(written.error().message, "write " + m_dir + "/nope/config.json: create temporary file in " +
+                                         m_dir + "/nope: No such file or directory");
   EXPECT_TRUE(entries().empty());
 }
 
@@ -281,8 +286,7 @@ TEST(OciRootfs, RelativeRootIsResolvedAgainstTheBundle) {
 }
 
 TEST(OciRootfs, AbsoluteRootIsKept) {
-  const auto config = parse_config(
-      R"({"root":{"path":"/var/lib/containers/storage/overlay/abc/merged/"}})");
+  const auto config = parse_config(R"({"root":{"path":"/var/lib/containers/storage/overlay/abc/merged/"}})");
   ASSERT_TRUE(config);
   EXPECT_EQ(rootfs_path(*config, "/run/b1").value(), "/var/lib/containers/storage/overlay/abc/merged");
 }

@@ -25,16 +25,19 @@ TEST(OciJsonText, SyntaxErrorsGiveLineAndColumnOfTheOffendingByte) {
   EXPECT_EQ(error_of("{\"a\":1"),
             "config.json: syntax error while parsing object - unexpected end of input; expected '}' "
             "at line 1, column 7");
-  EXPECT_EQ(error_of(""),
-            "config.json: syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
-            "literal at line 1, column 1");
-  EXPECT_EQ(error_of("{}\n\n  x"),
-            "config.json: syntax error while parsing value - invalid literal; last read: '{}<U+000A><U+000A>  x'; "
-            "expected end of input at line 3, column 3");
+  EXPECT_EQ(
+      error_of(""),
+      "config.json: syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
+      "literal at line 1, column 1");
+  EXPECT_EQ(
+      error_of("{}\n\n  x"),
+      "config.json: syntax error while parsing value - invalid literal; last read: '{}<U+000A><U+000A>  x'; "
+      "expected end of input at line 3, column 3");
 }
 
 TEST(OciJsonText, KeepsKeyOrderAndNumbers) {
-  const auto doc = parse_json(R"({"z":1,"a":[18446744073709551615,-1,1e3,0.5],"m":{"y":null,"b":true}})", "x");
+  const auto doc =
+      parse_json(R"({"z":1,"a":[18446744073709551615,-1,1e3,0.5],"m":{"y":null,"b":true}})", "x");
   ASSERT_TRUE(doc);
   EXPECT_EQ(doc->dump(), R"({"z":1,"a":[18446744073709551615,-1,1000.0,0.5],"m":{"y":null,"b":true}})");
 }

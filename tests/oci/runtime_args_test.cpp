@@ -1,10 +1,10 @@
 #include "oci/runtime_args.hpp"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace gpuctk::oci {
 namespace {
@@ -16,8 +16,9 @@ RuntimeArgs parse(const std::vector<std::string>& args, std::string_view cwd = "
 // containerd-shim-runc-v2 (containerd 1.6/1.7, CRI): go-runc puts the globals first.
 TEST(OciRuntimeArgs, ContainerdCreate) {
   const std::string task = "/run/containerd/io.containerd.runtime.v2.task/k8s.io/4f2a";
-  const auto args = parse({"--root", "/run/containerd/runc/k8s.io", "--log", task + "/log.json", "--log-format", "json",
-                           "--systemd-cgroup", "create", "--bundle", task, "--pid-file", task + "/init.pid", "4f2a"});
+  const auto args =
+      parse({"--root", "/run/containerd/runc/k8s.io", "--log", task + "/log.json", "--log-format", "json",
+             "--systemd-cgroup", "create", "--bundle", task, "--pid-file", task + "/init.pid", "4f2a"});
   EXPECT_EQ(args.unparseable, "");
   EXPECT_EQ(args.subcommand, "create");
   EXPECT_EQ(args.subcommand_index, 7u);
@@ -32,8 +33,9 @@ TEST(OciRuntimeArgs, ContainerdCreate) {
 // conmon as started by podman 4.3 (real-runtimes.md §5).
 TEST(OciRuntimeArgs, PodmanCreate) {
   const std::string userdata = "/var/lib/containers/storage/overlay-containers/bdc6/userdata";
-  const auto args = parse({"--log-format=json", "--log", userdata + "/oci-log", "create", "--bundle", userdata,
-                           "--pid-file", "/run/containers/storage/overlay-containers/bdc6/userdata/pidfile", "bdc6"});
+  const auto args =
+      parse({"--log-format=json", "--log", userdata + "/oci-log", "create", "--bundle", userdata,
+             "--pid-file", "/run/containers/storage/overlay-containers/bdc6/userdata/pidfile", "bdc6"});
   EXPECT_EQ(args.unparseable, "");
   EXPECT_EQ(args.subcommand, "create");
   EXPECT_EQ(args.subcommand_index, 3u);
@@ -47,9 +49,9 @@ TEST(OciRuntimeArgs, PodmanCreate) {
 // docker 20+ (dockerd -> containerd -> shim v2) with a tty, and docker 18/19 (shim v1, systemd).
 TEST(OciRuntimeArgs, DockerCreate) {
   const std::string task = "/run/containerd/io.containerd.runtime.v2.task/moby/9c1e";
-  const auto v2 = parse({"--root", "/var/run/docker/runtime-runc/moby", "--log", task + "/log.json", "--log-format",
-                         "json", "create", "--bundle", task, "--pid-file", task + "/init.pid", "--console-socket",
-                         "/tmp/pty1234/pty.sock", "9c1e"});
+  const auto v2 = parse({"--root", "/var/run/docker/runtime-runc/moby", "--log", task + "/log.json",
+                         "--log-format", "json", "create", "--bundle", task, "--pid-file", task + "/init.pid",
+                         "--console-socket", "/tmp/pty1234/pty.sock", "9c1e"});
   EXPECT_EQ(v2.unparseable, "");
   EXPECT_EQ(v2.subcommand_index, 6u);
   EXPECT_EQ(v2.bundle, task);
@@ -57,16 +59,16 @@ TEST(OciRuntimeArgs, DockerCreate) {
 
   const std::string v1_task = "/run/containerd/io.containerd.runtime.v1.linux/moby/9c1e";
   const auto v1 = parse({"--root", "/var/run/docker/runtime-runc/moby", "--log", v1_task + "/log.json",
-                         "--log-format", "json", "--systemd-cgroup", "create", "--bundle", v1_task, "--pid-file",
-                         v1_task + "/init.pid", "9c1e"});
+                         "--log-format", "json", "--systemd-cgroup", "create", "--bundle", v1_task,
+                         "--pid-file", v1_task + "/init.pid", "9c1e"});
   EXPECT_EQ(v1.unparseable, "");
   EXPECT_EQ(v1.subcommand, "create");
   EXPECT_EQ(v1.bundle, v1_task);
 }
 
 TEST(OciRuntimeArgs, DeleteHasNoBundle) {
-  const auto args = parse({"--root", "/run/containerd/runc/k8s.io", "--log", "/run/x/log.json", "--log-format", "json",
-                           "delete", "--force", "4f2a"});
+  const auto args = parse({"--root", "/run/containerd/runc/k8s.io", "--log", "/run/x/log.json",
+                           "--log-format", "json", "delete", "--force", "4f2a"});
   EXPECT_EQ(args.unparseable, "");
   EXPECT_EQ(args.subcommand, "delete");
   EXPECT_EQ(args.subcommand_index, 6u);
@@ -77,9 +79,13 @@ TEST(OciRuntimeArgs, DeleteHasNoBundle) {
 
 TEST(OciRuntimeArgs, EveryBundleSpelling) {
   for (const std::vector<std::string>& form :
-       {std::vector<std::string>{"create", "--bundle=/b/c", "id"}, {"create", "-b", "/b/c", "id"},
-        {"create", "-b=/b/c", "id"}, {"create", "-bundle", "/b/c", "id"}, {"run", "--bundle", "/b/c", "-d", "id"},
-        {"create", "id", "--bundle", "/b/c"}, {"--debug=true", "create", "--no-pivot", "--bundle", "/b/c/", "id"}}) {
+       {std::vector<std::string>{"create", "--bundle=/b/c", "id"},
+        {"create", "-b", "/b/c", "id"},
+        {"create", "-b=/b/c", "id"},
+        {"create", "-bundle", "/b/c", "id"},
+        {"run", "--bundle", "/b/c", "-d", "id"},
+        {"create", "id", "--bundle", "/b/c"},
+        {"--debug=true", "create", "--no-pivot", "--bundle", "/b/c/", "id"}}) {
     const auto args = parse(form);
     EXPECT_EQ(args.unparseable, "") << form[1];
     EXPECT_EQ(args.bundle, "/b/c") << form[1];
@@ -98,8 +104,8 @@ TEST(OciRuntimeArgs, BundleDefaultsToTheWorkingDirectoryAndRelativeBundlesAreRes
 }
 
 TEST(OciRuntimeArgs, CrunConfigIsResolvedAgainstTheWorkingDirectory) {
-  const auto args = parse({"--cgroup-manager=systemd", "--root=/run/crun", "create", "-f", "other.json", "-b", "/b",
-                           "id"});
+  const auto args =
+      parse({"--cgroup-manager=systemd", "--root=/run/crun", "create", "-f", "other.json", "-b", "/b", "id"});
   EXPECT_EQ(args.unparseable, "");
   EXPECT_EQ(args.root, "/run/crun");
   EXPECT_EQ(args.bundle, "/b");

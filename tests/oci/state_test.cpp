@@ -21,7 +21,8 @@ TEST(OciState, RuncPrestart) {
   EXPECT_EQ(state->status, "creating");
   EXPECT_EQ(state->pid, 8808);
   EXPECT_EQ(state->bundle, "/lab/bundle-hooks");
-  EXPECT_EQ(state->annotations, (std::map<std::string, std::string>{{"com.example.test", "hello-annotation"}}));
+  EXPECT_EQ(state->annotations,
+            (std::map<std::string, std::string>{{"com.example.test", "hello-annotation"}}));
   EXPECT_EQ(state->root, "");
 }
 
@@ -53,7 +54,8 @@ TEST(OciState, NoAnnotationsAndNoPid) {
 }
 
 TEST(OciState, BundlePathOfOldRuntimesAndUnknownKeys) {
-  const auto old = parse_state(R"({"ociVersion":"1.0.0-rc2","id":"d","pid":1,"bundlePath":"/old/b","x":[1]})");
+  const auto old =
+      parse_state(R"({"ociVersion":"1.0.0-rc2","id":"d","pid":1,"bundlePath":"/old/b","x":[1]})");
   ASSERT_TRUE(old) << old.error().message;
   EXPECT_EQ(old->bundle, "/old/b");
   const auto both = parse_state(R"({"id":"d","bundlePath":"/old","bundle":"/new"})");
@@ -84,7 +86,8 @@ TEST(OciState, MalformedStatesAreErrors) {
 }
 
 TEST(OciState, NullCountsAsAbsentAndLargestPidIsAccepted) {
-  const auto state = parse_state(R"({"id":"x","bundle":"/b","pid":2147483647,"annotations":null,"root":null})");
+  const auto state =
+      parse_state(R"({"id":"x","bundle":"/b","pid":2147483647,"annotations":null,"root":null})");
   ASSERT_TRUE(state) << state.error().message;
   EXPECT_EQ(state->pid, 2147483647);
 }

@@ -4,11 +4,11 @@
 #include "rootfs/file_mount.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <gtest/gtest.h>
 
 #include "cdi/temp_dir.hpp"
 #include "rootfs/rootfs_test_support.hpp"
@@ -55,7 +55,9 @@ TEST_P(FileMountTest, TheContainerSeesAReadOnlyCopy) {
     if (!root) {
       return root.error().message;
     }
-    if (auto r = mount_readonly_file(*root, "/proc/driver/nvidia/params", "ModifyDeviceFiles: 0\n", GetParam()); !r) {
+    if (auto r =
+            mount_readonly_file(*root, "/proc/driver/nvidia/params", "ModifyDeviceFiles: 0\n", GetParam());
+        !r) {
       return r.error().message;
     }
     const std::string seen = read_file(target).value_or("<unreadable>");
@@ -88,7 +90,9 @@ TEST_P(FileMountTest, ASymlinkIsNeverMountedOver) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, FileMountTest, ::testing::Values(MountApi::automatic, MountApi::legacy),
-                         [](const auto& param_info) { return param_info.param == MountApi::legacy ? "legacy" : "mount_api"; });
+                         [](const auto& param_info) {
+                           return param_info.param == MountApi::legacy ? "legacy" : "mount_api";
+                         });
 
 }  // namespace
 }  // namespace gpuctk::rootfs

@@ -11,6 +11,7 @@
 // Each case names the CVE class it covers.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,8 +22,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "hook/config.hpp"
 #include "hook/container_hooks.hpp"
@@ -173,10 +172,12 @@ class HostileImageFixture {
     for (const auto& name : host_listing("/etc/ld.so.conf.d")) {
       out += name + " ";
     }
-    out += "\nhost /etc/ld.so.cache: " + std::to_string(std::hash<std::string>{}(read_file("/etc/ld.so.cache").value_or("")));
+    out += "\nhost /etc/ld.so.cache: " +
+           std::to_string(std::hash<std::string>{}(read_file("/etc/ld.so.cache").value_or("")));
     out += "\nhost /etc/ld.so.conf: " + read_file("/etc/ld.so.conf").value_or("<none>");
-    for (const char* p : {"/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/dev/dri/by-path",
-                          "/00-gpuctk-driver.conf", "/ld.so.conf", "/ld.so.cache", "/gpuctk-hostile-marker"}) {
+    for (const char* p :
+         {"/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/dev/dri/by-path",
+          "/00-gpuctk-driver.conf", "/ld.so.conf", "/ld.so.cache", "/gpuctk-hostile-marker"}) {
       out += std::string("\nhost ") + p + ": " + host_kind(p);
     }
     return out;
@@ -193,8 +194,9 @@ class HostileImageFixture {
 
   // `text` with the temporary paths replaced by <root>, <sentinel> and <base>.
   [[nodiscard]] std::string normalise(std::string text) const {
-    for (const auto& [from, to] : {std::pair{m_root, std::string("<root>")}, std::pair{m_sentinel, std::string("<sentinel>")},
-                                   std::pair{m_base, std::string("<base>")}}) {
+    for (const auto& [from, to] :
+         {std::pair{m_root, std::string("<root>")}, std::pair{m_sentinel, std::string("<sentinel>")},
+          std::pair{m_base, std::string("<base>")}}) {
       for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
         text.replace(at, from.size(), to);
       }
@@ -266,8 +268,8 @@ TEST_P(HostileImageTest, CreateSymlinksWhoseDirectoryIsASymlinkOut) {
         const std::string before_root = m_image.root_digest();
         std::string outcome;
         if (cli) {
-          outcome = hook_outcome(m_image.hook({"create-symlinks", "--link", "libcuda.so.550.54.15::" + link, "--link",
-                                               "../card0::" + dri_link}));
+          outcome = hook_outcome(m_image.hook({"create-symlinks", "--link", "libcuda.so.550.54.15::" + link,
+                                               "--link", "../card0::" + dri_link}));
         } else {
           auto links = hook::parse_links({"libcuda.so.550.54.15::" + link, "../card0::" + dri_link});
           ASSERT_TRUE(links) << links.error().message;
@@ -279,7 +281,9 @@ TEST_P(HostileImageTest, CreateSymlinksWhoseDirectoryIsASymlinkOut) {
       }
     }
   }
-  EXPECT_EQ(m_image.normalise(report), R"x(/usr/lib/x86_64-linux-gnu -> slash: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./libcuda.so.1
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(/usr/lib/x86_64-linux-gnu -> slash: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./libcuda.so.1
 /usr/lib/x86_64-linux-gnu -> slash (cli): ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./libcuda.so.1
 /usr/lib/x86_64-linux-gnu -> dotdot: ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./libcuda.so.1
 /usr/lib/x86_64-linux-gnu -> dotdot (cli): ok; changed: ./dev/dri ./dev/dri/by-path ./dev/dri/by-path/pci-0000:3b:00.0-card ./libcuda.so.1
@@ -348,12 +352,13 @@ TEST_P(HostileImageTest, CreateSymlinksOverWhatTheImageHas) {
         outcome = lib_outcome(hook::create_symlinks(root(), {{"libcuda.so.550.54.15", link}}));
       }
       EXPECT_EQ(m_image.outside(), before_outside) << what;
-      report += kind + (cli ? " (cli)" : "") + ": " + outcome + "; changed: " +
-                changed_paths(before_root, m_image.root_digest()) + "; now: " + host_kind(at) + " " +
-                (host_kind(at) == "link" ? host_readlink(at) : "") + "\n";
+      report += kind + (cli ? " (cli)" : "") + ": " + outcome +
+                "; changed: " + changed_paths(before_root, m_image.root_digest()) +
+                "; now: " + host_kind(at) + " " + (host_kind(at) == "link" ? host_readlink(at) : "") + "\n";
     }
   }
-  EXPECT_EQ(m_image.normalise(report), R"x(file: ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
+  EXPECT_EQ(m_image.normalise(report),
+            R"x(file: ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
 file (cli): ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: link libcuda.so.550.54.15
 dir: error: create link /usr/lib/x86_64-linux-gnu/libcuda.so.1 in container root <root>: Is a directory; changed: nothing; now: dir 
 dir (cli): gpuctk: error: create-symlinks: create link /usr/lib/x86_64-linux-gnu/libcuda.so.1 in container root <root>: Is a directory; changed: nothing; now: dir 
@@ -372,16 +377,19 @@ TEST_P(HostileImageTest, DotDotInLinkNamesIsRefused) {
   const std::string before_root = m_image.root_digest();
   auto links = hook::parse_links({"x::/usr/../../etc/passwd"});
   ASSERT_FALSE(links);
-  EXPECT_EQ(links.error().message,
-            "--link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a "
-            "container path");
+  EXPECT_EQ(
+      links.error().message,
+      "--link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a "
+      "container path");
   auto direct = create_symlink(root(), "x", "/usr/../../etc/passwd");
   ASSERT_FALSE(direct);
-  EXPECT_EQ(direct.error().message, "\"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
+  EXPECT_EQ(direct.error().message,
+            "\"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
   const HookRun run = m_image.hook({"create-symlinks", "--link", "x::/usr/../../etc/passwd"});
-  EXPECT_EQ(hook_outcome(run),
-            "gpuctk: error: create-symlinks: --link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" "
-            "and \"..\" are not allowed in a container path");
+  EXPECT_EQ(
+      hook_outcome(run),
+      "gpuctk: error: create-symlinks: --link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" "
+      "and \"..\" are not allowed in a container path");
   const HookRun relative = m_image.hook({"create-symlinks", "--link", "x::etc/passwd"});
   EXPECT_EQ(hook_outcome(relative),
             "gpuctk: error: create-symlinks: --link \"x::etc/passwd\": \"etc/passwd\": not an absolute path");
@@ -396,12 +404,14 @@ TEST_P(HostileImageTest, UpdateLdcacheWhosePathsAreSymlinksOut) {
     GTEST_SKIP() << "no /sbin/ldconfig on this host";
   }
   std::string report;
-  for (const char* path : {"/etc", "/etc/ld.so.conf.d", k_triplet_dir, "/etc/ld.so.conf", "/etc/ld.so.cache"}) {
+  for (const char* path :
+       {"/etc", "/etc/ld.so.conf.d", k_triplet_dir, "/etc/ld.so.conf", "/etc/ld.so.cache"}) {
     for (const auto& escape : escapes(m_image.m_sentinel)) {
       for (const bool cli : {false, true}) {
         m_image.reset_root();
         std::string target = escape.target;
-        if (escape.name == std::string("sentinel") && std::string(path) != k_triplet_dir && std::string(path) != "/etc") {
+        if (escape.name == std::string("sentinel") && std::string(path) != k_triplet_dir &&
+            std::string(path) != "/etc") {
           target += path;  // the sentinel's own file or directory of that name
         } else if (escape.name == std::string("sentinel") && std::string(path) == k_triplet_dir) {
           target += k_triplet_dir;
@@ -420,12 +430,14 @@ TEST_P(HostileImageTest, UpdateLdcacheWhosePathsAreSymlinksOut) {
           outcome = lib_outcome(update_ld_cache(root(), {k_triplet_dir}, *ldconfig));
         }
         EXPECT_EQ(m_image.outside(), before_outside) << path << " -> " << target;
-        report += std::string(path) + " -> " + escape.name + (cli ? " (cli)" : "") + ": " + outcome + "; changed: " +
-                  changed_paths(before_root, m_image.root_digest()) + "\n";
+        report += std::string(path) + " -> " + escape.name + (cli ? " (cli)" : "") + ": " + outcome +
+                  "; changed: " + changed_paths(before_root, m_image.root_digest()) + "\n";
       }
     }
   }
-  EXPECT_EQ(m_image.normalise(report), R"x(/etc -> slash: ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(/etc -> slash: ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
 /etc -> slash (cli): ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
 /etc -> dotdot: ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
 /etc -> dotdot (cli): ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
@@ -509,20 +521,26 @@ TEST_P(HostileImageTest, AReadOnlyRootFailsWithOneLineAndLeavesNothing) {
     }
     std::string out;
     out += "create_symlinks: " +
-           lib_outcome(hook::create_symlinks(*root, {{"libcuda.so.1", std::string(k_triplet_dir) + "/libcuda.so"}})) + "\n";
+           lib_outcome(
+               hook::create_symlinks(*root, {{"libcuda.so.1", std::string(k_triplet_dir) + "/libcuda.so"}})) +
+           "\n";
     auto ldconfig = seal_host_program("/sbin/ldconfig");
     if (!ldconfig) {
       return ldconfig.error().message;
     }
     out += "update_ld_cache: " + lib_outcome(update_ld_cache(*root, {k_triplet_dir}, *ldconfig)) + "\n";
     out += "cli create-symlinks: " +
-           hook_outcome(image.hook({"create-symlinks", "--link", "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"})) +
+           hook_outcome(image.hook(
+               {"create-symlinks", "--link", "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"})) +
            "\n";
-    out += "cli update-ldcache: " + hook_outcome(image.hook({"update-ldcache", "--folder", k_triplet_dir})) + "\n";
+    out += "cli update-ldcache: " + hook_outcome(image.hook({"update-ldcache", "--folder", k_triplet_dir})) +
+           "\n";
     out += "cli chmod: " + hook_outcome(image.hook({"chmod", "--mode", "700", "--path", "/etc"})) + "\n";
     return out;
   });
-  EXPECT_EQ(m_image.normalise(report), R"x(create_symlinks: error: create link /usr/lib/x86_64-linux-gnu/libcuda.so in container root <root>: Read-only file system
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(create_symlinks: error: create link /usr/lib/x86_64-linux-gnu/libcuda.so in container root <root>: Read-only file system
 update_ld_cache: error: write /etc/ld.so.conf in container root <root>: Read-only file system
 cli create-symlinks: gpuctk: error: create-symlinks: create link /usr/lib/x86_64-linux-gnu/libcuda.so in container root <root>: Read-only file system
 cli update-ldcache: gpuctk: error: update-ldcache: write /etc/ld.so.conf in container root <root>: Read-only file system
@@ -564,18 +582,24 @@ TEST_P(HostileImageTest, TheImagesLdconfigNeverRunsOutsideTheSandbox) {
   config.allow_ldconfig_from_container = true;
   auto allowed = hook::open_ldconfig("/sbin/ldconfig", root, config);
   report += "lib allowed script: " + without_fd_numbers(lib_outcome(allowed)) + "\n";
-  report += "cli default: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", k_triplet_dir})) + "\n";
-  report += "cli no @: " + hook_outcome(m_image.hook({"update-ldcache", "--ldconfig-path", "/sbin/ldconfig"})) + "\n";
+  report +=
+      "cli default: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", k_triplet_dir})) + "\n";
+  report +=
+      "cli no @: " + hook_outcome(m_image.hook({"update-ldcache", "--ldconfig-path", "/sbin/ldconfig"})) +
+      "\n";
   m_image.set_config("allow-ldconfig-from-container: true\n");
   const HookRun allowed_run = m_image.hook({"update-ldcache", "--ldconfig-path", "/sbin/ldconfig"});
   report += "cli allowed script: " + without_fd_numbers(hook_outcome(allowed_run)) + "\n";
 
   // A static program in the image, allowed by the config: it runs, but only in the sandbox.
   const std::string source = m_image.m_scratch.write(
-      "evil.c", "#include <stdio.h>\n#include <sys/socket.h>\nint main(void) {\n"
-                "  FILE* f = fopen(\"" + marker + "\", \"w\"); if (f) fputs(\"pwned\", f);\n"
-                "  FILE* g = fopen(\"/gpuctk-hostile-marker\", \"w\"); if (g) fputs(\"pwned\", g);\n"
-                "  return socket(AF_INET, SOCK_STREAM, 0) >= 0 ? 0 : 0;\n}\n");
+      "evil.c",
+      "#include <stdio.h>\n#include <sys/socket.h>\nint main(void) {\n"
+      "  FILE* f = fopen(\"" +
+          marker +
+          "\", \"w\"); if (f) fputs(\"pwned\", f);\n"
+          "  FILE* g = fopen(\"/gpuctk-hostile-marker\", \"w\"); if (g) fputs(\"pwned\", g);\n"
+          "  return socket(AF_INET, SOCK_STREAM, 0) >= 0 ? 0 : 0;\n}\n");
   const std::string program = m_image.m_scratch.path() + "/evil";
   if (std::system(("cc -static -o " + program + " " + source + " >/dev/null 2>&1").c_str()) == 0) {
     write_host_file(m_image.m_root + "/sbin/ldconfig", read_file(program).value_or(""), 0755);
@@ -608,16 +632,20 @@ marker in root: file
 TEST_P(HostileImageTest, LdPreloadInTheContainersEnvironmentIsNeverLoaded) {
   const std::string marker = m_image.m_base + "/preload-marker";
   const std::string source = m_image.m_scratch.write(
-      "evil.c", "#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) static void evil(void) {\n"
-                "  int fd = open(\"" + marker + "\", O_WRONLY | O_CREAT | O_APPEND, 0644);\n"
-                "  if (fd >= 0) { write(fd, \"loaded\\n\", 7); close(fd); }\n}\n");
+      "evil.c",
+      "#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) static void evil(void) {\n"
+      "  int fd = open(\"" +
+          marker +
+          "\", O_WRONLY | O_CREAT | O_APPEND, 0644);\n"
+          "  if (fd >= 0) { write(fd, \"loaded\\n\", 7); close(fd); }\n}\n");
   const std::string library = m_image.m_root + "/usr/lib/libevil.so";
   if (std::system(("cc -shared -fPIC -o " + library + " " + source + " >/dev/null 2>&1").c_str()) != 0) {
     GTEST_SKIP() << "cannot build a shared library here (cc -shared)";
   }
   make_host_link("../libevil.so", m_image.m_root + std::string(k_triplet_dir) + "/libevil.so");
   write_host_file(m_image.m_root + "/etc/ld.so.preload", "/usr/lib/libevil.so\n");
-  m_image.write_config_json(R"(["PATH=/usr/bin:/bin","LD_PRELOAD=/usr/lib/libevil.so","LD_LIBRARY_PATH=/usr/lib"])");
+  m_image.write_config_json(
+      R"(["PATH=/usr/bin:/bin","LD_PRELOAD=/usr/lib/libevil.so","LD_LIBRARY_PATH=/usr/lib"])");
   // Control: the library does write the marker when it is preloaded (by its host path).
   const std::string control = "LD_PRELOAD=" + library + " /bin/true";
   ASSERT_EQ(std::system(control.c_str()), 0);
@@ -626,16 +654,20 @@ TEST_P(HostileImageTest, LdPreloadInTheContainersEnvironmentIsNeverLoaded) {
 
   const std::string before_outside = m_image.outside();
   std::string report;
-  report += "create-symlinks: " + hook_outcome(m_image.hook({"create-symlinks", "--link", "a::/usr/lib/a-link"})) + "\n";
+  report +=
+      "create-symlinks: " + hook_outcome(m_image.hook({"create-symlinks", "--link", "a::/usr/lib/a-link"})) +
+      "\n";
   if (::access("/sbin/ldconfig", R_OK) == 0) {
-    report += "update-ldcache: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", "/usr/lib"})) + "\n";
+    report +=
+        "update-ldcache: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", "/usr/lib"})) + "\n";
   } else {
     report += "update-ldcache: ok\n";
   }
   report += "enable-cuda-compat: " +
             hook_outcome(m_image.hook({"enable-cuda-compat", "--host-driver-version", "550.54.15"})) + "\n";
   report += "chmod: " + hook_outcome(m_image.hook({"chmod", "--mode", "755", "--path", "/usr/lib"})) + "\n";
-  report += "disable-device-node-modification: " + hook_outcome(m_image.hook({"disable-device-node-modification"})) + "\n";
+  report += "disable-device-node-modification: " +
+            hook_outcome(m_image.hook({"disable-device-node-modification"})) + "\n";
   EXPECT_EQ(report,
             "create-symlinks: ok\n"
             "update-ldcache: ok\n"
@@ -655,7 +687,8 @@ TEST_P(HostileImageTest, DisableDeviceNodeModificationNeverMountsOverAHostFile) 
   }
   // The host's params (dev-root) say the driver may create device nodes.
   const std::string dev_root = m_image.m_scratch.path() + "/devroot";
-  write_host_file(dev_root + "/proc/driver/nvidia/params", "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 1\n");
+  write_host_file(dev_root + "/proc/driver/nvidia/params",
+                  "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 1\n");
   m_image.set_config("dev-root: " + dev_root + "\n");
   const std::string host_params = m_image.m_sentinel + "/params";
   const Resolver resolver = GetParam();
@@ -676,29 +709,35 @@ TEST_P(HostileImageTest, DisableDeviceNodeModificationNeverMountsOverAHostFile) 
     }
     const std::string before_outside = m_image.outside();
     report += kind + ": " + test::in_private_mount_ns([&]() -> std::string {
-      auto root = image.open(resolver);
-      if (!root) {
-        return root.error().message;
-      }
-      std::string out = "lib " + lib_outcome(hook::disable_device_node_modification(
-                                     *root, dev_root + "/proc/driver/nvidia/params"));
-      // What a reader sees now, in this namespace, at the host file and in the container.
-      out += ", host file " + quote(read_file(host_params).value_or("<unreadable>"));
-      out += ", container " + quote(read_file(image.m_root + "/proc/driver/nvidia/params").value_or("<unreadable>"));
-      out += ", root /params " + quote(read_file(image.m_root + "/params").value_or("<none>"));
-      return out;
-    }) + "\n";
+                auto root = image.open(resolver);
+                if (!root) {
+                  return root.error().message;
+                }
+                std::string out = "lib " + lib_outcome(hook::disable_device_node_modification(
+                                               *root, dev_root + "/proc/driver/nvidia/params"));
+                // What a reader sees now, in this namespace, at the host file and in the container.
+                out += ", host file " + quote(read_file(host_params).value_or("<unreadable>"));
+                out += ", container " +
+                       quote(read_file(image.m_root + "/proc/driver/nvidia/params").value_or("<unreadable>"));
+                out += ", root /params " + quote(read_file(image.m_root + "/params").value_or("<none>"));
+                return out;
+              }) +
+              "\n";
     report += kind + " (cli): " + test::in_private_mount_ns([&]() -> std::string {
-      std::string out = hook_outcome(image.hook({"disable-device-node-modification"}));
-      out += ", host file " + quote(read_file(host_params).value_or("<unreadable>"));
-      out += ", container " + quote(read_file(image.m_root + "/proc/driver/nvidia/params").value_or("<unreadable>"));
-      out += ", root /params " + quote(read_file(image.m_root + "/params").value_or("<none>"));
-      return out;
-    }) + "\n";
+                std::string out = hook_outcome(image.hook({"disable-device-node-modification"}));
+                out += ", host file " + quote(read_file(host_params).value_or("<unreadable>"));
+                out += ", container " +
+                       quote(read_file(image.m_root + "/proc/driver/nvidia/params").value_or("<unreadable>"));
+                out += ", root /params " + quote(read_file(image.m_root + "/params").value_or("<none>"));
+                return out;
+              }) +
+              "\n";
     EXPECT_EQ(m_image.outside(), before_outside) << how;
   }
   EXPECT_EQ(read_file(host_params).value_or(""), "ModifyDeviceFiles: 1\n");
-  EXPECT_EQ(m_image.normalise(report), R"x(file-link: lib error: mount over /proc/driver/nvidia/params in container root <root>: not a regular file, host file "ModifyDeviceFiles: 1\n", container "ModifyDeviceFiles: 1\n", root /params "<none>"
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(file-link: lib error: mount over /proc/driver/nvidia/params in container root <root>: not a regular file, host file "ModifyDeviceFiles: 1\n", container "ModifyDeviceFiles: 1\n", root /params "<none>"
 file-link (cli): gpuctk: error: disable-device-node-modification: mount over /proc/driver/nvidia/params in container root <root>: not a regular file, host file "ModifyDeviceFiles: 1\n", container "ModifyDeviceFiles: 1\n", root /params "<none>"
 dir-link: lib ok, host file "ModifyDeviceFiles: 1\n", container "ModifyDeviceFiles: 1\n", root /params "<none>"
 dir-link (cli): ok, host file "ModifyDeviceFiles: 1\n", container "ModifyDeviceFiles: 1\n", root /params "<none>"
@@ -737,7 +776,8 @@ TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
           }
           const std::string link = std::string(k_triplet_dir) + "/libcuda.so.1";
           if (cli) {
-            return "links " + hook_outcome(image.hook({"create-symlinks", "--link", "libcuda.so.550::" + link})) +
+            return "links " +
+                   hook_outcome(image.hook({"create-symlinks", "--link", "libcuda.so.550::" + link})) +
                    " | ldcache " + hook_outcome(image.hook({"update-ldcache", "--folder", k_triplet_dir}));
           }
           auto root = image.open(resolver);
@@ -748,16 +788,21 @@ TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
           if (!ldconfig) {
             return ldconfig.error().message;
           }
-          return "links " + lib_outcome(hook::create_symlinks(*root, {{"libcuda.so.550", link}})) + " | ldcache " +
-                 lib_outcome(update_ld_cache(*root, {k_triplet_dir}, *ldconfig));
+          return "links " + lib_outcome(hook::create_symlinks(*root, {{"libcuda.so.550", link}})) +
+                 " | ldcache " + lib_outcome(update_ld_cache(*root, {k_triplet_dir}, *ldconfig));
         });
         EXPECT_EQ(m_image.outside(), before_outside) << dir << " -> " << target;
-        report += std::string(dir) + " -> " + target + (cli ? " (cli)" : "") + ": " + outcome + "; changed: " +
-                  changed_paths(before_root, m_image.root_digest()) + "\n";
+        report += std::string(dir) + " -> " + target + (cli ? " (cli)" : "") + ": " + outcome +
+                  "; changed: " + changed_paths(before_root, m_image.root_digest()) + "\n";
       }
     }
   }
-  EXPECT_EQ(refusals_alike(m_image.normalise(report)), refusals_alike(automatic() ? std::string(R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+  EXPECT_EQ(
+      refusals_alike(m_image.normalise(report)),
+      refusals_alike(
+          automatic()
+              ? std::string(
+                    R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
 /usr/lib/x86_64-linux-gnu -> /proc/self/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
 /usr/lib/x86_64-linux-gnu -> /proc/1/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
 /usr/lib/x86_64-linux-gnu -> /proc/1/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
@@ -769,7 +814,9 @@ TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
 /etc -> /proc/1/root (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
 /etc -> /proc/self/cwd: links ok | ldcache error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
 /etc -> /proc/self/cwd (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
-)x") : std::string(R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links ok | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf ./libcuda.so.1
+)x")
+              : std::string(
+                    R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links ok | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf ./libcuda.so.1
 /usr/lib/x86_64-linux-gnu -> /proc/self/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
 /usr/lib/x86_64-linux-gnu -> /proc/1/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
 /usr/lib/x86_64-linux-gnu -> /proc/1/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
@@ -798,17 +845,20 @@ TEST_P(HostileImageTest, ChmodNeverChangesAHostFile) {
       std::string outcome;
       for (const char* path : {"/dev/dri", "/dev/dri/card0", "/dev/card0"}) {
         if (cli) {
-          outcome += std::string(" ") + path + " " + hook_outcome(m_image.hook({"chmod", "--mode", "777", "--path", path}));
+          outcome += std::string(" ") + path + " " +
+                     hook_outcome(m_image.hook({"chmod", "--mode", "777", "--path", path}));
         } else {
           outcome += std::string(" ") + path + " " + lib_outcome(hook::chmod_paths(root(), 0777, {path}));
         }
       }
       EXPECT_EQ(m_image.outside(), before_outside) << escape.name;
-      report += std::string(escape.name) + (cli ? " (cli)" : "") + ":" + outcome + "; changed: " +
-                changed_paths(before_root, m_image.root_digest()) + "\n";
+      report += std::string(escape.name) + (cli ? " (cli)" : "") + ":" + outcome +
+                "; changed: " + changed_paths(before_root, m_image.root_digest()) + "\n";
     }
   }
-  EXPECT_EQ(m_image.normalise(report), R"x(slash: /dev/dri error: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 error: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 error: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(slash: /dev/dri error: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 error: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 error: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
 slash (cli): /dev/dri gpuctk: error: chmod: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 gpuctk: error: chmod: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 gpuctk: error: chmod: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
 dotdot: /dev/dri error: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 error: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 error: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
 dotdot (cli): /dev/dri gpuctk: error: chmod: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 gpuctk: error: chmod: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 gpuctk: error: chmod: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing

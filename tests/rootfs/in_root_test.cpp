@@ -1,14 +1,13 @@
 #include "rootfs/in_root.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "rootfs/rootfs_test_support.hpp"
 #include "util/fd.hpp"
@@ -56,7 +55,9 @@ class InRootTest : public testing::TestWithParam<Resolver> {
     m_root = std::move(*root);
   }
 
-  [[nodiscard]] std::string at(const std::string& container_path) const { return m_root_path + container_path; }
+  [[nodiscard]] std::string at(const std::string& container_path) const {
+    return m_root_path + container_path;
+  }
 
   // The content of `path` opened inside the root (following links), or the error message.
   [[nodiscard]] std::string read_in_root(std::string_view path) const {
@@ -116,7 +117,8 @@ TEST_P(InRootTest, RootOpenRefusesEmptyAndRelativePaths) {
 TEST_P(InRootTest, RootOpenNeedsAnExistingDirectory) {
   auto missing = Root::open(m_temp.path() + "/missing", GetParam());
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message, "container root " + m_temp.path() + "/missing: No such file or directory");
+  EXPECT_EQ(missing.error().message,
+            "container root " + m_temp.path() + "/missing: No such file or directory");
   auto file = Root::open(at("/etc/passwd"), GetParam());
   ASSERT_FALSE(file);
   EXPECT_EQ(file.error().message, "container root " + at("/etc/passwd") + ": Not a directory");
@@ -143,7 +145,8 @@ TEST(SplitContainerPath, SplitsAbsolutePaths) {
 TEST(SplitContainerPath, RefusesDotDot) {
   auto r = split_container_path("/usr/../../etc/passwd");
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "\"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
+  EXPECT_EQ(r.error().message,
+            "\"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
   auto end = split_container_path("/usr/..");
   ASSERT_FALSE(end);
   EXPECT_EQ(end.error().message, "\"/usr/..\": \".\" and \"..\" are not allowed in a container path");
@@ -214,7 +217,8 @@ TEST_P(InRootTest, DotDotInLinkTextsIsClampedAtTheRoot) {
   EXPECT_EQ(read_in_root("/slash-dotdot/etc/passwd"), "container passwd\n");
   // The host directory beside the root has an etc/passwd too: ../host from the root is not it.
   make_host_link("../host/etc/passwd", at("/beside"));
-  EXPECT_EQ(read_in_root("/beside"), "error: /beside in container root " + m_root_path + ": No such file or directory");
+  EXPECT_EQ(read_in_root("/beside"),
+            "error: /beside in container root " + m_root_path + ": No such file or directory");
 }
 
 TEST_P(InRootTest, ASymlinkToSlashIsTheContainerRoot) {
@@ -248,7 +252,8 @@ TEST_P(InRootTest, FollowLastNoOpensTheLinkItself) {
   EXPECT_TRUE(S_ISLNK(st.st_mode));
   auto read = open_in_root(m_root, "/link", O_RDONLY, FollowLast::no);
   ASSERT_FALSE(read);
-  EXPECT_EQ(read.error().message, "/link in container root " + m_root_path + ": Too many levels of symbolic links");
+  EXPECT_EQ(read.error().message,
+            "/link in container root " + m_root_path + ": Too many levels of symbolic links");
   // Links before the last component are still followed.
   make_host_link("etc", at("/etc-link"));
   auto through = open_in_root(m_root, "/etc-link/passwd", O_RDONLY, FollowLast::no);
@@ -259,13 +264,15 @@ TEST_P(InRootTest, FollowLastNoOpensTheLinkItself) {
 TEST_P(InRootTest, OpenInRootErrorsNameTheContainerPath) {
   EXPECT_EQ(read_in_root("/etc/missing"),
             "error: /etc/missing in container root " + m_root_path + ": No such file or directory");
-  EXPECT_EQ(read_in_root("/etc/passwd/x"), "error: /etc/passwd/x in container root " + m_root_path + ": Not a directory");
+  EXPECT_EQ(read_in_root("/etc/passwd/x"),
+            "error: /etc/passwd/x in container root " + m_root_path + ": Not a directory");
   auto relative = open_in_root(m_root, "etc/passwd", O_RDONLY, FollowLast::yes);
   ASSERT_FALSE(relative);
   EXPECT_EQ(relative.error().message, "\"etc/passwd\": not an absolute path");
   auto dotdot = open_in_root(m_root, "/etc/../etc/passwd", O_RDONLY, FollowLast::yes);
   ASSERT_FALSE(dotdot);
-  EXPECT_EQ(dotdot.error().message, "\"/etc/../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
+  EXPECT_EQ(dotdot.error().message,
+            "\"/etc/../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
 }
 
 TEST_P(InRootTest, OpenInRootOfSlashIsTheRoot) {
@@ -421,7 +428,8 @@ TEST_P(InRootTest, WriteFileOnADirectoryIsAnErrorAndLeavesNothing) {
   const auto before = host_listing(at("/etc"));
   auto r = write_file(m_root, "/etc/ld.so.cache", "cache", 0644);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "write /etc/ld.so.cache in container root " + m_root_path + ": Is a directory");
+  EXPECT_EQ(r.error().message,
+            "write /etc/ld.so.cache in container root " + m_root_path + ": Is a directory");
   EXPECT_EQ(host_listing(at("/etc")), before);
   EXPECT_EQ(host_listing(at("/etc/ld.so.cache")), (std::vector<std::string>{"inside"}));
 }
@@ -496,14 +504,15 @@ TEST_P(InRootTest, CreateSymlinkRefusesADirectory) {
   make_host_dirs(at("/dev/dri/by-path"));
   auto r = create_symlink(m_root, "../card0", "/dev/dri/by-path");
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "create link /dev/dri/by-path in container root " + m_root_path + ": Is a directory");
+  EXPECT_EQ(r.error().message,
+            "create link /dev/dri/by-path in container root " + m_root_path + ": Is a directory");
   EXPECT_EQ(host_kind(at("/dev/dri/by-path")), "dir");
   EXPECT_EQ(host_listing(at("/dev/dri")), (std::vector<std::string>{"by-path"}));
 }
 
 TEST_P(InRootTest, CreateSymlinkStoresTheTargetVerbatim) {
-  for (const std::string target : {"../x", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "../../../../../../etc/shadow",
-                                   "/proc/self/root", "a//b/./c"}) {
+  for (const std::string target : {"../x", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                   "../../../../../../etc/shadow", "/proc/self/root", "a//b/./c"}) {
     auto r = create_symlink(m_root, target, "/links/l");
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(*r, LinkResult::created) << target;
@@ -521,7 +530,8 @@ TEST_P(InRootTest, CreateSymlinkRefusesBadTargetsAndLinks) {
   EXPECT_EQ(nul.error().message, "link \"/l\": bad target \"a\\x00b\"");
   auto dotdot = create_symlink(m_root, "x", "/usr/../../etc/passwd");
   ASSERT_FALSE(dotdot);
-  EXPECT_EQ(dotdot.error().message, "\"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
+  EXPECT_EQ(dotdot.error().message,
+            "\"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
   auto relative = create_symlink(m_root, "x", "etc/l");
   ASSERT_FALSE(relative);
   EXPECT_EQ(relative.error().message, "\"etc/l\": not an absolute path");

@@ -1,14 +1,13 @@
 #include "rootfs/ld_cache_update.hpp"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
@@ -76,7 +75,9 @@ class LdCacheUpdateTest : public testing::TestWithParam<Resolver> {
     return root ? std::move(*root) : Root{};
   }
 
-  [[nodiscard]] std::string at(const std::string& container_path) const { return m_root_path + container_path; }
+  [[nodiscard]] std::string at(const std::string& container_path) const {
+    return m_root_path + container_path;
+  }
 
   test::TempDir m_temp;
   std::string m_root_path;
@@ -103,7 +104,8 @@ TEST_P(LdCacheUpdateTest, WritesDropInsAndACacheListingTheLibraries) {
   EXPECT_EQ(read_file(at("/etc/ld.so.conf.d/00-gpuctk-driver.conf")).value_or(""), "/opt/driver/lib\n");
   EXPECT_EQ(read_file(at("/etc/ld.so.conf.d/zz-gpuctk-system.conf")).value_or(""),
             "/usr/lib/x86_64-linux-gnu\n/usr/lib\n");
-  EXPECT_EQ(host_listing(at("/etc")), (std::vector<std::string>{"ld.so.cache", "ld.so.conf", "ld.so.conf.d"}));
+  EXPECT_EQ(host_listing(at("/etc")),
+            (std::vector<std::string>{"ld.so.cache", "ld.so.conf", "ld.so.conf.d"}));
   EXPECT_EQ(host_listing(at("/etc/ld.so.conf.d")),
             (std::vector<std::string>{"00-gpuctk-driver.conf", "zz-gpuctk-system.conf"}));
   // ldconfig made the SONAME link beside the library, and the cache names the library.
@@ -132,8 +134,10 @@ TEST_P(LdCacheUpdateTest, NoEtcIsAnErrorAndCreatesNothing) {
   const Root root = open_root();
   auto r = update_ld_cache(root, {"/usr/lib"}, m_ldconfig);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "the container has no /etc directory, so its linker cache cannot be updated "
-                               "(container root " + m_root_path + ")");
+  EXPECT_EQ(r.error().message,
+            "the container has no /etc directory, so its linker cache cannot be updated "
+            "(container root " +
+                m_root_path + ")");
   EXPECT_EQ(tree_digest(m_temp.path()), before);
 }
 
@@ -143,8 +147,10 @@ TEST_P(LdCacheUpdateTest, AnEtcFileIsLikeNoEtc) {
   const Root root = open_root();
   auto r = update_ld_cache(root, {"/usr/lib"}, m_ldconfig);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "the container has no /etc directory, so its linker cache cannot be updated "
-                               "(container root " + m_root_path + ")");
+  EXPECT_EQ(r.error().message,
+            "the container has no /etc directory, so its linker cache cannot be updated "
+            "(container root " +
+                m_root_path + ")");
   EXPECT_EQ(tree_digest(m_temp.path()), before);
 }
 
@@ -171,7 +177,8 @@ TEST_P(LdCacheUpdateTest, AFailedLdconfigRemovesTheFilesThisCallCreated) {
   const Root root = open_root();
   auto r = update_ld_cache(root, {"/opt/lib"}, m_ldconfig);
   ASSERT_FALSE(r);
-  EXPECT_TRUE(r.error().message.starts_with("ldconfig exited with status 1: \"ldconfig: ")) << r.error().message;
+  EXPECT_TRUE(r.error().message.starts_with("ldconfig exited with status 1: \"ldconfig: "))
+      << r.error().message;
   EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
   // ld.so.conf, the drop-ins and the ld.so.conf.d directory made for them are gone again, and so is
   // ldconfig's own temporary cache file (ld.so.cache~): the contract is that nothing is left.
@@ -241,7 +248,8 @@ TEST_P(LdCacheUpdateTest, RemoveFileRefusesTheRootDirectoriesAndDotDot) {
   EXPECT_EQ(dir.error().message, "remove /etc/d in container root " + m_root_path + ": Is a directory");
   auto dotdot = remove_file(root, "/etc/../etc/d");
   ASSERT_FALSE(dotdot);
-  EXPECT_EQ(dotdot.error().message, "\"/etc/../etc/d\": \".\" and \"..\" are not allowed in a container path");
+  EXPECT_EQ(dotdot.error().message,
+            "\"/etc/../etc/d\": \".\" and \"..\" are not allowed in a container path");
   EXPECT_EQ(host_kind(at("/etc/d")), "dir");
 }
 

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <spawn.h>
 #include <sys/mount.h>
@@ -19,8 +20,6 @@
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "cdi/temp_dir.hpp"
 #include "rootfs/in_root.hpp"
@@ -81,9 +80,12 @@ inline std::string host_kind(const std::string& path) {
   if (::lstat(path.c_str(), &st) != 0) {
     return "missing";
   }
-  if (S_ISREG(st.st_mode)) return "file";
-  if (S_ISDIR(st.st_mode)) return "dir";
-  if (S_ISLNK(st.st_mode)) return "link";
+  if (S_ISREG(st.st_mode))
+    return "file";
+  if (S_ISDIR(st.st_mode))
+    return "dir";
+  if (S_ISLNK(st.st_mode))
+    return "link";
   return "other";
 }
 
@@ -123,7 +125,8 @@ inline void tree_digest_into(const std::string& path, const std::string& relativ
     // Small files by content (readable in a failure message), large ones by a hash of it.
     const std::string content = read_file(path).value_or("<unreadable>");
     out += relative + " file " + mode + " " + std::to_string(st.st_size) + " " +
-           (content.size() <= 256 ? content : "hash " + std::to_string(std::hash<std::string>{}(content))) + "\n";
+           (content.size() <= 256 ? content : "hash " + std::to_string(std::hash<std::string>{}(content))) +
+           "\n";
   } else if (S_ISDIR(st.st_mode)) {
     out += relative + " dir " + mode + "\n";
     if (std::ranges::find(skip, path) != skip.end()) {
@@ -193,7 +196,8 @@ inline std::string in_child(const std::function<std::string()>& body) {
 // Whether this process may make a private mount namespace (root with CAP_SYS_ADMIN).
 inline bool can_unshare_mounts() {
   return in_child([] {
-           return ::unshare(CLONE_NEWNS) == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0
+           return ::unshare(CLONE_NEWNS) == 0 &&
+                          ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0
                       ? "yes"
                       : "no";
          }) == "yes";
@@ -221,8 +225,9 @@ struct HookRun {
 
 // Runs `program args...` with `input` on stdin and exactly the environment `env` (as a runtime runs a
 // hook: nothing inherited). Scratch files for the output go in `scratch_dir`.
-inline HookRun run_program(const std::string& program, const std::vector<std::string>& args, std::string_view input,
-                           const std::vector<std::string>& env, const std::string& scratch_dir) {
+inline HookRun run_program(const std::string& program, const std::vector<std::string>& args,
+                           std::string_view input, const std::vector<std::string>& env,
+                           const std::string& scratch_dir) {
   HookRun result;
   const std::string in_path = scratch_dir + "/.stdin";
   const std::string out_path = scratch_dir + "/.stdout";
@@ -273,7 +278,8 @@ inline std::vector<std::string> clean_hook_env() {
 }
 
 // `gpuctk hook <args...>` with the OCI state of a container whose bundle is `bundle` on stdin.
-inline HookRun run_hook(const std::vector<std::string>& args, const std::string& bundle, const std::string& scratch_dir,
+inline HookRun run_hook(const std::vector<std::string>& args, const std::string& bundle,
+                        const std::string& scratch_dir,
                         const std::vector<std::string>& env = clean_hook_env()) {
   std::vector<std::string> full{"hook"};
   full.insert(full.end(), args.begin(), args.end());

@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/keyctl.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -14,8 +15,6 @@
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "rootfs/rootfs_test_support.hpp"
 #include "util/strings.hpp"
@@ -49,7 +48,9 @@ std::string status_field(const std::string& status, std::string_view key) {
   return "<missing>";
 }
 
-bool is_root() { return ::geteuid() == 0; }
+bool is_root() {
+  return ::geteuid() == 0;
+}
 
 // --- restrict_self ----------------------------------------------------------------------------------
 
@@ -62,7 +63,9 @@ TEST(RestrictSelf, ForbiddenSystemCallsFailWithEPERM) {
       return "restrict_self: " + r.error().message;
     }
     std::string out;
-    const auto add = [&](const char* name, long rc) { out.append(name).append("=").append(outcome(rc)).append("\n"); };
+    const auto add = [&](const char* name, long rc) {
+      out.append(name).append("=").append(outcome(rc)).append("\n");
+    };
     add("mount", ::mount("none", "/tmp", "tmpfs", 0, nullptr));
     add("umount2", ::umount2("/proc", MNT_DETACH));
     add("ptrace", ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr));
@@ -103,7 +106,9 @@ TEST(RestrictSelf, ControlTheSameCallsWorkOrFailOtherwiseWithoutIt) {
   }
   const std::string report = in_child([]() -> std::string {
     std::string out;
-    const auto add = [&](const char* name, long rc) { out.append(name).append("=").append(outcome(rc)).append("\n"); };
+    const auto add = [&](const char* name, long rc) {
+      out.append(name).append("=").append(outcome(rc)).append("\n");
+    };
     add("socket_unix", ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     add("setns", ::setns(-1, 0));
     return out;
@@ -226,7 +231,8 @@ TEST(SealHostProgram, RefusesADynamicallyLinkedProgram) {
   auto sealed = seal_host_program("/bin/true");
   ASSERT_FALSE(sealed);
   EXPECT_EQ(sealed.error().message,
-            "host program /bin/true: dynamically linked; only a statically linked program can run inside a container "
+            "host program /bin/true: dynamically linked; only a statically linked program can run inside a "
+            "container "
             "root without loading the image's dynamic loader");
 }
 
@@ -238,7 +244,10 @@ TEST(SealHostProgram, RefusesFilesThatAreNotStaticExecutables) {
   ASSERT_FALSE(not_elf);
   EXPECT_EQ(not_elf.error().message, "host program " + script + ": not an ELF file");
 
-  const std::string truncated = temp.write("truncated", std::string("\x7f" "ELF\x02\x01\x01", 7) + std::string(10, '\0'));
+  const std::string truncated = temp.write("truncated", std::string("\x7f"
+                                                                    "ELF\x02\x01\x01",
+                                                                    7) +
+                                                            std::string(10, '\0'));
   auto short_header = seal_host_program(truncated);
   ASSERT_FALSE(short_header);
   EXPECT_EQ(short_header.error().message, "host program " + truncated + ": truncated ELF header");
@@ -247,7 +256,8 @@ TEST(SealHostProgram, RefusesFilesThatAreNotStaticExecutables) {
   std::memcpy(header.e_ident, ELFMAG, SELFMAG);
   header.e_ident[EI_CLASS] = ELFCLASS64;
   header.e_type = ET_REL;
-  const std::string object = temp.write("object.o", std::string(reinterpret_cast<const char*>(&header), sizeof header));
+  const std::string object =
+      temp.write("object.o", std::string(reinterpret_cast<const char*>(&header), sizeof header));
   auto relocatable = seal_host_program(object);
   ASSERT_FALSE(relocatable);
   EXPECT_EQ(relocatable.error().message, "host program " + object + ": not an executable");
@@ -256,7 +266,8 @@ TEST(SealHostProgram, RefusesFilesThatAreNotStaticExecutables) {
   header.e_phentsize = sizeof(Elf64_Phdr);
   header.e_phnum = 100;
   header.e_phoff = sizeof header;
-  const std::string bounds = temp.write("bounds", std::string(reinterpret_cast<const char*>(&header), sizeof header));
+  const std::string bounds =
+      temp.write("bounds", std::string(reinterpret_cast<const char*>(&header), sizeof header));
   auto out_of_bounds = seal_host_program(bounds);
   ASSERT_FALSE(out_of_bounds);
   EXPECT_EQ(out_of_bounds.error().message, "host program " + bounds + ": program headers out of bounds");
@@ -268,7 +279,8 @@ TEST(SealHostProgram, RefusesFilesThatAreNotStaticExecutables) {
 
   auto directory = seal_host_program(temp.path());
   ASSERT_FALSE(directory);
-  EXPECT_EQ(directory.error().message, "host program " + temp.path() + ": not a regular file of a plausible size");
+  EXPECT_EQ(directory.error().message,
+            "host program " + temp.path() + ": not a regular file of a plausible size");
 
   auto missing = seal_host_program(temp.path() + "/missing");
   ASSERT_FALSE(missing);
@@ -341,7 +353,8 @@ TEST(RunSandboxed, RunsTheProgramPivotedIntoTheRootAndConfined) {
   auto r = run_sandboxed(*root, *program, {"probe", "first-arg", sentinel});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message,
-            "probe exited with status 3: \"argv=first-arg root=etc,usr host=hidden socket=EPERM mount=EPERM env=none "
+            "probe exited with status 3: \"argv=first-arg root=etc,usr host=hidden socket=EPERM mount=EPERM "
+            "env=none "
             "uid=0 procs=0\"");
   // The sandbox's mounts stayed in its namespace: nothing is mounted on the root here.
   auto mountinfo = read_file("/proc/self/mountinfo");
@@ -366,7 +379,8 @@ TEST(RunSandboxed, CoversEveryProcfsInTheRootWithItsOwn) {
   make_host_dirs(root_path + "/proc");
   make_host_link(root_path, temp.path() + "/alias");
   const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
-    if (::mount("proc", (root_path + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    if (::mount("proc", (root_path + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) !=
+        0) {
       return "cannot mount a procfs in the root";
     }
     std::string out;
@@ -382,7 +396,8 @@ TEST(RunSandboxed, CoversEveryProcfsInTheRootWithItsOwn) {
     return out;
   });
   const std::string line =
-      "probe exited with status 3: \"argv= root=proc host=visible socket=EPERM mount=EPERM env=none uid=0 procs=1\"\n";
+      "probe exited with status 3: \"argv= root=proc host=visible socket=EPERM mount=EPERM env=none uid=0 "
+      "procs=1\"\n";
   EXPECT_EQ(outcome, line + line);
 }
 
@@ -402,7 +417,8 @@ TEST(RunSandboxed, ReportsTheFirstLineOfAFailedProgram) {
   ASSERT_TRUE(ldconfig) << ldconfig.error().message;
   auto r = run_sandboxed(*root, *ldconfig, {"ldconfig", "-p", "-C", "/etc/missing.cache"});
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "ldconfig exited with status 1: \"ldconfig: Can't open cache file /etc/missing.cache\"");
+  EXPECT_EQ(r.error().message,
+            "ldconfig exited with status 1: \"ldconfig: Can't open cache file /etc/missing.cache\"");
   EXPECT_EQ(host_listing(temp.path() + "/rootfs/etc"), std::vector<std::string>{});
 }
 

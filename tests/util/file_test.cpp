@@ -79,9 +79,8 @@ TEST_F(FileTest, AtomicWriteIntoMissingDirectoryNamesTheDirectory) {
   const auto path = (m_dir / "missing" / "x.yaml").string();
   const auto result = write_file_atomic(path, "data", 0644);
   ASSERT_FALSE(result);
-  EXPECT_EQ(result.error().message,
-            "write " + path + ": create temporary file in " + (m_dir / "missing").string() +
-                ": No such file or directory");
+  EXPECT_EQ(result.error().message, "write " + path + ": create temporary file in " +
+                                        (m_dir / "missing").string() + ": No such file or directory");
 }
 
 TEST_F(FileTest, AtomicOnlyWriteNeverFlushesToDisk) {
