@@ -44,7 +44,8 @@ hooks: $(cat "$LAB/hook-stderr-gpu0" 2>/dev/null)"
 e2e_check_t4_gpu0 "$out" "crun via gpuctk-runtime"
 
 # A read-only root: crun has remounted it before createContainer, so the first hook that must write
-# refuses, with one line, and the container does not start.
+# refuses, with one line (the first link, or the directory of one, e.g. gbm/), and the container does not
+# start.
 bundle=$(crun_bundle ro true)
 e2e_cleanup_add "crun delete -f gpuctk-e2e-crun-ro-$$"
 if out=$(crun_run "$bundle" "gpuctk-e2e-crun-ro-$$" 2>&1); then
@@ -52,6 +53,6 @@ if out=$(crun_run "$bundle" "gpuctk-e2e-crun-ro-$$" 2>&1); then
 fi
 errors=$(grep -c . "$LAB/hook-stderr-ro") || true
 [ "$errors" = 1 ] || e2e_fail "expected one line from the failing hook, got: $(cat "$LAB/hook-stderr-ro")"
-grep -qE "^gpuctk: error: create-symlinks: create link /.* in container root $bundle/rootfs: Read-only file system$" \
+grep -qE "^gpuctk: error: create-symlinks: create (link|directory) /.* in container root $bundle/rootfs: Read-only file system$" \
   "$LAB/hook-stderr-ro" || e2e_fail "unexpected hook error: $(cat "$LAB/hook-stderr-ro")"
 echo "PASS: crun through the gpuctk runtime shim loads libcuda.so.1; a read-only root is refused with one line"
