@@ -56,13 +56,9 @@ Result<std::string> container_root_from_state(std::string_view state_json) {
   if (!state->root.empty()) {
     return clean_absolute_path(state->root, state->bundle);
   }
-  const std::string path = oci::config_path(state->bundle);
-  GPUCTK_TRY_ASSIGN(auto text, read_file_nofollow(path, k_max_config_size));
-  auto config = oci::parse_config(text);
-  if (!config) {
-    return fail_with(path, config.error());
-  }
-  return oci::rootfs_path(*config, state->bundle);
+  // The same read as the shim's: O_NOFOLLOW, a regular file, bounded, keys checked as runc reads them.
+  GPUCTK_TRY_ASSIGN(const auto config, oci::read_config(state->bundle));
+  return oci::rootfs_path(config, state->bundle);
 }
 
 Result<std::vector<Link>> parse_links(const std::vector<std::string>& values) {

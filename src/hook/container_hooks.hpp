@@ -12,7 +12,6 @@
 
 #include "hook/config.hpp"
 #include "hook/log.hpp"
-#include "oci/bundle.hpp"
 #include "rootfs/in_root.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -21,11 +20,10 @@ namespace gpuctk::hook {
 
 // Bounds on what reaches a hook (the state comes from the runtime, config.json from the bundle).
 inline constexpr size_t k_max_state_size = 1 << 20;
-inline constexpr size_t k_max_config_size = oci::k_max_config_size;
 inline constexpr size_t k_max_hook_args = 8192;
 
 // The container root of the OCI state `state_json`: crun's non-standard `root` when present, else
-// `root.path` of <bundle>/config.json (read with O_NOFOLLOW, at most k_max_config_size bytes), made
+// `root.path` of <bundle>/config.json (read by oci::read_config: O_NOFOLLOW, a regular file, bounded), made
 // absolute against the bundle. Errors start with "OCI state: ", or name the config file when it cannot be
 // read or parsed, or are oci::rootfs_path's ("config.json: root.path is missing").
 Result<std::string> container_root_from_state(std::string_view state_json);
