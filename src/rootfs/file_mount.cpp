@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "rootfs/live_mount.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::rootfs {
@@ -101,28 +102,10 @@ Result<void> mount_readonly_file(const Root& root, std::string_view path, std::s
   if (!tree) {
     return failed("open_tree");
   }
-  // Read-only and private before it is attached: no write, and no later mount event propagates.
-  mount_attr attr{};
-  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-  attr.propagation = MS_PRIVATE;
-  const bool attr_set = ::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) == 0;
-  if (!attr_set && errno != ENOSYS) {
-    return failed("mount_setattr");
-  }
-  if (::move_mount(tree.get(), "", target.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) !=
-      0) {
-    return failed("move_mount");
-  }
-  if (!attr_set) {
-    // Linux 5.2 to 5.11: remount the attached file read-only through its fd.
-    const std::string self = "/proc/self/fd/" + std::to_string(tree.get());
-    if (::mount(nullptr, self.c_str(), nullptr, MS_REMOUNT | MS_BIND | k_readonly_flags, nullptr) != 0) {
-      const int err = errno;
-      ::umount2(self.c_str(), MNT_DETACH);
-      return fail_errno(what + ": remount read-only", err);
-    }
-  }
-  return {};
+  return attach_detached(
+      tree.get(), target.get(),
+      BindOptions{.attributes = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC},
+      what);
 }
 
 }  // namespace gpuctk::rootfs

@@ -228,13 +228,18 @@ Result<UniqueFd> make_dirs(const Root& root, std::string_view dir, mode_t mode) 
     auto next = resolve(root, prefix, O_PATH | O_DIRECTORY, FollowLast::yes);
     if (!next && next.error() == ENOENT) {
       const std::string name(part);
-      if (::mkdirat(current.get(), name.c_str(), mode) != 0 && errno != EEXIST) {
+      const bool created = ::mkdirat(current.get(), name.c_str(), mode) == 0;
+      if (!created && errno != EEXIST) {
         return fail_errno("create directory " + describe(root, prefix), errno);
       }
       // What is there now must be a directory, not a link (a dangling one, or one raced in).
-      next = UniqueFd(::openat(current.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      next = UniqueFd(::openat(current.get(), name.c_str(),
+                               (created ? O_RDONLY : O_PATH) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!*next) {
         next = std::unexpected(errno == ELOOP ? ENOTDIR : errno);
+      } else if (created && ::fchmod(next->get(), mode) != 0) {
+        // mkdir applied the umask; the mode asked for is the mode made, whoever runs the hook.
+        return fail_errno("chmod directory " + describe(root, prefix), errno);
       }
     }
     if (!next) {
