@@ -1,0 +1,250 @@
+// run_hook: a hook run as a runtime runs one: argv as given, exactly the given environment, the state on
+// stdin, success only on exit status 0, the first output line in errors, killed at its timeout.
+#include "oci/hook_run.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cdi/temp_dir.hpp"
+#include "rootfs/rootfs_test_support.hpp"
+#include "util/file.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::oci {
+namespace {
+
+// "ok" or the error.
+std::string outcome(const Result<void>& result) {
+  return result ? "ok" : result.error().message;
+}
+
+HookCommand shell(const std::string& script, std::vector<std::string> env = {}) {
+  return HookCommand{"/bin/sh", {"sh", "-c", script}, std::move(env), std::nullopt};
+}
+
+// Each string followed by a NUL, as /proc/<pid>/cmdline and environ hold them.
+std::string nul_terminated(const std::vector<std::string>& strings) {
+  std::string out;
+  for (const auto& s : strings) {
+    out += s;
+    out += '\0';
+  }
+  return out;
+}
+
+const std::string k_state = R"({"ociVersion":"1.0.2","id":"c1","status":"creating","pid":4242,"bundle":"/b",)"
+                            "\n"
+                            R"("annotations":{"a":"x y\tz"}})";
+
+TEST(HookRun, ExitZeroIsSuccess) {
+  EXPECT_EQ(outcome(run_hook(HookCommand{"/bin/true", {}, {}, std::nullopt}, k_state)), "ok");
+  EXPECT_EQ(outcome(run_hook(shell("exit 0"), k_state)), "ok");
+  EXPECT_EQ(outcome(run_hook(shell("echo chatter; echo more >&2"), k_state)), "ok");
+}
+
+TEST(HookRun, TheStateArrivesExactlyOnStdin) {
+  test::TempDir temp;
+  const std::string out = temp.path() + "/state";
+  ASSERT_EQ(outcome(run_hook(shell("cat > \"$OUT\"", {"OUT=" + out}), k_state)), "ok");
+  EXPECT_EQ(read_file(out).value_or("<missing>"), k_state);
+
+  // An empty state is an empty stdin (EOF at once), not a blocked read.
+  ASSERT_EQ(outcome(run_hook(shell("cat > \"$OUT\"", {"OUT=" + out}), "")), "ok");
+  EXPECT_EQ(read_file(out).value_or("<missing>"), "");
+}
+
+TEST(HookRun, TheEnvironmentIsExactlyTheOneGiven) {
+  test::TempDir temp;
+  const std::string out = temp.path() + "/environ";
+  // setenv in this process must not reach the hook.
+  ::setenv("GPUCTK_TEST_LEAK", "leaked", 1);
+  const std::vector<std::string> env{"OUT=" + out, "B=two words", "A=1", "EMPTY="};
+  // The shell's own initial environment, as the kernel handed it over (sh itself may add PWD for `env`).
+  const auto result = run_hook(shell("cat /proc/$$/environ > \"$OUT\"", env), k_state);
+  ::unsetenv("GPUCTK_TEST_LEAK");
+  ASSERT_EQ(outcome(result), "ok");
+  const std::string text = read_file(out).value_or("<missing>");
+  std::vector<std::string> seen;
+  for (const auto var : split(text, '\0')) {
+    if (!var.empty()) {
+      seen.emplace_back(var);
+    }
+  }
+  EXPECT_EQ(seen, env);
+
+  // `env` itself: exactly those, plus only what sh adds (PWD).
+  const std::string env_out = temp.path() + "/env";
+  ASSERT_EQ(outcome(run_hook(shell("exec /usr/bin/env > \"$OUT\"", {"OUT=" + env_out, "A=1"}), k_state)),
+            "ok");
+  const std::string env_text = read_file(env_out).value_or("");
+  std::vector<std::string> lines;
+  for (const auto line : split(env_text, '\n')) {
+    if (!line.empty() && !line.starts_with("PWD=")) {
+      lines.emplace_back(line);
+    }
+  }
+  std::ranges::sort(lines);
+  EXPECT_EQ(lines, (std::vector<std::string>{"A=1", "OUT=" + env_out}));
+
+  // No environment at all.
+  const std::string none_out = temp.path() + "/none";
+  HookCommand bare{"/bin/sh", {"sh", "-c", "cat /proc/$$/environ > " + none_out}, {}, std::nullopt};
+  ASSERT_EQ(outcome(run_hook(bare, k_state)), "ok");
+  EXPECT_EQ(read_file(none_out).value_or("<missing>"), "");
+}
+
+TEST(HookRun, ArgvIsAsGiven) {
+  test::TempDir temp;
+  const std::string out = temp.path() + "/argv";
+  // The shell's argv as the kernel handed it over, argv[0] included.
+  HookCommand named{"/bin/sh",
+                    {"custom-name", "-c", "cat /proc/$$/cmdline > \"$OUT\"", "first", "second arg"},
+                    {"OUT=" + out},
+                    std::nullopt};
+  ASSERT_EQ(outcome(run_hook(named, k_state)), "ok");
+  EXPECT_EQ(read_file(out).value_or("<missing>"),
+            nul_terminated({"custom-name", "-c", "cat /proc/$$/cmdline > \"$OUT\"", "first", "second arg"}));
+
+  // No args: argv is just the path; sh then reads its script from stdin, the state.
+  HookCommand bare{"/bin/sh", {}, {"OUT=" + out}, std::nullopt};
+  ASSERT_EQ(outcome(run_hook(bare, "cat /proc/$$/cmdline > \"$OUT\"\n")), "ok");
+  EXPECT_EQ(read_file(out).value_or("<missing>"), nul_terminated({"/bin/sh"}));
+}
+
+TEST(HookRun, NonZeroExitQuotesTheFirstOutputLine) {
+  EXPECT_EQ(outcome(run_hook(shell("echo refusing >&2; exit 3"), k_state)),
+            "hook /bin/sh: exit status 3: \"refusing\"");
+  EXPECT_EQ(outcome(run_hook(shell("echo first; echo second >&2; exit 1"), k_state)),
+            "hook /bin/sh: exit status 1: \"first\"");
+  EXPECT_EQ(outcome(run_hook(shell("exit 2"), k_state)), "hook /bin/sh: exit status 2");
+  EXPECT_EQ(outcome(run_hook(shell("exit 255"), k_state)), "hook /bin/sh: exit status 255");
+  // Control characters in the output are escaped: the line cannot forge another log line.
+  const std::string forged =
+      outcome(run_hook(shell("printf 'bad\\033[31m red\\r fake' >&2; exit 4"), k_state));
+  EXPECT_EQ(forged.find('\033'), std::string::npos) << forged;
+  EXPECT_EQ(forged.find('\r'), std::string::npos) << forged;
+  EXPECT_TRUE(forged.starts_with("hook /bin/sh: exit status 4: \"bad")) << forged;
+}
+
+TEST(HookRun, KilledBySignal) {
+  EXPECT_EQ(outcome(run_hook(shell("kill -KILL $$"), k_state)), "hook /bin/sh: killed by signal 9");
+  EXPECT_EQ(outcome(run_hook(shell("echo dying >&2; kill -TERM $$"), k_state)),
+            "hook /bin/sh: killed by signal 15: \"dying\"");
+}
+
+TEST(HookRun, SignalsBlockedOrIgnoredHereAreDefaultInTheHook) {
+  sigset_t block;
+  sigset_t old;
+  ::sigemptyset(&block);
+  ::sigaddset(&block, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &block, &old);
+  struct sigaction ignore {};
+  struct sigaction old_action {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGTERM, &ignore, &old_action);
+  const auto result = run_hook(shell("kill -TERM $$; exit 0"), k_state);
+  ::sigaction(SIGTERM, &old_action, nullptr);
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  EXPECT_EQ(outcome(result), "hook /bin/sh: killed by signal 15");
+}
+
+TEST(HookRun, TimeoutKillsTheHook) {
+  HookCommand slow{"/bin/sleep", {"sleep", "5"}, {}, 1};
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = run_hook(slow, k_state);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().message.find("timeout of 1 s"), std::string::npos) << result.error().message;
+  EXPECT_LT(elapsed, std::chrono::seconds(4)) << "the hook was not killed at its timeout";
+  EXPECT_GE(elapsed, std::chrono::milliseconds(900)) << "killed before its timeout";
+  // The text hook_run.hpp documents for a hook killed at its timeout.
+  EXPECT_EQ(result.error().message, "hook /bin/sleep: killed by signal 9 after its timeout of 1 s");
+}
+
+TEST(HookRun, AHookWithinItsTimeoutSucceeds) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(outcome(run_hook(HookCommand{"/bin/true", {"true"}, {}, 5}, k_state)), "ok");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4))
+      << "a hook that exits at once must not wait for its timeout";
+  EXPECT_EQ(outcome(run_hook(HookCommand{"/bin/sh", {"sh", "-c", "exit 7"}, {}, 5}, k_state)),
+            "hook /bin/sh: exit status 7");
+}
+
+TEST(HookRun, AMissingProgramIsAnError) {
+  EXPECT_EQ(outcome(run_hook(HookCommand{"/nonexistent/hook", {}, {}, std::nullopt}, k_state)),
+            "hook /nonexistent/hook: No such file or directory");
+  EXPECT_EQ(outcome(run_hook(HookCommand{"/nonexistent/hook", {"hook"}, {}, 2}, k_state)),
+            "hook /nonexistent/hook: No such file or directory");
+}
+
+TEST(HookRun, AProgramThatCannotBeExecutedIsAnError) {
+  test::TempDir temp;
+  const std::string script = temp.write("not-executable", "#!/bin/sh\nexit 0\n");
+  const std::string message = outcome(run_hook(HookCommand{script, {}, {}, std::nullopt}, k_state));
+  EXPECT_EQ(message, "hook " + script + ": Permission denied");
+}
+
+// A hook runner started with stdout and stderr closed (its own fds 1 and 2 are then the memfds): the
+// hook still gets the state on stdin and its output still reaches the error.
+TEST(HookRun, WorksWithoutStandardOutputAndError) {
+  test::TempDir temp;
+  const std::string out = temp.path() + "/state";
+  const std::string result = test::in_child([&]() -> std::string {
+    ::alarm(20);
+    ::close(STDOUT_FILENO);
+    ::close(STDERR_FILENO);
+    const std::string copied = outcome(run_hook(shell("cat > \"$OUT\"", {"OUT=" + out}), k_state));
+    return copied + " | " + outcome(run_hook(shell("echo refusing >&2; exit 3"), k_state));
+  });
+  EXPECT_EQ(result, "ok | hook /bin/sh: exit status 3: \"refusing\"");
+  EXPECT_EQ(read_file(out).value_or("<missing>"), k_state);
+}
+
+TEST(HookRun, WorksWithoutStandardInput) {
+  test::TempDir temp;
+  const std::string out = temp.path() + "/state";
+  const std::string result = test::in_child([&]() -> std::string {
+    ::alarm(20);
+    ::close(STDIN_FILENO);
+    return outcome(run_hook(shell("cat > \"$OUT\"; echo refusing >&2; exit 3", {"OUT=" + out}), k_state));
+  });
+  EXPECT_EQ(result, "hook /bin/sh: exit status 3: \"refusing\"");
+  EXPECT_EQ(read_file(out).value_or("<missing>"), k_state);
+}
+
+TEST(HookRun, ALargeStateToAHookThatDoesNotReadIt) {
+  const std::string big(1 << 20, 's');
+  // In a child with an alarm: a deadlock fails the test instead of hanging it.
+  const std::string result = test::in_child([&]() -> std::string {
+    ::alarm(20);
+    return outcome(run_hook(HookCommand{"/bin/true", {}, {}, std::nullopt}, big));
+  });
+  EXPECT_EQ(result, "ok");
+
+  test::TempDir temp;
+  const std::string out = temp.path() + "/count";
+  const std::string counted = test::in_child([&]() -> std::string {
+    ::alarm(20);
+    return outcome(run_hook(shell("wc -c > \"$OUT\"", {"OUT=" + out}), big));
+  });
+  EXPECT_EQ(counted, "ok");
+  EXPECT_EQ(std::string(trim(read_file(out).value_or(""))), "1048576");
+}
+
+TEST(HookRun, ALotOfOutputDoesNotBlock) {
+  const std::string result = test::in_child([&]() -> std::string {
+    ::alarm(20);
+    return outcome(run_hook(shell("head -c 4194304 /dev/zero | tr '\\0' x; echo; exit 6"), k_state));
+  });
+  // The first line is 4 MiB of x: cut in the message, never the whole of it.
+  EXPECT_TRUE(result.starts_with("hook /bin/sh: exit status 6: \"xxxx")) << result.substr(0, 200);
+  EXPECT_LT(result.size(), 8192U);
+}
+
+}  // namespace
+}  // namespace gpuctk::oci
