@@ -31,6 +31,7 @@ declare -A allowed=(
   [discover]="util"
   [oci]="util"
   [rootfs]="util"
+  [cgroup]="util"
   [cdi]="util discover oci"
   [hook]="util discover oci cdi rootfs"
   [cli]="util discover oci cdi rootfs hook"
