@@ -33,8 +33,8 @@ declare -A allowed=(
   [rootfs]="util"
   [cgroup]="util"
   [cdi]="util discover oci"
-  [hook]="util discover oci cdi rootfs"
-  [cli]="util discover oci cdi rootfs hook"
+  [hook]="util discover oci cdi rootfs cgroup"
+  [cli]="util discover oci cdi rootfs cgroup hook"
 )
 for module in "${!allowed[@]}"; do
   while IFS=: read -r file line text; do

@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
     if (name == "gpuctk-runtime" || name.ends_with("/gpuctk-runtime")) {
       return gpuctk::cli::run_runtime_shim(std::vector<std::string>(argv + 1, argv + argc));
     }
+    // docker enables `--gpus` when an executable of this name is on dockerd's PATH and runs it as a
+    // prestart hook ("nvidia-container-runtime-hook prestart").
+    if (name == "nvidia-container-runtime-hook" || name.ends_with("/nvidia-container-runtime-hook")) {
+      return gpuctk::cli::run_legacy_hook_name(std::vector<std::string>(argv + 1, argv + argc));
+    }
     return gpuctk::cli::run(argc, argv);
   } catch (const std::exception& e) {
     return gpuctk::cli::report(gpuctk::Error{std::string("internal error: ") + e.what()});

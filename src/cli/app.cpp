@@ -19,7 +19,8 @@ struct GroupRow {
 // Command groups: a group alone is a usage error that lists its commands.
 constexpr GroupRow k_groups[] = {
     {"cdi", "Container Device Interface specs: generate, validate, list, inject"},
-    {"hook", "OCI hooks: injection at precreate, and the createContainer hooks that specs reference"},
+    {"hook",
+     "OCI hooks: injection at precreate or prestart, and the createContainer hooks that specs reference"},
 };
 
 // Every command, in the order --help lists them.
@@ -34,6 +35,10 @@ const CommandRow k_commands[] = {
      define_cdi_inject},
     {"hook", "precreate", "config.json on stdin -> config.json with the requested GPUs on stdout",
      define_hook_precreate},
+    {"hook", "prestart",
+     "OCI prestart/createRuntime hook: the OCI state on stdin; the requested GPUs put into the created "
+     "container live",
+     define_hook_prestart},
     {"hook", "create-symlinks", "createContainer hook: create symlinks inside the container root",
      define_hook_create_symlinks},
     {"hook", "update-ldcache",

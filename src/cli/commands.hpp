@@ -4,6 +4,7 @@
 // action that runs the command after a successful parse.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -66,6 +67,7 @@ Action define_cdi_generate(CLI::App& command);
 Action define_info(CLI::App& command);
 Action define_cdi_inject(CLI::App& command);
 Action define_hook_precreate(CLI::App& command);
+Action define_hook_prestart(CLI::App& command);
 Action define_runtime(CLI::App& command);
 Action define_hook_create_symlinks(CLI::App& command);
 Action define_hook_update_ldcache(CLI::App& command);
@@ -80,6 +82,20 @@ void add_config_option(CLI::App& command, std::string& config_path);
 using ContainerHookBody =
     std::function<Result<void>(const rootfs::Root& root, const hook::Config& config, const hook::Log& log)>;
 
+// A gpuctk createContainer hook run inside `hook prestart` (run_hook_in_process).
+struct InProcessHook {
+  const rootfs::Root* root;
+  const hook::Config* config;
+  const hook::Log* log;
+  std::optional<Error> error;  // the hook's error, reported by the caller
+};
+
+// Runs `args` ("gpuctk", "hook", "create-symlinks", ...) as gpuctk would, in this process, on the open
+// container root `root` with `config` and `log`, instead of reading the OCI state and opening the root
+// itself. Its error comes back instead of being printed.
+Result<void> run_hook_in_process(const std::vector<std::string>& args, const rootfs::Root& root,
+                                 const hook::Config& config, const hook::Log& log);
+
 // Runs an in-container (createContainer) hook: loads the config and log, reads the OCI state on stdin
 // (bounded), opens the container root it names, runs `body`; errors are prefixed with `name` and
 // reported once (stderr and log).
@@ -89,6 +105,9 @@ int run_container_hook(const std::string& config_path, const std::string& name,
 // The runtime shim: injects on create/run, then execs the real runtime with `args` (never returns on
 // success). The config is $GPUCTK_CONFIG or the default file.
 int run_runtime_shim(const std::vector<std::string>& args);
+
+// gpuctk run as nvidia-container-runtime-hook (docker's --gpus): `prestart` is `gpuctk hook prestart`.
+int run_legacy_hook_name(const std::vector<std::string>& args);
 
 // Loads the config and log, runs `body`, and reports its error once (stderr and log).
 int run_with_log(const std::string& config_path,

@@ -1,5 +1,6 @@
-// gpuctk hook precreate: the podman / CRI-O hooks.d `precreate` stage. The full config.json arrives on
-// stdin and the config to run with leaves on stdout; a config that asks for no GPU comes back byte for byte.
+// gpuctk hook precreate: the podman hooks.d `precreate` stage (CRI-O runs no precreate hooks; it has the
+// prestart hook). The full config.json arrives on stdin and the config to run with leaves on stdout; a
+// config that asks for no GPU comes back byte for byte.
 #include <unistd.h>
 
 #include <cstdint>

@@ -13,9 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cdi/apply.hpp"
 #include "cli/commands.hpp"
 #include "hook/config.hpp"
 #include "hook/inject.hpp"
+#include "hook/prestart.hpp"
+#include "hook/request.hpp"
 #include "oci/bundle.hpp"
 #include "oci/runtime_args.hpp"
 #include "oci/runtime_lookup.hpp"
@@ -54,8 +57,27 @@ void log_to_engine(const oci::RuntimeArgs& args, const std::string& message) {
   }
 }
 
+// runtime-mode: prestart. A GPU container gets the prestart hook, which injects once the container exists.
+Result<void> add_prestart_hook(const oci::RuntimeArgs& args, nlohmann::ordered_json& config,
+                               const hook::Config& cfg, const hook::Log& log) {
+  GPUCTK_TRY_ASSIGN(const auto request, hook::read_request(config, cfg.request));
+  if (!request.gpu_container) {
+    return {};
+  }
+  // The hook runs with PATH as its only environment: it is told which config file the shim used.
+  const char* config_file = std::getenv("GPUCTK_CONFIG");
+  cdi::ContainerEdits edits;
+  edits.hooks.push_back(hook::prestart_hook(cfg.hook_path, config_file != nullptr ? config_file : ""));
+  GPUCTK_TRY(cdi::apply_edits(config, edits));
+  log.info("runtime-mode prestart: added the prestart hook " + cfg.hook_path + " to " + args.config_file);
+  return oci::write_config_file(args.config_file, config);
+}
+
 Result<void> edit_bundle(const oci::RuntimeArgs& args, const hook::Config& cfg, const hook::Log& log) {
   GPUCTK_TRY_ASSIGN(auto config, oci::read_config_file(args.config_file));
+  if (cfg.runtime_mode == hook::RuntimeMode::prestart) {
+    return add_prestart_hook(args, config, cfg, log);
+  }
   GPUCTK_TRY_ASSIGN(const auto result, hook::inject_request(config, cfg, log));
   if (!result.changed) {
     return {};

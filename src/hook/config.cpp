@@ -118,6 +118,17 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
     c.request.supported_capabilities = *caps;
     return {};
   }
+  if (key == "runtime-mode") {
+    GPUCTK_TRY_ASSIGN(auto text, scalar(value, key));
+    if (text == "cdi") {
+      c.runtime_mode = RuntimeMode::cdi;
+    } else if (text == "prestart") {
+      c.runtime_mode = RuntimeMode::prestart;
+    } else {
+      return fail(key + ": expected cdi or prestart, got \"" + text + "\"");
+    }
+    return {};
+  }
   if (key == "log-file") {
     GPUCTK_TRY_ASSIGN(auto text, scalar(value, key));
     if (!text.empty() && text.front() != '/') {

@@ -3,6 +3,7 @@
 // or $GPUCTK_CONFIG). A missing default file means the documented defaults below; a file that exists
 // but is invalid (bad YAML, unknown key, wrong type) is an error naming the file and the key.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@ inline constexpr const char* k_default_config_path = "/etc/gpuctk/config.yaml";
 // Where `cmake --install` puts gpuctk (CMAKE_INSTALL_PREFIX/bin/gpuctk).
 inline constexpr const char* k_default_hook_path = GPUCTK_INSTALLED_BINARY;
 
+// How the runtime shim puts the GPUs into a container it creates.
+enum class RuntimeMode : uint8_t {
+  cdi,       // the CDI edits written into config.json before the runtime reads it (the default)
+  prestart,  // a prestart hook entry (gpuctk hook prestart) added instead, which injects live: the legacy
+             // mode of NVIDIA's runtime, for clusters that want the prestart path
+};
+
 struct Config {
   std::vector<std::string> spec_dirs{cdi::k_default_spec_dirs.begin(),
                                      cdi::k_default_spec_dirs.end()};  // `spec-dirs`, lowest priority first
@@ -28,6 +36,7 @@ struct Config {
   std::string driver_root = "/";  // `driver-root`: for the in-memory spec when none is installed
   std::string dev_root = "/";     // `dev-root`
   std::vector<std::string> runtimes{"runc", "crun"};  // `runtimes`: the shim execs the first one found
+  RuntimeMode runtime_mode = RuntimeMode::cdi;        // `runtime-mode`: cdi or prestart
   // `mps-pipe-roots` / `mps-log-roots`: host directories below which CUDA_MPS_PIPE_DIRECTORY /
   // CUDA_MPS_LOG_DIRECTORY (set by the container) may name one daemon's directory to mount, when
   // config.json does not mount that path already (inject.cpp has the rules: strictly below a root, no

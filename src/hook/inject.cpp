@@ -587,29 +587,33 @@ Result<void> check_host_requirements(const Request& request, const Config& cfg, 
   return check_requirements(request.requirements, facts);
 }
 
-Result<InjectResult> apply_resolved(nlohmann::ordered_json& config,
-                                    const std::vector<const cdi::ResolvedDevice*>& devices,
-                                    cdi::ContainerEdits edits, const std::string& source) {
-  make_hooks_safe(edits);
-  GPUCTK_TRY(cdi::apply_edits(config, edits));
+InjectResult applied(const ResolvedRequest& resolved) {
   InjectResult result;
   result.changed = true;
-  result.spec_source = source;
-  for (const auto* d : devices) {
-    result.devices.push_back(d->name.str());
-  }
+  result.spec_source = resolved.spec_source;
+  result.devices = resolved.devices;
   return result;
+}
+
+std::vector<std::string> device_names(const std::vector<const cdi::ResolvedDevice*>& devices) {
+  std::vector<std::string> names;
+  names.reserve(devices.size());
+  for (const auto* d : devices) {
+    names.push_back(d->name.str());
+  }
+  return names;
 }
 
 }  // namespace
 
-Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config& cfg, const Log& log) {
+Result<ResolvedRequest> resolve_request(const nlohmann::ordered_json& config, const Config& cfg,
+                                        const Log& log) {
   GPUCTK_TRY_ASSIGN(auto request, read_request(config, cfg.request));
   for (const auto& line : request.log) {
     log.info(line);
   }
   if (!request.gpu_container) {
-    return InjectResult{};
+    return ResolvedRequest{};
   }
   RunningDriver driver(cfg);
   GPUCTK_TRY(check_host_requirements(request, cfg, driver));
@@ -648,13 +652,23 @@ Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config
     filter.apply(edits);
   }
   GPUCTK_TRY(add_extras(edits, config, request, cfg, log));
-  auto result = apply_resolved(config, devices, std::move(edits), resolver.source());
-  if (result) {
-    log.info("injected " +
-             (result->devices.empty() ? std::string("driver only") : join(result->devices, ",")) + " from " +
-             result->spec_source);
+  make_hooks_safe(edits);
+  return ResolvedRequest{true, std::move(edits), device_names(devices), resolver.source()};
+}
+
+std::string describe(const ResolvedRequest& resolved) {
+  return (resolved.devices.empty() ? std::string("driver only") : join(resolved.devices, ",")) + " from " +
+         resolved.spec_source;
+}
+
+Result<InjectResult> inject_request(nlohmann::ordered_json& config, const Config& cfg, const Log& log) {
+  GPUCTK_TRY_ASSIGN(const auto resolved, resolve_request(config, cfg, log));
+  if (!resolved.gpu_container) {
+    return InjectResult{};
   }
-  return result;
+  GPUCTK_TRY(cdi::apply_edits(config, resolved.edits));
+  log.info("injected " + describe(resolved));
+  return applied(resolved);
 }
 
 Result<InjectResult> inject_devices(nlohmann::ordered_json& config, const std::vector<std::string>& names,
@@ -671,8 +685,11 @@ Result<InjectResult> inject_devices(nlohmann::ordered_json& config, const std::v
     return std::unexpected(loaded.error());
   }
   GPUCTK_TRY_ASSIGN(auto devices, resolver.find(names));
-  return apply_resolved(config, devices, collect(devices, cfg.request.default_kind, nullptr),
-                        resolver.source());
+  ResolvedRequest resolved{true, collect(devices, cfg.request.default_kind, nullptr), device_names(devices),
+                           resolver.source()};
+  make_hooks_safe(resolved.edits);
+  GPUCTK_TRY(cdi::apply_edits(config, resolved.edits));
+  return applied(resolved);
 }
 
 }  // namespace gpuctk::hook

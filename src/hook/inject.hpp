@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cdi/spec.hpp"
 #include "hook/config.hpp"
 #include "hook/log.hpp"
 #include "util/error.hpp"
@@ -23,6 +24,24 @@ struct InjectResult {
   std::vector<std::string> devices;  // qualified names applied, in request order
   std::string spec_source;           // spec file(s) used, or "in-memory spec (...)"
 };
+
+// The CDI edits a container's request resolves to, not yet applied: what `inject_request` applies to
+// config.json and what the prestart hook carries out live. Hooks the edits run have a safe environment
+// when the spec gave them none.
+struct ResolvedRequest {
+  bool gpu_container = false;        // false: not a GPU container, nothing else is set
+  cdi::ContainerEdits edits;         // everything to do, in CDI order
+  std::vector<std::string> devices;  // qualified names, in request order
+  std::string spec_source;           // spec file(s) used, or "in-memory spec (...)"
+};
+
+// Reads the request from `config` (env, mounts, annotations) and resolves it against the spec
+// directories (or an in-memory spec). Errors are those of inject_request.
+Result<ResolvedRequest> resolve_request(const nlohmann::ordered_json& config, const Config& cfg,
+                                        const Log& log);
+
+// "nvidia.com/gpu=0,nvidia.com/gpu=1 from /etc/cdi/nvidia.yaml", for log lines.
+std::string describe(const ResolvedRequest& resolved);
 
 // Reads the request from `config` (env, mounts, annotations) and applies it. On error `config` may be
 // partly edited: callers write it back only on success.

@@ -24,7 +24,7 @@ const Mistake k_mistakes[] = {
     {{"cdi"}, "missing command: generate, validate, list or inject", "gpuctk cdi"},
     {{"cdi", "bogus"}, "unknown command \"cdi bogus\"", "gpuctk cdi"},
     {{"hook"},
-     "missing command: precreate, create-symlinks, update-ldcache, enable-cuda-compat, "
+     "missing command: precreate, prestart, create-symlinks, update-ldcache, enable-cuda-compat, "
      "disable-device-node-modification or chmod",
      "gpuctk hook"},
     // unknown option, on every level and on the hooks

@@ -24,13 +24,30 @@ struct RunResult {
   long max_rss_kib = 0;  // the child's peak resident set size (getrusage's ru_maxrss)
 };
 
+// How run_gpuctk starts gpuctk, when not the default.
+struct RunOptions {
+  std::string program{GPUCTK_BINARY};  // e.g. a link named gpuctk-runtime or nvidia-container-runtime-hook
+  std::string stdin_path{"/dev/null"};
+  std::vector<std::string> env{};  // added to this process's environment
+};
+
 // Runs `gpuctk args...` with stdin from /dev/null; output goes through files in `scratch_dir`.
-inline RunResult run_gpuctk(const std::vector<std::string>& args, const std::string& scratch_dir) {
+inline RunResult run_gpuctk(const std::vector<std::string>& args, const std::string& scratch_dir,
+                            const RunOptions& options = {}) {
   RunResult result;
   const std::string out_path = scratch_dir + "/.stdout";
   const std::string err_path = scratch_dir + "/.stderr";
-  std::vector<std::string> argv_storage{GPUCTK_BINARY};
+  std::vector<std::string> argv_storage{options.program};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<std::string> env_storage = options.env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    env_storage.emplace_back(*e);
+  }
+  std::vector<char*> envp;
+  for (auto& var : env_storage) {
+    envp.push_back(var.data());
+  }
+  envp.push_back(nullptr);
   std::vector<char*> argv;
   for (auto& arg : argv_storage) {
     argv.push_back(arg.data());
@@ -39,11 +56,11 @@ inline RunResult run_gpuctk(const std::vector<std::string>& args, const std::str
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 0, options.stdin_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) {
     result.err = "posix_spawn failed";

@@ -304,3 +304,186 @@ e2e_expect_shim_refuses() {
     e2e_fail "unexpected error: $out"
   cmp -s "$bundle/config.json" "$LAB/config.$name.json" || e2e_fail "a failed injection changed config.json"
 }
+
+# ---- The prestart hook (`gpuctk hook prestart`): helpers of the prestart_*.sh tests ----
+
+# e2e_root_at KIND DIR: the busybox or the glibc root filesystem (e2e_busybox_rootfs, e2e_glibc_rootfs) in
+# DIR instead of $LAB/rootfs, so that one test can hold both. The builder runs with a LAB of its own (a
+# scratch directory in the lab, where it makes rootfs and its sources); its skip or failure ends the test.
+e2e_root_at() {
+  local kind=$1 dir=$2 build
+  case "$kind" in
+    busybox | glibc) ;;
+    *) e2e_fail "e2e_root_at: unknown root kind '$kind'" ;;
+  esac
+  build=$(mktemp -d "$LAB/build-$kind.XXXXXX")
+  e2e_root_build_in "$build" "$kind"
+  mv "$build/rootfs" "$dir"
+  rm -rf "$build"
+}
+e2e_root_build_in() {
+  local LAB=$1
+  "e2e_${2}_rootfs"
+}
+
+# e2e_root_copy ROOT NAME: prints the path of a fresh copy of the root filesystem ROOT for one container.
+e2e_root_copy() {
+  cp -a "$1" "$LAB/rootfs-$2"
+  echo "$LAB/rootfs-$2"
+}
+
+# e2e_umount_under DIR: lazily unmounts every mount at or below DIR, deepest first (a cleanup: a runtime or
+# a faulty hook may have left mounts there, and `rm -rf` must not walk into them).
+e2e_umount_under() {
+  local dir=$1 mnt m
+  for _ in 1 2 3; do
+    mnt=$(awk -v d="$dir" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+    [ -n "$mnt" ] || return 0
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done <<<"$mnt"
+  done
+}
+
+# e2e_mounts_snapshot FILE / e2e_expect_mounts_unchanged FILE WHO [OWN]: the host's mount table (this
+# shell's mount namespace) is exactly what it was when FILE was taken: a prestart hook mounts inside the
+# container's mount namespace only, and leaves nothing behind on the host, whether it succeeds or fails.
+# OWN, when given, is the one mount point left out of the comparison: an engine's own mount that comes and
+# goes by itself (podman 4.3.1's overlay storage bind-mounts its home, $LAB/podman/root/overlay, after a
+# failed run and unmounts it after the next one).
+e2e_mounts_snapshot() {
+  cat /proc/self/mountinfo >"$1"
+}
+e2e_expect_mounts_unchanged() {
+  local before=$1 who=$2 own=${3:-} changes
+  changes=$(diff <(awk -v own="$own" '$5 != own' "$before") <(awk -v own="$own" '$5 != own' /proc/self/mountinfo)) ||
+    e2e_fail "$who changed the host's mounts (< before, > now):
+$changes"
+}
+
+# What a container sees of an injection done live by the prestart hook, on top of e2e_t4_probe: the
+# requested nodes other than GPU 0 open up to the driver (ENXIO: allowed by the device cgroup, no driver
+# here); a node that was NOT requested, 195:1, is refused by the device cgroup (EPERM): /dev/nvidia1 where
+# the runtime made it (runc/crun: linux.devices without an allow rule), else /tmp/nvidia1 from the image,
+# else /dev/nvidia1 made here with mknod in the container's /dev tmpfs (engines whose default
+# capabilities have CAP_MKNOD: docker, containerd; the default rules allow mknod); the mount options of
+# libcuda.so.535.183.01 in the container's mountinfo and what an append to it gets; whether the
+# container's /etc/ld.so.cache (binary) names the driver's libcuda.so.1 (busybox has no ldconfig -p).
+# shellcheck disable=SC2016  # expanded in the container
+e2e_prestart_probe='ls -l /dev/nvidia-uvm 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
+for n in /dev/nvidiactl /dev/nvidia-uvm /dev/dri/card1 /dev/dri/renderD128; do echo "open $n: $(cat "$n" 2>&1 >/dev/null | sed "s/.*: //")"; done
+n1=/dev/nvidia1; if [ ! -c "$n1" ]; then if [ -c /tmp/nvidia1 ]; then n1=/tmp/nvidia1; else mknod -m 666 "$n1" c 195 1 2>&1 | sed "s/^/mknod: /"; fi; fi
+echo "unrequested 195:1: $(cat "$n1" 2>&1 >/dev/null | sed "s/.*: //")"
+lib=/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01
+awk -v p="$lib" '"'"'$5 == p { n = split($6, o, ","); for (i = 1; i <= n; i++) print "libcuda mount option " o[i] }'"'"' /proc/self/mountinfo
+[ -e "$lib" ] && echo "append libcuda: $( { echo x >>"$lib"; } 2>&1 | sed "s/.*: //")"
+grep -q /usr/lib/x86_64-linux-gnu/libcuda.so.1 /etc/ld.so.cache 2>/dev/null && echo "ld.so.cache names /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+'$e2e_t4_probe
+
+# e2e_check_prestart_gpu0 OUTPUT WHO KIND VISIBLE: e2e_prestart_probe's output of a container on the KIND
+# (busybox or glibc) root that asked for GPU 0 and got it from the prestart hook: GPU 0's nodes and the
+# control nodes with their type, major and minor; the device cgroup allows them (ENXIO) and refuses
+# 195:1, which was not requested (EPERM); the utility and compute driver files (no video), libcuda
+# mounted read-only, nosuid, nodev (an append fails); the container's env untouched
+# (NVIDIA_VISIBLE_DEVICES=VISIBLE, never void); the createContainer hooks ran (the ld.so.cache names
+# libcuda.so.1, GPU 0's /dev/dri/by-path links); on the glibc root the driver library loads
+# (e2e_check_t4_driver_loads).
+e2e_check_prestart_gpu0() {
+  local out=$1 who=$2 kind=$3 visible=$4 node
+  e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
+  e2e_expect_line "$out" "crw-rw-rw- 195, 255 /dev/nvidiactl"
+  e2e_expect_line "$out" "crw-rw-rw- 508, 0 /dev/nvidia-uvm"
+  e2e_expect_line "$out" "crw-rw---- 226, 1 /dev/dri/card1"
+  e2e_expect_line "$out" "crw-rw---- 226, 128 /dev/dri/renderD128"
+  e2e_expect_line "$out" "can't open '/dev/nvidia0': No such device or address"
+  for node in /dev/nvidiactl /dev/nvidia-uvm /dev/dri/card1 /dev/dri/renderD128; do
+    e2e_expect_line "$out" "open $node: No such device or address"
+  done
+  e2e_expect_line "$out" "unrequested 195:1: Operation not permitted"
+  e2e_expect_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
+  e2e_expect_line "$out" "file /usr/bin/nvidia-smi"
+  e2e_expect_no_line "$out" "file /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01"
+  e2e_expect_line "$out" "libcuda mount option ro"
+  e2e_expect_line "$out" "libcuda mount option nosuid"
+  e2e_expect_line "$out" "libcuda mount option nodev"
+  e2e_expect_no_line "$out" "libcuda mount option rw"
+  e2e_expect_line "$out" "append libcuda: Read-only file system"
+  e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=$visible"
+  e2e_expect_line "$out" "ld.so.cache names /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+  e2e_expect_line "$out" "link /dev/dri/by-path/pci-0000:00:1e.0-card -> ../card1"
+  e2e_expect_line "$out" "link /dev/dri/by-path/pci-0000:00:1e.0-render -> ../renderD128"
+  e2e_expect_line "$out" "char device through /dev/dri/by-path/pci-0000:00:1e.0-card"
+  e2e_expect_line "$out" "char device through /dev/dri/by-path/pci-0000:00:1e.0-render"
+  case "$kind" in
+    glibc) e2e_check_t4_driver_loads "$out" ;;
+    busybox) ;;
+    *) e2e_fail "e2e_check_prestart_gpu0: unknown root kind '$kind'" ;;
+  esac
+  echo "ok: $who"
+}
+
+# e2e_check_prestart_nothing OUTPUT WHO KIND: e2e_prestart_probe's output of a container on the KIND root
+# that asked for no GPU (the hook ran and did nothing): no GPU node, no driver file, no driver library in
+# the linker cache, no by-path link, the env without the variable; on the glibc root also
+# e2e_check_t4_nothing (libcuda.so.1 does not load, the image's cache is the image's).
+e2e_check_prestart_nothing() {
+  local out=$1 who=$2 kind=$3
+  e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
+  e2e_expect_no_line "$out" "crw-rw-rw- 195, 255 /dev/nvidiactl"
+  e2e_expect_no_line "$out" "crw-rw-rw- 508, 0 /dev/nvidia-uvm"
+  e2e_expect_no_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
+  e2e_expect_no_line "$out" "file /usr/bin/nvidia-smi"
+  e2e_expect_no_line "$out" "ld.so.cache names /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+  e2e_expect_no_line "$out" "link /dev/dri/by-path/pci-0000:00:1e.0-card -> ../card1"
+  e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES="
+  e2e_expect_line "$out" "unrequested 195:1: Operation not permitted"
+  case "$kind" in
+    glibc) e2e_check_t4_nothing "$out" "$who" >/dev/null ;;
+    busybox) ;;
+    *) e2e_fail "e2e_check_prestart_nothing: unknown root kind '$kind'" ;;
+  esac
+  echo "ok: $who"
+}
+
+# e2e_prestart_bundle NAME ROOT ENV HOOK STAGE CONFIG: prints $LAB/bundle-NAME, a runc bundle (`runc spec`,
+# no terminal, writable root) on its own copy of the root filesystem ROOT ($LAB/rootfs-NAME) whose
+# process runs e2e_prestart_probe with ENV ("KEY=VALUE", or empty) added to its environment, and:
+#   - hooks.STAGE (prestart or createRuntime; none: no hook) = one hook running HOOK as
+#     `gpuctk hook prestart`, its environment GPUCTK_CONFIG=CONFIG and nothing else (no PATH);
+#   - /dev/nvidia1 (c 195:1, 0666) in linux.devices WITHOUT a linux.resources.devices allow rule: the
+#     runtime creates the node and its device cgroup refuses it (EPERM), unless a hook allows it.
+e2e_prestart_bundle() {
+  local name=$1 root=$2 env=$3 hook=$4 stage=$5 config=$6 bundle=$LAB/bundle-$1 rootfs
+  rootfs=$(e2e_root_copy "$root" "$name")
+  mkdir -p "$bundle"
+  (cd "$bundle" && runc spec) || e2e_fail "runc spec failed"
+  python3 - "$bundle/config.json" "$rootfs" "$e2e_prestart_probe" "$env" "$hook" "$stage" "$config" <<'PY' ||
+import json, sys
+path, rootfs, probe, env, hook, stage, config = sys.argv[1:]
+c = json.load(open(path))
+c["process"]["terminal"] = False
+c["process"]["args"] = ["/bin/sh", "-c", probe]
+if env:
+    c["process"]["env"].append(env)
+c["root"] = {"path": rootfs, "readonly": False}
+c["linux"].setdefault("devices", []).append(
+    {"path": "/dev/nvidia1", "type": "c", "major": 195, "minor": 1, "fileMode": 0o666, "uid": 0, "gid": 0})
+if stage != "none":
+    c.setdefault("hooks", {})[stage] = [
+        {"path": hook, "args": ["gpuctk", "hook", "prestart"], "env": ["GPUCTK_CONFIG=" + config]}]
+json.dump(c, open(path, "w"), indent=1)
+PY
+    e2e_fail "could not write $bundle/config.json"
+  echo "$bundle"
+}
+
+# e2e_expect_hook_refusal OUTPUT WHO DEVICE: a runtime's OUTPUT shows the prestart hook's one-line refusal
+# of DEVICE, `gpuctk: error: ... unknown device "nvidia.com/gpu=DEVICE"`, quoted as is or with the
+# quotes escaped (runc's logfmt message), exactly once.
+e2e_expect_hook_refusal() {
+  local out=$1 who=$2 device=$3 count
+  grep -qF "unknown device \"nvidia.com/gpu=$device\"" <<<"$out" ||
+    grep -qF "unknown device \\\"nvidia.com/gpu=$device\\\"" <<<"$out" ||
+    e2e_fail "$who: the output does not show the hook's refusal of nvidia.com/gpu=$device: $out"
+  count=$(grep -o "gpuctk: error: " <<<"$out" | wc -l)
+  [ "$count" = 1 ] || e2e_fail "$who: expected one 'gpuctk: error: ' line from the hook, got $count: $out"
+  echo "ok: $who refused nvidia.com/gpu=$device"
+}

@@ -21,6 +21,7 @@ TEST(HookConfig, ShippedConfigFileIsExactlyTheDefaults) {
   EXPECT_EQ(config->request.supported_capabilities, defaults.request.supported_capabilities);
   EXPECT_EQ(config->request.disable_require, defaults.request.disable_require);
   EXPECT_EQ(config->driver_root, defaults.driver_root);
+  EXPECT_EQ(config->runtime_mode, defaults.runtime_mode);
   EXPECT_EQ(config->dev_root, defaults.dev_root);
   EXPECT_EQ(config->runtimes, defaults.runtimes);
   EXPECT_EQ(config->mps_pipe_roots, defaults.mps_pipe_roots);
@@ -92,6 +93,7 @@ TEST(HookConfig, InvalidFilesNameTheFileAndKey) {
   EXPECT_EQ(error("log-level: loud"),
             "c.yaml: log-level: unknown log level \"loud\" (want error, warning, info or debug)");
   EXPECT_EQ(error("runtimes: []"), "c.yaml: runtimes: must name at least one runtime");
+  EXPECT_EQ(error("runtime-mode: legacy"), "c.yaml: runtime-mode: expected cdi or prestart, got \"legacy\"");
   EXPECT_EQ(error("- a\n- b"), "c.yaml: expected a mapping of settings");
   EXPECT_TRUE(error("a: [b").starts_with("c.yaml: YAML syntax error at line ")) << error("a: [b");
   EXPECT_EQ(
@@ -104,6 +106,9 @@ TEST(HookConfig, EmptyFileIsDefaultsAndMissingExplicitFileIsAnError) {
   auto config = parse_config("", "c.yaml");
   ASSERT_TRUE(config);
   EXPECT_EQ(config->runtimes, (std::vector<std::string>{"runc", "crun"}));
+  EXPECT_EQ(config->runtime_mode, RuntimeMode::cdi);
+  EXPECT_EQ(parse_config("runtime-mode: prestart", "c.yaml")->runtime_mode, RuntimeMode::prestart);
+  EXPECT_EQ(parse_config("runtime-mode: cdi", "c.yaml")->runtime_mode, RuntimeMode::cdi);
   auto missing = load_config("/nonexistent/gpuctk.yaml");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message, "config: read /nonexistent/gpuctk.yaml: No such file or directory");

@@ -1,0 +1,94 @@
+// gpuctk hook prestart: the OCI prestart (or createRuntime) hook, and the same hook under the name docker's
+// `--gpus` runs, nvidia-container-runtime-hook. The OCI state arrives on stdin; the GPUs are put into the
+// created container live (hook/prestart.hpp).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "hook/container_hooks.hpp"
+#include "hook/prestart.hpp"
+#include "util/file.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::cli {
+
+namespace {
+
+// Whether `hook` is one of this gpuctk's own createContainer hooks: the same executable file as this
+// process, run as "gpuctk hook <name>". Those run in this process (run_hook_in_process); anything else
+// (another vendor's spec) is exec'ed as a runtime would.
+bool is_own_hook(const oci::HookCommand& hook) {
+  if (hook.args.size() < 3 || hook.args[1] != "hook" || hook.args[2] == "prestart" ||
+      hook.args[2] == "precreate") {
+    return false;
+  }
+  struct stat self {};
+  struct stat other {};
+  return ::stat("/proc/self/exe", &self) == 0 && ::stat(hook.path.c_str(), &other) == 0 &&
+         self.st_dev == other.st_dev && self.st_ino == other.st_ino;
+}
+
+int run_prestart(const std::string& config_path) {
+  return run_with_log(config_path, [](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
+    auto state = read_fd(STDIN_FILENO, "the OCI state on standard input", hook::k_max_state_size);
+    if (!state) {
+      return fail_with("prestart", state.error());
+    }
+    const auto run_hook = [&](const oci::HookCommand& hook, std::string_view state_text,
+                              const rootfs::Root& root) -> Result<void> {
+      return is_own_hook(hook) ? run_hook_in_process(hook.args, root, cfg, log)
+                               : oci::run_hook(hook, state_text);
+    };
+    if (auto done = hook::prestart(*state, cfg, log, run_hook); !done) {
+      return fail_with("prestart", done.error());
+    }
+    return {};
+  });
+}
+
+constexpr const char* k_legacy_usage =
+    "usage: nvidia-container-runtime-hook prestart|poststart|poststop\n"
+    "\n"
+    "This is gpuctk under the name docker's `--gpus` looks for on dockerd's PATH. `prestart` is\n"
+    "`gpuctk hook prestart` (the OCI state on stdin, the config from $GPUCTK_CONFIG or\n"
+    "/etc/gpuctk/config.yaml); poststart and poststop do nothing.\n";
+
+}  // namespace
+
+Action define_hook_prestart(CLI::App& command) {
+  auto config_path = std::make_shared<std::string>();
+  add_config_option(command, *config_path);
+  command.footer(
+      "An OCI prestart hook (also usable at createRuntime): reads the OCI state on stdin and the bundle's "
+      "config.json, and puts the requested GPUs into the created container live: device nodes, read-only "
+      "driver mounts, the spec's createContainer hooks (links, linker cache) and the device cgroup. The "
+      "container's environment cannot change at this point and stays as the image and the pod set it.");
+  return [config_path] { return run_prestart(*config_path); };
+}
+
+int run_legacy_hook_name(const std::vector<std::string>& args) {
+  // NVIDIA's hook also takes -config, -debug and -version flags; docker passes only the stage.
+  if (args.size() == 1 && args[0] == "prestart") {
+    return run_prestart("");
+  }
+  if (args.size() == 1 && (args[0] == "poststart" || args[0] == "poststop")) {
+    return k_exit_ok;
+  }
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "-help")) {
+    std::fputs(k_legacy_usage, stdout);
+    return k_exit_ok;
+  }
+  const std::string got = args.empty()
+                              ? std::string("no argument")
+                              : (args.size() == 1 ? "argument " : "arguments ") + quote(join(args, " "));
+  std::fprintf(stderr,
+               "gpuctk: error: nvidia-container-runtime-hook: %s (want prestart, poststart or poststop; see "
+               "nvidia-container-runtime-hook --help)\n",
+               escape_for_log(got).c_str());
+  return k_exit_usage;
+}
+
+}  // namespace gpuctk::cli

@@ -1,0 +1,285 @@
+#include "hook/prestart.hpp"
+
+#include <sys/mount.h>
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "oci/bundle.hpp"
+#include "oci/state.hpp"
+#include "util/path.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::hook {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const Json& member(const Json& object, const char* key) {
+  static const Json k_null;
+  if (!object.is_object()) {
+    return k_null;
+  }
+  const auto it = object.find(key);
+  return it == object.end() ? k_null : *it;
+}
+
+// The environment every hook the prestart hook runs gets when its entry has none (inject.cpp makes sure
+// the spec's hooks have one; this covers a hand-written entry).
+const std::vector<std::string> k_hook_path_env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+
+oci::HookCommand hook_command(const Json& entry) {
+  oci::HookCommand hook;
+  hook.path = member(entry, "path").get<std::string>();
+  for (const auto& arg : member(entry, "args")) {
+    hook.args.push_back(arg.get<std::string>());
+  }
+  for (const auto& var : member(entry, "env")) {
+    hook.env.push_back(var.get<std::string>());
+  }
+  if (hook.env.empty()) {
+    hook.env = k_hook_path_env;
+  }
+  if (const auto& timeout = member(entry, "timeout"); timeout.is_number_integer()) {
+    hook.timeout = timeout.get<int>();
+  }
+  return hook;
+}
+
+Result<void> plan_nodes(const Json& scratch, const cdi::ContainerEdits& edits, LivePlan& plan) {
+  std::map<std::string, std::string> host_paths;
+  for (const auto& node : edits.device_nodes) {
+    host_paths[clean_path(node.path)] = node.host_path.empty() ? node.path : node.host_path;
+  }
+  for (const auto& device : member(member(scratch, "linux"), "devices")) {
+    LivePlan::Node node;
+    node.spec.path = clean_path(member(device, "path").get<std::string>());
+    const auto type = member(device, "type").get<std::string>();
+    if (type != "c" && type != "b") {
+      return fail("CDI device " + quote(node.spec.path) + " of type " + quote(type) +
+                  " cannot be created at prestart (only character and block devices)");
+    }
+    node.spec.type = type[0];
+    node.spec.major = member(device, "major").get<uint32_t>();
+    node.spec.minor = member(device, "minor").get<uint32_t>();
+    // runc's default for a device without fileMode.
+    node.spec.mode =
+        member(device, "fileMode").is_number() ? member(device, "fileMode").get<uint32_t>() : 0666;
+    node.spec.uid = member(device, "uid").is_number() ? member(device, "uid").get<uint32_t>() : 0;
+    node.spec.gid = member(device, "gid").is_number() ? member(device, "gid").get<uint32_t>() : 0;
+    node.host_path = host_paths[node.spec.path];
+    plan.nodes.push_back(std::move(node));
+  }
+  for (const auto& rule : member(member(member(scratch, "linux"), "resources"), "devices")) {
+    plan.rules.push_back({member(rule, "type").get<std::string>()[0], member(rule, "major").get<uint32_t>(),
+                          member(rule, "minor").get<uint32_t>(), member(rule, "access").get<std::string>()});
+  }
+  return {};
+}
+
+Result<void> plan_mounts(const Json& scratch, LivePlan& plan) {
+  for (const auto& mount : member(scratch, "mounts")) {
+    LivePlan::Bind bind;
+    bind.source = member(mount, "source").get<std::string>();
+    bind.destination = clean_path(member(mount, "destination").get<std::string>());
+    std::vector<std::string> options;
+    for (const auto& option : member(mount, "options")) {
+      options.push_back(option.get<std::string>());
+    }
+    const auto& type = member(mount, "type");
+    auto parsed = rootfs::parse_bind_options(options, type.is_string() ? type.get<std::string>() : "");
+    if (!parsed) {
+      return fail_with("CDI mount " + quote(bind.destination), parsed.error());
+    }
+    bind.options = *parsed;
+    plan.mounts.push_back(std::move(bind));
+  }
+  return {};
+}
+
+Result<void> plan_hooks(const Json& scratch, LivePlan& plan) {
+  std::vector<oci::HookCommand> create_runtime;
+  for (const auto& [stage, entries] : member(scratch, "hooks").items()) {
+    for (const auto& entry : entries) {
+      auto hook = hook_command(entry);
+      if (stage == "prestart") {
+        plan.runtime_hooks.push_back(std::move(hook));
+      } else if (stage == "createRuntime") {
+        create_runtime.push_back(std::move(hook));
+      } else if (stage == "createContainer") {
+        plan.container_hooks.push_back(std::move(hook));
+      } else {
+        return fail("CDI hook " + quote(hook.path) + " of stage " + quote(stage) +
+                    " cannot be added by a prestart hook (use the runtime shim, the precreate hook or CDI)");
+      }
+    }
+  }
+  // A runtime runs every prestart hook before the first createRuntime one.
+  std::ranges::move(create_runtime, std::back_inserter(plan.runtime_hooks));
+  return {};
+}
+
+}  // namespace
+
+Result<LivePlan> plan_live(const Json& config, const std::string& root, const ResolvedRequest& resolved,
+                           const cdi::StatNode& stat) {
+  const auto& edits = resolved.edits;
+  if (!edits.net_devices.empty()) {
+    return fail(
+        "CDI netDevices cannot be moved into a container at prestart (use the runtime shim, the "
+        "precreate hook or CDI)");
+  }
+  if (edits.intel_rdt) {
+    return fail("CDI intelRdt cannot be set at prestart (use the runtime shim, the precreate hook or CDI)");
+  }
+  Json scratch = Json::object();
+  const Json& user = member(member(config, "process"), "user");
+  if (user.is_object()) {
+    scratch["process"]["user"] = user;
+  }
+  GPUCTK_TRY(cdi::apply_edits(scratch, edits, stat));
+
+  LivePlan plan;
+  plan.root = root;
+  // The scratch config holds only what apply_edits wrote, so the types below are the ones it writes.
+  try {
+    GPUCTK_TRY(plan_nodes(scratch, edits, plan));
+    GPUCTK_TRY(plan_mounts(scratch, plan));
+    GPUCTK_TRY(plan_hooks(scratch, plan));
+    for (const auto& var : member(member(scratch, "process"), "env")) {
+      plan.env_not_set.push_back(var.get<std::string>());
+    }
+    std::set<uint32_t> had;
+    for (const auto& gid : member(user, "additionalGids")) {
+      if (gid.is_number_integer() && gid.get<int64_t>() >= 0) {
+        had.insert(gid.get<uint32_t>());
+      }
+    }
+    for (const auto& gid : member(member(member(scratch, "process"), "user"), "additionalGids")) {
+      if (!had.contains(gid.get<uint32_t>())) {
+        plan.gids_not_added.push_back(gid.get<uint32_t>());
+      }
+    }
+  } catch (const Json::exception& e) {
+    return fail(std::string("prestart plan: unexpected edit: ") + e.what());
+  }
+  return plan;
+}
+
+namespace {
+
+// Steps 3 to 5 of the header, in the container's mount namespace.
+Result<void> carry_out_in_container(const LivePlan& plan, int pid, std::string_view state_text,
+                                    const ContainerHookRunner& run_hook, PrestartResult& result,
+                                    const Log& log) {
+  std::vector<rootfs::HostTree> trees;
+  trees.reserve(plan.mounts.size());
+  for (const auto& bind : plan.mounts) {
+    GPUCTK_TRY_ASSIGN(auto tree, rootfs::clone_host_path(bind.source, bind.options));
+    trees.push_back(std::move(tree));
+  }
+  // In a user namespace mknod is refused: the host's nodes are bound instead (nosuid, noexec; a device is
+  // written through whatever the mount's read-only flag says, so it is not set).
+  GPUCTK_TRY_ASSIGN(const bool user_namespace, rootfs::in_other_user_namespace(pid));
+  std::vector<rootfs::HostTree> node_trees;
+  if (user_namespace) {
+    const rootfs::BindOptions node_options{.attributes = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC};
+    for (const auto& node : plan.nodes) {
+      GPUCTK_TRY_ASSIGN(auto tree, rootfs::clone_host_path(node.host_path, node_options));
+      node_trees.push_back(std::move(tree));
+    }
+  }
+
+  GPUCTK_TRY(rootfs::enter_mount_namespace(pid));
+  GPUCTK_TRY_ASSIGN(const auto root, rootfs::Root::open(plan.root));
+  GPUCTK_TRY_ASSIGN(auto mounts, rootfs::MountTable::read());
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    GPUCTK_TRY_ASSIGN(const auto made,
+                      rootfs::make_device_node(root, plan.nodes[i].spec,
+                                               user_namespace ? &node_trees[i] : nullptr, mounts));
+    result.nodes += made == rootfs::NodeResult::existed ? 0 : 1;
+  }
+  for (size_t i = 0; i < plan.mounts.size(); ++i) {
+    GPUCTK_TRY(rootfs::attach_tree(root, plan.mounts[i].destination, trees[i], mounts));
+    ++result.mounts;
+  }
+  for (const auto& hook : plan.container_hooks) {
+    GPUCTK_TRY(run_hook ? run_hook(hook, state_text, root) : oci::run_hook(hook, state_text));
+    ++result.hooks;
+  }
+  if (log.enabled(LogLevel::debug)) {
+    log.write(LogLevel::debug, "prestart: " + std::to_string(result.nodes) + " device nodes made, " +
+                                   std::to_string(result.mounts) + " mounts, " +
+                                   std::to_string(result.hooks) +
+                                   " hooks run in the container's mount namespace");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<PrestartResult> prestart(std::string_view state_text, const Config& cfg, const Log& log,
+                                const ContainerHookRunner& run_container_hook) {
+  GPUCTK_TRY_ASSIGN(const auto state, oci::parse_state(state_text));
+  GPUCTK_TRY_ASSIGN(const auto config, oci::read_config(state.bundle));
+  PrestartResult result;
+  result.container_id = state.id;
+  GPUCTK_TRY_ASSIGN(result.resolved, resolve_request(config, cfg, log));
+  if (!result.resolved.gpu_container) {
+    return result;
+  }
+  if (state.pid <= 0) {
+    return fail(
+        "the OCI state has no pid: gpuctk hook prestart runs at the prestart or createRuntime stage, "
+        "when the container's process exists");
+  }
+  GPUCTK_TRY_ASSIGN(const auto root, oci::rootfs_path(config, state.bundle));
+  GPUCTK_TRY_ASSIGN(const auto plan, plan_live(config, root, result.resolved));
+  if (!plan.env_not_set.empty()) {
+    log.info("prestart: the environment of a created container cannot change; not set: " +
+             join(plan.env_not_set, " "));
+  }
+  if (!plan.gids_not_added.empty()) {
+    std::vector<std::string> gids;
+    for (const auto gid : plan.gids_not_added) {
+      gids.push_back(std::to_string(gid));
+    }
+    log.warning("prestart: the groups of a created container's process cannot change; not added: " +
+                join(gids, " "));
+  }
+  // Device access first, from the runtime's namespace (the cgroup files are the host's).
+  if (!plan.rules.empty()) {
+    GPUCTK_TRY_ASSIGN(const auto cgroups, cgroup::find_device_cgroups(state.pid));
+    GPUCTK_TRY_ASSIGN(result.cgroups, cgroup::allow_devices(cgroups, plan.rules));
+    log.info("prestart: device cgroup: " + std::to_string(result.cgroups.v1_rules) + " rules added to " +
+             (cgroups.v1_dir.empty() ? std::string("(no v1 devices cgroup)") : cgroups.v1_dir) + ", " +
+             std::to_string(result.cgroups.v2_programs_replaced) + " v2 programs widened" +
+             (result.cgroups.v2_unrestricted ? " (no v2 program attached at " + cgroups.v2_dir + ")" : ""));
+  }
+  for (const auto& hook : plan.runtime_hooks) {
+    GPUCTK_TRY(oci::run_hook(hook, state_text));
+    ++result.hooks;
+  }
+  GPUCTK_TRY(carry_out_in_container(plan, state.pid, state_text, run_container_hook, result, log));
+  result.changed = true;
+  log.info("prestart: injected " + describe(result.resolved) + " into container " + quote(state.id));
+  return result;
+}
+
+cdi::Hook prestart_hook(const std::string& hook_path, const std::string& config_file) {
+  cdi::Hook hook{.hook_name = "prestart",
+                 .path = hook_path,
+                 .args = {"gpuctk", "hook", "prestart"},
+                 .env = k_hook_path_env};
+  if (!config_file.empty()) {
+    hook.args.insert(hook.args.end(), {"--config", config_file});
+  }
+  return hook;
+}
+
+}  // namespace gpuctk::hook

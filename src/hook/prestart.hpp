@@ -1,0 +1,100 @@
+#pragma once
+// The OCI prestart (or createRuntime) hook: GPUs put into a container that the runtime has already
+// created, live, from the runtime's namespace (the equivalent of nvidia-container-runtime-hook +
+// `nvidia-container-cli configure`).
+//
+// The request is read and resolved exactly as at precreate (inject.hpp: same protocol, same spec or
+// in-memory spec, same errors). Its CDI edits are then applied to an empty scratch config with the
+// container's process.user (cdi::apply_edits: host nodes stat'ed, modes and owners filled, cgroup rules
+// made, mounts sorted) and that result is carried out instead of written to config.json:
+//   1. device cgroup: the rules added to the container's cgroup (cgroup/device_access.hpp; v1
+//      devices.allow, v2 BPF program widened);
+//   2. the spec's prestart/createRuntime hooks run, in the runtime's namespace;
+//   3. mount sources cloned on the host side (rootfs/live_mount.hpp), then the container's mount
+//      namespace entered (setns on the state's pid);
+//   4. device nodes made in the container's /dev (mknod; in a user namespace, the host node bind-mounted
+//      over an empty file); driver files, sockets and directories bind-mounted with their options
+//      (read-only, nosuid, nodev) onto targets resolved inside the container root;
+//   5. the spec's createContainer hooks run there (create-symlinks, update-ldcache: the linker cache),
+//      as the runtime would have run them, with the state on stdin.
+// What cannot change after create is not done: environment variables stay what the image and the pod
+// set (NVIDIA_VISIBLE_DEVICES is not rewritten to "void" as at precreate), and additional groups are
+// not added; both are logged. Edits that would be wrong to leave out (netDevices, intelRdt, hooks of
+// stages that have passed or run elsewhere: startContainer, poststart, poststop) are errors.
+// Every mount is made inside the container's mount namespace, whose root is at prestart still the host
+// path of its root filesystem (no pivot_root yet: real-runtimes.md §2); a shared mount point is refused
+// so that nothing propagates back to the host.
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "cdi/apply.hpp"
+#include "cgroup/device_access.hpp"
+#include "hook/config.hpp"
+#include "hook/inject.hpp"
+#include "hook/log.hpp"
+#include "oci/hook_run.hpp"
+#include "rootfs/live_mount.hpp"
+#include "util/error.hpp"
+
+namespace gpuctk::hook {
+
+// Everything the prestart hook will do to one container, decided before anything is done.
+struct LivePlan {
+  std::string root;  // the container root's host path (<bundle>/<root.path>)
+  struct Node {
+    rootfs::NodeSpec spec;
+    std::string host_path;  // bound from here in a user namespace
+  };
+  std::vector<Node> nodes;
+  struct Bind {
+    std::string source;       // host path
+    std::string destination;  // in the container
+    rootfs::BindOptions options;
+  };
+  std::vector<Bind> mounts;
+  std::vector<cgroup::DeviceRule> rules;
+  std::vector<oci::HookCommand> runtime_hooks;    // prestart, then createRuntime: in the runtime's namespace
+  std::vector<oci::HookCommand> container_hooks;  // createContainer: in the container's, after the mounts
+  std::vector<std::string> env_not_set;           // KEY=VALUE the edits asked for
+  std::vector<uint32_t> gids_not_added;
+};
+
+// The plan for `resolved` (a GPU container's edits) in the container of `config` whose root is at
+// `root`. `stat` examines host nodes (tests pass a fake). Errors name what cannot be done live:
+//   CDI hook "/x" of stage "poststart" cannot be added by a prestart hook (use the runtime shim, the
+//   precreate hook or CDI)
+Result<LivePlan> plan_live(const nlohmann::ordered_json& config, const std::string& root,
+                           const ResolvedRequest& resolved, const cdi::StatNode& stat = cdi::stat_host_node);
+
+// What the hook did, for the log.
+struct PrestartResult {
+  bool changed = false;  // false: not a GPU container; nothing was touched
+  std::string container_id;
+  ResolvedRequest resolved;
+  size_t nodes = 0, mounts = 0, hooks = 0;
+  cgroup::AllowReport cgroups;
+};
+
+// Runs one createContainer hook of the plan, in the container's mount namespace, with the container root
+// open as `root`. The default (an empty function) runs it as a runtime would: oci::run_hook, the state on
+// its stdin. The CLI passes one that runs gpuctk's own hooks in this process instead of exec'ing gpuctk
+// again for each (an exec and a config load per hook are most of what a prestart hook costs).
+using ContainerHookRunner = std::function<Result<void>(const oci::HookCommand& hook, std::string_view state,
+                                                       const rootfs::Root& root)>;
+
+// The whole hook: `state_text` is the OCI state from stdin (bounded by the caller). Reads
+// <bundle>/config.json (oci::read_config), resolves the request, plans and carries it out in the
+// container of the state's pid. Leaves this process in the container's mount namespace.
+Result<PrestartResult> prestart(std::string_view state_text, const Config& cfg, const Log& log,
+                                const ContainerHookRunner& run_container_hook = {});
+
+// The hook the runtime shim's prestart mode adds to config.json (hooks.prestart): `hook_path` `hook prestart`
+// (with `--config <config_file>` when one is given), PATH as its whole environment.
+cdi::Hook prestart_hook(const std::string& hook_path, const std::string& config_file);
+
+}  // namespace gpuctk::hook

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# End to end for the OCI prestart hook against hostile images under runc: the hook works from the host's
+# side of the container's mount namespace before pivot_root, where a symlink in the image that points
+# outside the root would reach the host if it were followed as a host path. The images (busybox and glibc
+# roots) have one of:
+#   lib-abs  /usr/lib/x86_64-linux-gnu -> $LAB/outside                   (absolute, a host directory)
+#   lib-rel  /usr/lib/x86_64-linux-gnu -> ../../../../../../../..$LAB/outside  (climbs above the root)
+#   dev-abs  /dev -> $LAB/outside-dev
+#   dev-rel  /dev -> ../../../../../../../..$LAB/outside-dev
+#   etc-abs  /etc -> $LAB/outside-etc                                    (where the linker cache goes)
+# Each image first runs without the hook: runc resolves its own mounts inside the root, and so it starts;
+# but runc 1.1.5 itself makes its /dev links (fd, ptmx, stdin, stdout, stderr) through an image's /dev
+# link, in the host directory (noted, not the hook's doing): the host directories are compared from after
+# that run on. With the hook and no request, nothing changes. With the hook and a GPU 0 request the
+# container must either start with the injection inside its own root (the driver file or GPU node
+# visible through the link in the container) or fail to start with the hook's one-line reason; in both
+# cases the host directories $LAB/outside* are exactly as they were (a listing with types, modes, sizes
+# and mtimes) and the host's mount table is unchanged.
+#   usage: prestart_hostile.sh <gpuctk> <gpuctk-fixture>
+source "$(dirname "$0")/lib.sh"
+gpuctk=$1
+fixture=$2
+e2e_init
+e2e_cleanup_add "e2e_umount_under '$LAB'"
+command -v runc >/dev/null || e2e_skip "runc is not installed"
+command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
+e2e_root_at busybox "$LAB/root-busybox"
+e2e_root_at glibc "$LAB/root-glibc"
+e2e_t4_host_with_spec "$gpuctk" "$fixture"
+hook=$(realpath "$gpuctk")
+
+# The host directories the links point at, each with a file of its own.
+for dir in outside outside-dev outside-etc; do
+  mkdir -p "$LAB/$dir"
+  echo "host data in $dir" >"$LAB/$dir/marker"
+done
+# A listing of them: path, type, mode, size, mtime; except that runc re-makes its /dev links on each run
+# (ptmx is removed and made again), so the times of those links and of the directory holding them are
+# left out (their names, types and modes stay; anything else that appears there shows).
+outside_listing() {
+  find "$LAB/outside" "$LAB/outside-dev" "$LAB/outside-etc" -printf '%p %y %m %s %T@\n' | sort |
+    sed -E "s#^($LAB/outside-dev(/(fd|ptmx|stdin|stdout|stderr))?) (.*) [0-9.]+\$#\1 \4 (time left out: runc)#"
+}
+e2e_mounts_snapshot "$LAB/mountinfo.before"
+
+# hostile_root KIND CASE: prints $LAB/hostile-KIND-CASE, the KIND root with the CASE link.
+hostile_root() {
+  local kind=$1 case=$2 root=$LAB/hostile-$1-$2 climb=../../../../../../../..
+  local link target
+  case "$case" in
+    lib-abs) link=/usr/lib/x86_64-linux-gnu target=$LAB/outside ;;
+    lib-rel) link=/usr/lib/x86_64-linux-gnu target=$climb$LAB/outside ;;
+    dev-abs) link=/dev target=$LAB/outside-dev ;;
+    dev-rel) link=/dev target=$climb$LAB/outside-dev ;;
+    etc-abs) link=/etc target=$LAB/outside-etc ;;
+    *) e2e_fail "unknown case $case" ;;
+  esac
+  # (A command substitution does not inherit set -e: every step says so when it fails.)
+  cp -a "$LAB/root-$kind" "$root" || e2e_fail "cp -a $LAB/root-$kind failed"
+  if ! { rm -rf "${root:?}$link" && mkdir -p "$(dirname "$root$link")" && ln -s "$target" "$root$link"; }; then
+    e2e_fail "could not make the link $link -> $target in $root"
+  fi
+  echo "$root"
+}
+
+# runc_run NAME ROOT ENV STAGE: `runc run` of a bundle on a copy of ROOT with the hook in hooks.STAGE
+# (prestart, or none).
+runc_run() {
+  local bundle id=gpuctk-e2e-hostile-$1-$$
+  bundle=$(e2e_prestart_bundle "$1" "$2" "$3" "$hook" "$4" "$LAB/gpuctk.yaml")
+  e2e_cleanup_add "runc delete -f $id"
+  runc run --bundle "$bundle" "$id" 2>&1
+}
+
+# expect_host_unchanged WHO: the host directories and the host's mounts are as they were.
+expect_host_unchanged() {
+  local changes
+  changes=$(diff "$LAB/outside.before" <(outside_listing)) ||
+    e2e_fail "$1 changed the host directories outside the root (< before, > now):
+$changes"
+  e2e_expect_mounts_unchanged "$LAB/mountinfo.before" "$1"
+}
+
+for kind in busybox glibc; do
+  for case in lib-abs lib-rel dev-abs dev-rel etc-abs; do
+    root=$(hostile_root "$kind" "$case")
+    who="$case image ($kind root)"
+    outside_listing >"$LAB/outside.before"
+    out=$(runc_run "nohook-$kind-$case" "$root" "" none) ||
+      e2e_fail "runc does not start the $who even without the hook, so the case tests nothing: $out"
+    if ! changes=$(diff "$LAB/outside.before" <(outside_listing)); then
+      case "$case" in
+        dev-*) echo "note: runc itself (no hook) wrote through the $who's /dev link into the host: ${changes//$'\n'/ }" ;;
+        *) e2e_fail "runc itself (no hook) changed the host directories through the $who: $changes" ;;
+      esac
+      outside_listing >"$LAB/outside.before"
+    fi
+    e2e_expect_mounts_unchanged "$LAB/mountinfo.before" "runc without the hook on the $who"
+
+    out=$(runc_run "none-$kind-$case" "$root" "" prestart) ||
+      e2e_fail "runc with the hook does not start the $who without a request: $out"
+    expect_host_unchanged "the hook on the $who without a request"
+
+    if out=$(runc_run "gpu0-$kind-$case" "$root" NVIDIA_VISIBLE_DEVICES=0 prestart); then
+      # Started: what was injected is inside the container's own root, seen through its link.
+      case "$case" in
+        lib-*)
+          e2e_expect_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
+          e2e_expect_line "$out" "append libcuda: Read-only file system"
+          ;;
+        dev-*)
+          e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
+          e2e_expect_line "$out" "can't open '/dev/nvidia0': No such device or address"
+          ;;
+        etc-*) e2e_expect_line "$out" "ld.so.cache names /usr/lib/x86_64-linux-gnu/libcuda.so.1" ;;
+      esac
+      echo "ok: the $who started with GPU 0 injected inside its root"
+    else
+      errors=$(grep -o "gpuctk: error: [^\"]*" <<<"$out") ||
+        e2e_fail "the $who failed to start, but not with the hook's reason: $out"
+      [ "$(grep -c . <<<"$errors")" = 1 ] || e2e_fail "expected one error line from the hook: $out"
+      echo "ok: the $who was refused: ${errors//\\n/}"
+    fi
+    expect_host_unchanged "the $who with a request"
+  done
+done
+echo "PASS: hostile images (lib, dev and etc links out of the root, absolute and climbing) started with the injection inside their root or were refused; the host directories and mounts are unchanged"
