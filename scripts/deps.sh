@@ -7,7 +7,7 @@
 set -euo pipefail
 
 build_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libseccomp-dev
-  libcap-dev libbpf-dev libelf-dev zlib1g-dev libgtest-dev libbenchmark-dev)
+  libcap-dev libbpf-dev libelf-dev zlib1g-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev)
 # binutils' readelf is not needed; ldconfig (libc-bin) builds the fixture hosts' ld.so.cache.
 test_packages=(libc-bin python3 runc crun podman containerd docker.io busybox-static hyperfine util-linux)
 # fuzz/ (gcc has no libFuzzer): clang, libFuzzer and the ASan/UBSan runtimes (libclang-rt), and

@@ -32,9 +32,10 @@ declare -A allowed=(
   [oci]="util"
   [rootfs]="util"
   [cgroup]="util"
+  [engine]="util"
   [cdi]="util discover oci"
   [hook]="util discover oci cdi rootfs cgroup"
-  [cli]="util discover oci cdi rootfs cgroup hook"
+  [cli]="util discover oci cdi rootfs cgroup engine hook"
 )
 for module in "${!allowed[@]}"; do
   while IFS=: read -r file line text; do

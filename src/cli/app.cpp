@@ -53,7 +53,9 @@ const CommandRow k_commands[] = {
      define_hook_disable_device_node_modification},
     {"hook", "chmod", "createContainer hook: set the mode of paths inside the container root",
      define_hook_chmod},
-    {"", "runtime", "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun",
+    {"", "runtime",
+     "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun; `runtime configure` "
+     "adds it to containerd, CRI-O or docker",
      define_runtime},
     {"", "info", "Show what discovery finds: driver, GPUs, MIG devices, driver files, warnings", define_info},
 };
@@ -113,7 +115,8 @@ std::string one_of(const std::vector<std::string>& names) {
   return out;
 }
 
-// What was wrong with the command line, in one phrase; `at` is the deepest command CLI11 got to.
+}  // namespace
+
 // CLI11 checks required options before unexpected arguments, but a misspelt option is usually why a
 // required one is missing, so an argument nothing took is named first.
 std::string describe_mistake(const CLI::ParseError& error, const CLI::App& at) {
@@ -156,8 +159,6 @@ std::string describe_mistake(const CLI::ParseError& error, const CLI::App& at) {
   }
   return error.what();  // already "<option>: <what>" (a value a check refused) or a sentence
 }
-
-}  // namespace
 
 int run(int argc, char** argv) {
   // A spec written by a newer gpuctk may name a hook this binary does not have: starting the container

@@ -41,6 +41,11 @@ std::string command_path(const CLI::App& command);
 // wrong before doing anything.
 int usage_error(const CLI::App& command, std::string_view what);
 
+// What was wrong with the command line, in one phrase, for usage_error: "unknown option \"--x\"",
+// "missing option --runtime", "--config needs a value", or CLI11's own line; `at` is the deepest command
+// CLI11 got to.
+std::string describe_mistake(const CLI::ParseError& error, const CLI::App& at);
+
 // A CLI11 check from `check(value)` returning a Result: a refused value is a usage error that reads
 // "<option>: <the error's message>", e.g. `--mode: unknown mode "magic" (want auto, nvml, proc or
 // management)`, found while parsing, before the command runs.
@@ -105,6 +110,10 @@ int run_container_hook(const std::string& config_path, const std::string& name,
 // The runtime shim: injects on create/run, then execs the real runtime with `args` (never returns on
 // success). The config is $GPUCTK_CONFIG or the default file.
 int run_runtime_shim(const std::vector<std::string>& args);
+
+// `gpuctk runtime configure ARGS…` (`args`: what follows "configure"), with its own command line: adds
+// the shim to containerd, CRI-O or docker (engine/configure.hpp). Returns the exit code.
+int run_runtime_configure(const std::vector<std::string>& args);
 
 // gpuctk run as nvidia-container-runtime-hook (docker's --gpus): `prestart` is `gpuctk hook prestart`.
 int run_legacy_hook_name(const std::vector<std::string>& args);

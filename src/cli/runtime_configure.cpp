@@ -1,0 +1,119 @@
+// gpuctk runtime configure: makes gpuctk's runtime shim (gpuctk-runtime) a named runtime of containerd,
+// CRI-O or docker by editing the engine's config file (engine/configure.hpp does the work, keeps a backup
+// and undoes it with --remove). `gpuctk runtime` hands its arguments to runc, which has no `configure`
+// command, so the word is free there; the shim's own name, gpuctk-runtime, never configures anything.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "cli/commands.hpp"
+#include "engine/configure.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::cli {
+
+namespace {
+
+// Where `cmake --install` puts the shim: the gpuctk-runtime link beside the installed gpuctk.
+std::string installed_runtime_path() {
+  const std::string_view binary = GPUCTK_INSTALLED_BINARY;
+  return std::string(binary.substr(0, binary.rfind('/') + 1)) + "gpuctk-runtime";
+}
+
+Result<void> check_containerd_version(std::string_view text) {
+  if (text != "2" && text != "3") {
+    return fail(quote(text) + " is not a containerd config version gpuctk writes (want 2 or 3)");
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_runtime_configure(const std::vector<std::string>& args) {
+  CLI::App app{
+      "Make gpuctk's runtime shim (gpuctk-runtime) a runtime of containerd, CRI-O or docker by editing the "
+      "engine's config file",
+      "gpuctk runtime configure"};
+  app.footer(
+      "The first change keeps the file's original beside it (<file>.gpuctk-backup); --remove puts it back "
+      "when nobody else changed the file since, else removes only gpuctk's keys. A file that changes is "
+      "printed again: TOML comments are not kept.");
+  std::string runtime;
+  std::string config;
+  engine::RuntimeSettings settings;
+  settings.runtime_path = installed_runtime_path();
+  bool dry_run = false;
+  bool remove = false;
+  app.add_option("--runtime", runtime, "The engine: containerd, crio or docker")
+      ->required()
+      ->type_name("ENGINE")
+      ->check(value_check(engine::parse_engine));
+  app.add_option("--config", config,
+                 "The engine's config file (default /etc/containerd/config.toml, "
+                 "/etc/crio/crio.conf.d/99-gpuctk.conf, /etc/docker/daemon.json)")
+      ->type_name("FILE");
+  app.add_option("--runtime-name", settings.name,
+                 "The runtime's name: a Kubernetes RuntimeClass handler, `docker run --runtime NAME`")
+      ->type_name("NAME")
+      ->capture_default_str()
+      ->check(value_check(engine::check_runtime_name));
+  app.add_option("--runtime-path", settings.runtime_path, "The shim the engine runs as its runc")
+      ->type_name("PATH")
+      ->capture_default_str()
+      ->check(value_check(engine::check_runtime_path));
+  CLI::Option* as_default =
+      app.add_flag("--set-as-default", settings.set_as_default, "Make it the engine's default runtime too");
+  CLI::Option* cdi = app.add_flag("--cdi", settings.enable_cdi,
+                                  "Turn on the engine's CDI support (containerd >= 1.7, docker >= 25; CRI-O "
+                                  "has it on already)");
+  CLI::Option* version = app.add_option("--containerd-config-version", settings.containerd_version,
+                                        "The schema of a new containerd file: 2 (containerd 1.x) or 3 (2.x)")
+                             ->type_name("N")
+                             ->capture_default_str()
+                             ->check(value_check(check_containerd_version));
+  app.add_flag("--dry-run", dry_run, "Print the resulting file on stdout and write nothing");
+  app.add_flag("--remove", remove, "Undo: restore the original, or remove gpuctk's runtime")
+      ->excludes(as_default)
+      ->excludes(cdi)
+      ->excludes(version);
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::Success& e) {
+    return app.exit(e) == 0 ? k_exit_ok : k_exit_usage;  // --help
+  } catch (const CLI::ParseError& e) {
+    return usage_error(app, describe_mistake(e, app));
+  }
+  const engine::Engine which = *engine::parse_engine(runtime);
+  if (version->count() != 0 && which != engine::Engine::containerd) {
+    return usage_error(app, "--containerd-config-version is for --runtime containerd only");
+  }
+  const std::string path = config.empty() ? engine::default_config_path(which) : config;
+
+  const auto result = remove ? engine::unconfigure(which, path, settings, dry_run)
+                             : engine::configure(which, path, settings, dry_run);
+  if (!result) {
+    return report(result.error());
+  }
+  // Configuring before the shim is installed is fine (an installer may do it in either order), but the
+  // engine will fail every container of that runtime until it is there.
+  if (!remove && ::access(settings.runtime_path.c_str(), X_OK) != 0) {
+    std::fprintf(
+        stderr, "gpuctk: warning: runtime path %s: %s (the engine cannot run runtime %s until it is there)\n",
+        settings.runtime_path.c_str(), std::strerror(errno), quote(settings.name).c_str());
+  }
+  // With --dry-run stdout is the file alone; the line about it goes to stderr.
+  const auto written = dry_run ? write_stdout(result->text) : write_stdout(result->summary + "\n");
+  if (!written) {
+    return report(written.error());
+  }
+  if (dry_run) {
+    std::fprintf(stderr, "%s\n", escape_for_log(result->summary).c_str());
+  }
+  return k_exit_ok;
+}
+
+}  // namespace gpuctk::cli

@@ -1,0 +1,397 @@
+#include "engine/configure.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "engine/engines.hpp"
+#include "util/fd.hpp"
+#include "util/file.hpp"
+#include "util/path.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::engine {
+
+namespace {
+
+using EditText = Result<detail::Edit> (*)(const std::optional<std::string>& old,
+                                          const RuntimeSettings& settings);
+using RemoveText = Result<detail::Edit> (*)(const std::string& old, const RuntimeSettings& settings);
+
+struct EngineRow {
+  Engine engine;
+  std::string_view name;          // --runtime, and the daemon to restart
+  std::string_view default_path;  // --config
+  EditText configure;
+  RemoveText remove;
+};
+
+constexpr EngineRow k_engines[] = {
+    // containerd's own default --config.
+    {Engine::containerd, "containerd", "/etc/containerd/config.toml", detail::containerd_configure,
+     detail::containerd_remove},
+    // A drop-in of gpuctk's own in CRI-O's default --config-dir; "99-" sorts it after the usual drop-ins,
+    // so that its default runtime wins.
+    {Engine::crio, "crio", "/etc/crio/crio.conf.d/99-gpuctk.conf", detail::crio_configure,
+     detail::crio_remove},
+    // dockerd's default --config-file.
+    {Engine::docker, "docker", "/etc/docker/daemon.json", detail::docker_configure, detail::docker_remove},
+};
+
+const EngineRow& row_of(Engine engine) {
+  for (const EngineRow& row : k_engines) {
+    if (row.engine == engine) {
+      return row;
+    }
+  }
+  return k_engines[0];  // unreachable: every enumerator has a row
+}
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+         c == '.';
+}
+
+bool is_alnum(char c) {
+  return is_name_char(c) && c != '-' && c != '_' && c != '.';
+}
+
+// A new config file gets the mode engines' packages give theirs.
+constexpr mode_t k_new_file_mode = 0644;
+
+// A file as read: its bytes (nullopt: there is none), and the mode and owner its replacement keeps.
+struct FileState {
+  std::optional<std::string> text;
+  mode_t mode = k_new_file_mode;
+  std::optional<FileOwner> owner;  // only when it is not this process's own (only root can give a file away)
+};
+
+Result<FileState> read_state(const std::string& path) {
+  // O_NOFOLLOW: the atomic write renames over the path, which would replace a link with a file.
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) {
+      return FileState{};
+    }
+    if (errno == ELOOP) {
+      return fail(
+          "read " + path +
+          ": a symbolic link (the file is replaced atomically, which would replace the link; name the "
+          "file it points to)");
+    }
+    return fail_errno("read " + path, errno);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return fail_errno("read " + path, errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail("read " + path + ": not a regular file");
+  }
+  FileState state;
+  GPUCTK_TRY_ASSIGN(state.text, read_fd(fd.get(), path, k_max_config_file));
+  state.mode = st.st_mode & 07777;
+  if (st.st_uid != ::geteuid() || st.st_gid != ::getegid()) {
+    state.owner = FileOwner{st.st_uid, st.st_gid};
+  }
+  return state;
+}
+
+Result<bool> exists(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    return true;
+  }
+  if (errno == ENOENT) {
+    return false;
+  }
+  return fail_errno("stat " + path, errno);
+}
+
+std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) {
+    return ".";
+  }
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Deletes `path` (nothing to do when it is missing), durably: the directory is synced after the unlink.
+Result<void> remove_file(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) {
+      return {};
+    }
+    return fail_errno("remove " + path, errno);
+  }
+  const UniqueFd dir(::open(parent_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir) {
+    ::fsync(dir.get());
+  }
+  return {};
+}
+
+// The file's directory, made when it is missing but its own parent exists: a host with no CRI-O drop-in
+// directory yet, or no /etc/docker. Nothing deeper: a mistyped path stays an error.
+Result<void> make_directory_of(const std::string& path) {
+  const std::string dir = parent_of(path);
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    return errno == EEXIST ? Result<void>{} : fail_errno("create directory " + dir, errno);
+  }
+  const UniqueFd parent(::open(parent_of(dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (parent) {
+    ::fsync(parent.get());
+  }
+  return {};
+}
+
+Result<void> write_durably(const std::string& path, std::string_view text, const FileState& like) {
+  return write_file_atomic(path, text, like.mode, Durability::durable, like.owner);
+}
+
+// What the state files beside a config file hold.
+struct Saved {
+  std::optional<FileState> backup;    // the original
+  bool absent = false;                // there was no original
+  std::optional<std::string> record;  // what gpuctk last wrote
+};
+
+Result<Saved> read_saved(const StateFiles& files) {
+  Saved saved;
+  GPUCTK_TRY_ASSIGN(FileState backup, read_state(files.backup));
+  if (backup.text) {
+    saved.backup = std::move(backup);
+  }
+  GPUCTK_TRY_ASSIGN(saved.absent, exists(files.absent));
+  GPUCTK_TRY_ASSIGN(FileState record, read_state(files.record));
+  saved.record = std::move(record.text);
+  return saved;
+}
+
+// Whether `current` is what gpuctk left, or still the original: nobody else changed the file since the
+// backup was taken.
+bool only_gpuctk_changed(const std::optional<std::string>& current, const Saved& saved) {
+  if (saved.backup) {
+    return current && (*current == *saved.backup->text || (saved.record && *current == *saved.record));
+  }
+  if (saved.absent) {
+    return !current || (saved.record && *current == *saved.record);
+  }
+  return false;
+}
+
+std::string restart(const EngineRow& row) {
+  return "restart " + std::string(row.name);
+}
+
+std::string with_notes(std::string line, const std::vector<std::string>& notes) {
+  for (const std::string& note : notes) {
+    line += "; " + note;
+  }
+  return line;
+}
+
+}  // namespace
+
+Result<Engine> parse_engine(std::string_view name) {
+  for (const EngineRow& row : k_engines) {
+    if (row.name == name) {
+      return row.engine;
+    }
+  }
+  return fail("unknown runtime " + quote(name) + " (want containerd, crio or docker)");
+}
+
+std::string_view engine_name(Engine engine) {
+  return row_of(engine).name;
+}
+
+std::string default_config_path(Engine engine) {
+  return std::string(row_of(engine).default_path);
+}
+
+Result<void> check_runtime_name(std::string_view name) {
+  // RuntimeClass handlers are DNS labels (63 bytes); engines take any of these characters.
+  if (name.empty() || name.size() > 63 || !std::ranges::all_of(name, is_name_char) ||
+      !is_alnum(name.front()) || !is_alnum(name.back())) {
+    return fail(
+        "runtime name " + quote(name) +
+        ": want 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit");
+  }
+  return {};
+}
+
+Result<void> check_runtime_path(std::string_view path) {
+  if (!path.starts_with('/')) {
+    return fail("runtime path " + quote(path) + ": not an absolute path");
+  }
+  if (std::ranges::any_of(path, [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    return fail("runtime path " + quote(path) + ": has a control character");
+  }
+  if (!is_clean_path(path)) {
+    return fail("runtime path " + quote(path) + ": not a clean path (no \"//\", \".\" or \"..\" components)");
+  }
+  return {};
+}
+
+Result<std::string> configured_text(Engine engine, const std::optional<std::string>& old,
+                                    const RuntimeSettings& settings) {
+  GPUCTK_TRY(check_runtime_name(settings.name));
+  GPUCTK_TRY(check_runtime_path(settings.runtime_path));
+  GPUCTK_TRY_ASSIGN(detail::Edit edit, row_of(engine).configure(old, settings));
+  return std::move(edit.text);
+}
+
+Result<std::string> removed_text(Engine engine, const std::string& old, const RuntimeSettings& settings) {
+  GPUCTK_TRY(check_runtime_name(settings.name));
+  GPUCTK_TRY_ASSIGN(detail::Edit edit, row_of(engine).remove(old, settings));
+  return std::move(edit.text);
+}
+
+StateFiles state_files(Engine engine, const std::string& path) {
+  const auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);  // with its '/'
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // CRI-O reads every file below its drop-in directory (pkg/config: filepath.Walk, no name filter).
+  if (engine == Engine::crio && dir.size() > 1 &&
+      std::string_view(dir).substr(0, dir.size() - 1).ends_with(".d")) {
+    dir = parent_of(dir.substr(0, dir.size() - 1));
+    if (!dir.ends_with('/')) {
+      dir += '/';
+    }
+  }
+  const std::string base = dir + name;
+  return StateFiles{.backup = base + ".gpuctk-backup",
+                    .absent = base + ".gpuctk-backup-absent",
+                    .record = base + ".gpuctk-written"};
+}
+
+Result<ConfigureResult> configure(Engine engine, const std::string& path, const RuntimeSettings& settings,
+                                  bool dry_run) {
+  const EngineRow& row = row_of(engine);
+  GPUCTK_TRY(check_runtime_name(settings.name));
+  GPUCTK_TRY(check_runtime_path(settings.runtime_path));
+  GPUCTK_TRY_ASSIGN(const FileState file, read_state(path));
+  auto edit = row.configure(file.text, settings);
+  if (!edit) {
+    return fail_with(path, edit.error());
+  }
+  ConfigureResult result{.changed = !edit->changes.empty(), .text = std::move(edit->text), .summary = {}};
+  const std::string prefix = std::string(row.name) + ": ";
+  if (!result.changed) {
+    result.summary = with_notes(prefix + path + " unchanged: runtime " + quote(settings.name) + " (" +
+                                    settings.runtime_path + ") is already configured",
+                                edit->notes);
+    return result;
+  }
+  const std::string what = join(edit->changes, ", ");
+  if (dry_run) {
+    result.summary = with_notes(prefix + what + "; dry run: " + path + " not written", edit->notes);
+    return result;
+  }
+
+  GPUCTK_TRY(make_directory_of(path));
+  const StateFiles files = state_files(engine, path);
+  GPUCTK_TRY_ASSIGN(const Saved saved, read_saved(files));
+  std::string written = path + " written";
+  const bool first = !saved.backup && !saved.absent && !saved.record;
+  if (first) {
+    if (file.text) {
+      GPUCTK_TRY(write_durably(files.backup, *file.text, file));
+      written += " (the original kept as " + files.backup + ")";
+    } else {
+      GPUCTK_TRY(write_file_atomic(files.absent, "", k_new_file_mode, Durability::durable));
+    }
+  }
+  // The record, written before the file: a crash between the two leaves a record that matches nothing,
+  // and --remove then falls back to deleting gpuctk's keys, which is always safe.
+  if (first || only_gpuctk_changed(file.text, saved)) {
+    GPUCTK_TRY(write_durably(files.record, result.text, file));
+  } else {
+    GPUCTK_TRY(remove_file(files.record));
+  }
+  GPUCTK_TRY(write_durably(path, result.text, file));
+  result.summary = with_notes(prefix + what + "; " + written, edit->notes) + "; " + restart(row);
+  return result;
+}
+
+Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, const RuntimeSettings& settings,
+                                    bool dry_run) {
+  const EngineRow& row = row_of(engine);
+  GPUCTK_TRY(check_runtime_name(settings.name));
+  GPUCTK_TRY_ASSIGN(const FileState file, read_state(path));
+  const StateFiles files = state_files(engine, path);
+  GPUCTK_TRY_ASSIGN(const Saved saved, read_saved(files));
+  const std::string prefix = std::string(row.name) + ": ";
+  const std::string dry = dry_run ? "dry run: " : "";
+  ConfigureResult result;
+
+  if (only_gpuctk_changed(file.text, saved)) {
+    // Nobody but gpuctk changed the file: the original comes back byte for byte.
+    if (saved.backup) {
+      result.text = *saved.backup->text;
+      result.changed = file.text != saved.backup->text;
+      result.summary = prefix + dry + path + (dry_run ? " would be" : "") + " restored from " + files.backup;
+      if (!dry_run && result.changed) {
+        GPUCTK_TRY(write_durably(path, result.text, *saved.backup));
+      }
+    } else {
+      result.changed = file.text.has_value();
+      result.summary =
+          prefix + dry + path + (dry_run ? " would be" : "") + " deleted (it did not exist before)";
+      if (!dry_run) {
+        GPUCTK_TRY(remove_file(path));
+      }
+    }
+    if (!dry_run) {
+      GPUCTK_TRY(remove_file(files.record));
+      GPUCTK_TRY(remove_file(files.backup));
+      GPUCTK_TRY(remove_file(files.absent));
+    }
+    if (!result.changed) {
+      result.summary = prefix + path + " unchanged: it is as it was before gpuctk configured it";
+    } else if (!dry_run) {
+      result.summary += "; " + restart(row);
+    }
+    return result;
+  }
+
+  // Someone else changed the file too (or gpuctk never backed it up): only gpuctk's keys go.
+  if (!file.text) {
+    result.summary = prefix + path + " unchanged: it does not exist";
+  } else {
+    auto edit = row.remove(*file.text, settings);
+    if (!edit) {
+      return fail_with(path, edit.error());
+    }
+    result.changed = !edit->changes.empty();
+    result.text = std::move(edit->text);
+    if (!result.changed) {
+      result.summary = prefix + path + " unchanged: no runtime " + quote(settings.name) + " in it";
+    } else {
+      // Only a CRI-O drop-in is ever left empty: it held nothing but gpuctk's runtime.
+      const bool delete_file = result.text.empty();
+      result.summary = prefix + join(edit->changes, ", ") + "; " + dry + path +
+                       (dry_run       ? " not written"
+                        : delete_file ? " deleted (nothing else was in it)"
+                                      : " written");
+      if (saved.backup) {
+        result.summary +=
+            " (it was changed since gpuctk wrote it; the original stays in " + files.backup + ")";
+      }
+      if (!dry_run) {
+        GPUCTK_TRY(delete_file ? remove_file(path) : write_durably(path, result.text, file));
+        result.summary += "; " + restart(row);
+      }
+    }
+  }
+  if (!dry_run) {
+    GPUCTK_TRY(remove_file(files.record));
+  }
+  return result;
+}
+
+}  // namespace gpuctk::engine

@@ -1,0 +1,222 @@
+// containerd's config.toml. The CRI plugin's table holds the runtimes a RuntimeClass handler names, the
+// default runtime and the CDI switch; only the plugin's ID differs between the two schema versions.
+// Read from containerd's source (github.com/containerd/containerd):
+//   - version 2 (containerd 1.6 and 1.7; 2.x still reads it): docs/cri/config.md and
+//     pkg/cri/config/config.go at v1.6.20 and v1.7.9: plugins."io.containerd.grpc.v1.cri" with
+//     containerd.runtimes.<name> (runtime_type, options.BinaryName), containerd.default_runtime_name,
+//     and, from 1.7, enable_cdi and cdi_spec_dirs on the plugin's own table (PluginConfig);
+//   - version 3 (containerd 2.x): docs/cri/config.md and internal/cri/config/config.go at v2.1.4: the same
+//     keys under plugins."io.containerd.cri.v1.runtime" (where enable_cdi defaults to true).
+// containerd decodes the file over its built-in default config, whose default_runtime_name is "runc": a
+// missing key means "runc", while an empty one is an error (ValidatePluginConfig). A file without a
+// `version` key is version 1, which containerd 2 no longer reads.
+#include <array>
+#include <cstdint>
+
+#include "engine/engines.hpp"
+#include "engine/toml_doc.hpp"
+
+namespace gpuctk::engine::detail {
+
+namespace {
+
+struct Schema {
+  int64_t version;
+  std::string_view cri_plugin;  // the ID of the plugin whose table holds the keys below
+};
+
+constexpr Schema k_schemas[] = {
+    // containerd 1.6 and 1.7 (Debian 12 ships 1.6.20)
+    {2, "io.containerd.grpc.v1.cri"},
+    // containerd 2.x
+    {3, "io.containerd.cri.v1.runtime"},
+};
+
+// The runc shim v2: it runs options.BinaryName as its runc, so gpuctk-runtime sees every runc command.
+constexpr std::string_view k_runc_v2 = "io.containerd.runc.v2";
+// The runtime containerd uses when default_runtime_name is not set (its built-in default config).
+constexpr std::string_view k_builtin_default = "runc";
+// containerd's default cdi_spec_dirs, written with enable_cdi when the file names none.
+constexpr std::array<std::string_view, 2> k_cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
+
+const Schema* find_schema(int64_t version) {
+  for (const Schema& schema : k_schemas) {
+    if (schema.version == version) {
+      return &schema;
+    }
+  }
+  return nullptr;
+}
+
+Result<const Schema*> schema_of(const toml::table& doc) {
+  const toml::node* node = doc.get("version");
+  if (node == nullptr) {
+    return fail("containerd config version 1 (the file has no version key) is not supported (want 2 or 3)");
+  }
+  const auto* version = node->as_integer();
+  if (version == nullptr) {
+    return std::unexpected(wrong_type("version", *node, "an integer"));
+  }
+  const Schema* schema = find_schema(version->get());
+  if (schema == nullptr) {
+    return fail("containerd config version " + std::to_string(version->get()) +
+                " is not supported (want 2 or 3)");
+  }
+  return schema;
+}
+
+// The tables on the way to the runtimes, with their key paths (for errors).
+struct CriTables {
+  toml::table* cri = nullptr;         // plugins.<cri plugin>
+  toml::table* containerd = nullptr;  // plugins.<cri plugin>.containerd
+  toml::table* runtimes = nullptr;    // plugins.<cri plugin>.containerd.runtimes
+  std::string cri_path;
+  std::string containerd_path;
+  std::string runtimes_path;
+};
+
+Result<CriTables> make_cri_tables(toml::table& doc, const Schema& schema) {
+  CriTables t;
+  GPUCTK_TRY_ASSIGN(toml::table * plugins, child_table(doc, "plugins", ""));
+  GPUCTK_TRY_ASSIGN(t.cri, child_table(*plugins, schema.cri_plugin, "plugins"));
+  t.cri_path = key_path("plugins", schema.cri_plugin);
+  GPUCTK_TRY_ASSIGN(t.containerd, child_table(*t.cri, "containerd", t.cri_path));
+  t.containerd_path = key_path(t.cri_path, "containerd");
+  GPUCTK_TRY_ASSIGN(t.runtimes, child_table(*t.containerd, "runtimes", t.containerd_path));
+  t.runtimes_path = key_path(t.containerd_path, "runtimes");
+  return t;
+}
+
+// A new runtime entry starts as a copy of the default runtime's entry when that one is a runc v2
+// runtime: its options (SystemdCgroup above all: with the systemd cgroup driver every runc runtime of
+// the node must use it) then hold for gpuctk's runtime too. Any other default (kata, gVisor) is no model.
+toml::table new_entry(CriTables& t, std::string_view name) {
+  std::string default_name(k_builtin_default);
+  if (const toml::node* node = t.containerd->get("default_runtime_name");
+      node != nullptr && node->is_string()) {
+    default_name = node->as_string()->get();
+  }
+  if (default_name == name) {
+    return {};
+  }
+  toml::table* model = find_table(*t.runtimes, default_name);
+  if (model == nullptr) {
+    return {};
+  }
+  const toml::node* type = model->get("runtime_type");
+  if (type == nullptr || !type->is_string() || type->as_string()->get() != k_runc_v2) {
+    return {};
+  }
+  return *model;
+}
+
+Result<void> enable_cdi(CriTables& t, std::vector<std::string>& changes) {
+  bool changed = false;
+  const std::string enable_path = key_path(t.cri_path, "enable_cdi");
+  if (const toml::node* node = t.cri->get("enable_cdi"); node == nullptr || !node->value_or(false)) {
+    if (node != nullptr && !node->is_boolean()) {
+      return std::unexpected(wrong_type(enable_path, *node, "a boolean"));
+    }
+    t.cri->insert_or_assign("enable_cdi", true);
+    changed = true;
+  }
+  // A list the administrator chose stays; containerd 1.6's `config default` has none.
+  if (t.cri->get("cdi_spec_dirs") == nullptr) {
+    toml::array dirs;
+    for (const std::string_view dir : k_cdi_spec_dirs) {
+      dirs.push_back(std::string(dir));
+    }
+    t.cri->insert_or_assign("cdi_spec_dirs", std::move(dirs));
+    changed = true;
+  }
+  if (changed) {
+    changes.emplace_back(k_cdi_enabled);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<Edit> containerd_configure(const std::optional<std::string>& old, const RuntimeSettings& settings) {
+  toml::table doc;
+  if (old) {
+    GPUCTK_TRY_ASSIGN(doc, parse_toml(*old));
+  }
+  const Schema* schema = nullptr;
+  if (doc.empty()) {
+    // No file, an empty one, or comments only: a new file of the schema asked for.
+    schema = find_schema(settings.containerd_version);
+    if (schema == nullptr) {
+      return fail("containerd config version " + std::to_string(settings.containerd_version) +
+                  " is not supported (want 2 or 3)");
+    }
+    doc.insert_or_assign("version", schema->version);
+  } else {
+    GPUCTK_TRY_ASSIGN(schema, schema_of(doc));
+  }
+  GPUCTK_TRY_ASSIGN(CriTables t, make_cri_tables(doc, *schema));
+
+  Edit edit;
+  const std::string entry_path = key_path(t.runtimes_path, settings.name);
+  const bool added = t.runtimes->get(settings.name) == nullptr;
+  if (added) {
+    t.runtimes->insert_or_assign(settings.name, new_entry(t, settings.name));
+  }
+  toml::node* entry_node = t.runtimes->get(settings.name);
+  toml::table* entry = entry_node->as_table();
+  if (entry == nullptr) {
+    return std::unexpected(wrong_type(entry_path, *entry_node, "a table"));
+  }
+  const toml::table entry_before = *entry;
+  GPUCTK_TRY(set_string(*entry, "runtime_type", k_runc_v2, entry_path));
+  GPUCTK_TRY_ASSIGN(toml::table * options, child_table(*entry, "options", entry_path));
+  GPUCTK_TRY_ASSIGN(const std::string was, set_string(*options, "BinaryName", settings.runtime_path,
+                                                      key_path(entry_path, "options")));
+  if (added || *entry != entry_before) {
+    edit.changes.push_back(runtime_phrase(settings, added, added ? "" : was));
+  }
+
+  if (settings.set_as_default) {
+    GPUCTK_TRY_ASSIGN(const std::string before,
+                      set_string(*t.containerd, "default_runtime_name", settings.name, t.containerd_path));
+    if (before != settings.name) {
+      edit.changes.push_back(default_phrase(settings.name, before));
+    }
+  }
+  if (settings.enable_cdi) {
+    GPUCTK_TRY(enable_cdi(t, edit.changes));
+  }
+  edit.text = edit.changes.empty() ? old.value_or("") : print_toml(doc);
+  return edit;
+}
+
+Result<Edit> containerd_remove(const std::string& old, const RuntimeSettings& settings) {
+  GPUCTK_TRY_ASSIGN(toml::table doc, parse_toml(old));
+  Edit edit{.text = old, .changes = {}, .notes = {}};
+  if (doc.empty()) {
+    return edit;
+  }
+  GPUCTK_TRY_ASSIGN(const Schema* schema, schema_of(doc));
+  // What is not a table on the way holds nothing of gpuctk's.
+  toml::table* plugins = find_table(doc, "plugins");
+  toml::table* cri = plugins != nullptr ? find_table(*plugins, schema->cri_plugin) : nullptr;
+  toml::table* containerd = cri != nullptr ? find_table(*cri, "containerd") : nullptr;
+  if (containerd == nullptr) {
+    return edit;
+  }
+  if (toml::table* runtimes = find_table(*containerd, "runtimes");
+      runtimes != nullptr && runtimes->erase(settings.name) != 0) {
+    edit.changes.push_back(removed_phrase(settings.name));
+  }
+  if (const toml::node* node = containerd->get("default_runtime_name");
+      node != nullptr && node->value_or(std::string_view()) == settings.name) {
+    containerd->erase("default_runtime_name");
+    edit.changes.push_back(default_unset_phrase(settings.name));
+  }
+  if (!edit.changes.empty()) {
+    edit.text = print_toml(doc);
+  }
+  return edit;
+}
+
+}  // namespace gpuctk::engine::detail

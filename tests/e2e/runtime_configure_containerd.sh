@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# End to end for `gpuctk runtime configure --runtime containerd` with containerd 1.6 (Debian 12's) as the
+# consumer: the output of `containerd config default` (every path moved into the lab) is configured with
+# runtime "nvidia" (gpuctk-runtime) as the default runtime, and CDI on (which 1.6 ignores); containerd
+# starts with that file and its CRI plugin, which validates the runtimes table, loads; `containerd config dump` shows the runtime with our
+# BinaryName; a container run with that BinaryName as its runc sees GPU 0. A second configure changes
+# nothing; --remove gives back `containerd config default`'s bytes, and the dump no longer has the runtime.
+#   usage: runtime_configure_containerd.sh <gpuctk> <gpuctk-fixture>
+source "$(dirname "$0")/lib.sh"
+gpuctk=$1
+fixture=$2
+e2e_init
+e2e_cleanup_add "e2e_umount_under '$LAB'"
+command -v containerd >/dev/null && command -v ctr >/dev/null || e2e_skip "containerd is not installed"
+command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_busybox_rootfs
+e2e_t4_host_with_spec "$gpuctk" "$fixture"
+shim=$LAB/bin/gpuctk-runtime
+
+c=$LAB/containerd
+mkdir -p "$c"
+containerd config default |
+  sed -e "s|^root = .*|root = \"$c/root\"|" -e "s|^state = .*|state = \"$c/state\"|" \
+    -e "s|address = \"/run/containerd/containerd.sock\"|address = \"$c/containerd.sock\"|" \
+    -e "s|path = \"/opt/containerd\"|path = \"$c/opt\"|" >"$c/config.toml" ||
+  e2e_fail "containerd config default failed"
+grep -q "^root = \"$c/root\"" "$c/config.toml" || e2e_fail "could not move containerd's root into the lab"
+cp "$c/config.toml" "$LAB/config.toml.original"
+
+out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --runtime-path "$shim" \
+  --set-as-default --cdi 2>&1) || e2e_fail "runtime configure failed: $out"
+expected="containerd: runtime \"nvidia\" ($shim) added, default runtime set to \"nvidia\" (was \"runc\"), CDI enabled; $c/config.toml written (the original kept as $c/config.toml.gpuctk-backup); restart containerd"
+[ "$out" = "$expected" ] || e2e_fail "unexpected output: $out"
+cmp -s "$c/config.toml.gpuctk-backup" "$LAB/config.toml.original" || e2e_fail "the backup is not the original"
+out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --runtime-path "$shim" \
+  --set-as-default --cdi 2>&1) || e2e_fail "the second runtime configure failed: $out"
+[ "$out" = "containerd: $c/config.toml unchanged: runtime \"nvidia\" ($shim) is already configured" ] ||
+  e2e_fail "the second run was not a no-op: $out"
+echo "ok: configured, and a second run changes nothing"
+
+# containerd reads the file back: the dump is its own view of the config, defaults merged in.
+dump=$(containerd --config "$c/config.toml" config dump 2>&1) || e2e_fail "containerd config dump failed: $dump"
+runtime_table=$(awk '/^ *\[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia\]/ { on = 1; next }
+  on && /^ *\[/ && !/runtimes.nvidia.options\]/ { on = 0 } on' <<<"$dump")
+grep -qx ' *runtime_type = "io.containerd.runc.v2"' <<<"$runtime_table" ||
+  e2e_fail "the dump has no runc v2 runtime \"nvidia\": $dump"
+binary=$(sed -n 's/^ *BinaryName = "\(.*\)"$/\1/p' <<<"$runtime_table")
+[ "$binary" = "$shim" ] || e2e_fail "the dump's BinaryName of \"nvidia\" is '$binary', not $shim"
+grep -qx ' *default_runtime_name = "nvidia"' <<<"$dump" || e2e_fail "the dump's default runtime is not nvidia"
+echo "ok: containerd config dump shows runtime \"nvidia\" with BinaryName $binary, the default runtime"
+
+# The daemon on that file; its environment reaches the runc shim and gpuctk-runtime.
+GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid containerd --config "$c/config.toml" >"$c/containerd.log" 2>&1 &
+containerd_pid=$!
+e2e_cleanup_add "rmdir /run/containerd/runc/default /run/containerd/runc /run/containerd/fifo /run/containerd/s /run/containerd 2>/dev/null"
+e2e_cleanup_add "find /sys/fs/cgroup -depth -type d -name 'gpuctk-e2e-*' -exec rmdir {} + 2>/dev/null; rmdir /sys/fs/cgroup/*/default 2>/dev/null"
+e2e_cleanup_add "kill $containerd_pid; wait $containerd_pid"
+CTR=(ctr --address "$c/containerd.sock")
+for _ in $(seq 100); do
+  "${CTR[@]}" version >/dev/null 2>&1 && break
+  kill -0 "$containerd_pid" 2>/dev/null || e2e_fail "containerd exited: $(tail -20 "$c/containerd.log")"
+  sleep 0.1
+done
+"${CTR[@]}" version >/dev/null 2>&1 || e2e_fail "containerd did not come up: $(tail -20 "$c/containerd.log")"
+# The CRI plugin checks that default_runtime_name names a runtime of the table; it loads or it is an error.
+plugins=$("${CTR[@]}" plugins ls 2>&1)
+grep -qE '^io\.containerd\.grpc\.v1 +cri +[^ ]+ +ok *$' <<<"$plugins" ||
+  e2e_fail "the CRI plugin did not load with the configured file: $(grep cri <<<"$plugins"; grep -i 'cri' "$c/containerd.log" | tail -5)"
+echo "ok: containerd 1.6 runs on the configured file and its CRI plugin loads"
+
+name=gpuctk-e2e-configured-$$
+# (Only while the daemon runs: ctr waits 10 s for a socket nobody answers.)
+e2e_cleanup_add "kill -0 $containerd_pid && { ${CTR[*]} task kill -s KILL $name; ${CTR[*]} container rm $name; }"
+rootfs=$(e2e_rootfs_copy "$name")
+out=$("${CTR[@]}" run --rm --env NVIDIA_VISIBLE_DEVICES=0 --runc-binary "$binary" --rootfs "$rootfs" "$name" \
+  /bin/sh -c 'ls -l /dev/nvidia0 | while read -r mode _ _ _ major minor _; do echo "$mode $major $minor"; done' 2>&1) ||
+  e2e_fail "ctr run with the configured BinaryName failed: $out"
+e2e_expect_line "$out" "crw-rw-rw- 195, 0"
+echo "ok: a container run by the configured BinaryName sees /dev/nvidia0 (195:0)"
+kill "$containerd_pid"
+wait "$containerd_pid" 2>/dev/null || true
+
+out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --remove 2>&1) ||
+  e2e_fail "runtime configure --remove failed: $out"
+[ "$out" = "containerd: $c/config.toml restored from $c/config.toml.gpuctk-backup; restart containerd" ] ||
+  e2e_fail "unexpected output of --remove: $out"
+cmp -s "$c/config.toml" "$LAB/config.toml.original" || e2e_fail "--remove did not give back the original bytes"
+[ ! -e "$c/config.toml.gpuctk-backup" ] && [ ! -e "$c/config.toml.gpuctk-written" ] ||
+  e2e_fail "--remove left the backup or the record"
+dump=$(containerd --config "$c/config.toml" config dump 2>&1) || e2e_fail "containerd config dump failed: $dump"
+if grep -q 'runtimes.nvidia' <<<"$dump"; then e2e_fail "the runtime is still in the dump after --remove"; fi
+echo "ok: --remove restored containerd config default's bytes"
+echo "PASS: gpuctk runtime configure wired gpuctk-runtime into containerd 1.6 and took it out again"

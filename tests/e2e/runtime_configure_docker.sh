@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# End to end for `gpuctk runtime configure --runtime docker` with docker 20.10 (Debian's docker.io) as the
+# consumer: a daemon.json of the lab gets runtime "nvidia" (gpuctk-runtime) and features.cdi (which 20.10
+# ignores); dockerd starts with that
+# file (all its state in the lab, no networking, GPUCTK_CONFIG in its environment), lists the runtime,
+# and `docker run --runtime nvidia -e NVIDIA_VISIBLE_DEVICES=0` on an imported glibc root sees GPU 0, its
+# driver files and loads libcuda.so.1: the container went through gpuctk's shim. Without --runtime the
+# container is untouched (docker's default runc). --remove gives back daemon.json's bytes.
+#   usage: runtime_configure_docker.sh <gpuctk> <gpuctk-fixture>
+source "$(dirname "$0")/lib.sh"
+gpuctk=$1
+fixture=$2
+e2e_init
+e2e_cleanup_add "e2e_umount_under '$LAB'"
+command -v dockerd >/dev/null || e2e_skip "dockerd is not installed (docker.io)"
+# The client of the same release (another docker client may come first on PATH, e.g. /usr/local/bin's).
+docker_cli=/usr/bin/docker
+[ -x "$docker_cli" ] || docker_cli=$(command -v docker) || e2e_skip "the docker client is not installed (docker.io)"
+command -v containerd >/dev/null || e2e_skip "containerd is not installed (dockerd starts its own)"
+command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_glibc_rootfs
+e2e_t4_host_with_spec "$gpuctk" "$fixture"
+shim=$LAB/bin/gpuctk-runtime
+
+# daemon.json: the lab's trust key (/etc/docker/key.json otherwise) and a key gpuctk must keep.
+d=$LAB/docker
+mkdir -p "$d"
+printf '{\n  "deprecated-key-path": "%s",\n  "log-level": "info"\n}\n' "$d/key.json" >"$d/daemon.json"
+cp "$d/daemon.json" "$LAB/daemon.json.original"
+out=$("$gpuctk" runtime configure --runtime docker --config "$d/daemon.json" --runtime-path "$shim" --cdi 2>&1) ||
+  e2e_fail "runtime configure failed: $out"
+[ "$out" = "docker: runtime \"nvidia\" ($shim) added, CDI enabled; $d/daemon.json written (the original kept as $d/daemon.json.gpuctk-backup); restart docker" ] ||
+  e2e_fail "unexpected output: $out"
+python3 - "$d/daemon.json" "$shim" "$d/key.json" <<'PY' || e2e_fail "daemon.json is not what it should be: $(cat "$d/daemon.json")"
+import json, sys
+path, shim, key = sys.argv[1:]
+doc = json.load(open(path))
+assert list(doc) == ["deprecated-key-path", "log-level", "runtimes", "features"], list(doc)
+assert doc["features"] == {"cdi": True}, doc["features"]
+assert doc["deprecated-key-path"] == key and doc["log-level"] == "info"
+assert doc["runtimes"] == {"nvidia": {"path": shim}}, doc["runtimes"]
+PY
+echo "ok: daemon.json configured, its own keys kept in order"
+
+# dockerd by hand, as prestart_docker.sh starts it: data, exec root, pid file, socket and containers'
+# cgroups in the lab; no bridge, no iptables.
+cgroup_parent=gpuctk-e2e-docker-$$
+for dir in /run/docker /run/docker/plugins /run/containerd /run/containerd/s; do  # (cleanups run last first)
+  [ -e "$dir" ] || e2e_cleanup_add "rmdir $dir"
+done
+e2e_cleanup_add "for c in /sys/fs/cgroup/*/$cgroup_parent; do find \"\$c\" -depth -type d -exec rmdir {} +; done"
+GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid dockerd --data-root "$d/data" --exec-root "$d/exec" \
+  --pidfile "$d/dockerd.pid" -H "unix://$d/docker.sock" --config-file "$d/daemon.json" \
+  --cgroup-parent "/$cgroup_parent" --iptables=false --bridge=none --ip-masq=false >"$d/dockerd.log" 2>&1 &
+dockerd_pid=$!
+# Stop dockerd by its pid and wait for it (it stops its containerd); a stuck one gets SIGKILL after 20 s.
+stop_dockerd() {
+  kill "$dockerd_pid" 2>/dev/null || return 0
+  for _ in $(seq 200); do
+    kill -0 "$dockerd_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$dockerd_pid" 2>/dev/null && kill -9 "$dockerd_pid"
+  wait "$dockerd_pid" 2>/dev/null || true
+}
+e2e_cleanup_add stop_dockerd
+DOCKER=("$docker_cli" -H "unix://$d/docker.sock")
+for _ in $(seq 200); do
+  "${DOCKER[@]}" version >/dev/null 2>&1 && break
+  kill -0 "$dockerd_pid" 2>/dev/null || e2e_fail "dockerd exited: $(tail -30 "$d/dockerd.log")"
+  sleep 0.1
+done
+"${DOCKER[@]}" version >/dev/null 2>&1 || e2e_fail "dockerd did not come up: $(tail -30 "$d/dockerd.log")"
+
+runtimes=$("${DOCKER[@]}" info --format '{{json .Runtimes}}' 2>&1) || e2e_fail "docker info failed: $runtimes"
+python3 - "$runtimes" "$shim" <<'PY' || e2e_fail "docker info does not list runtime nvidia with path $shim: $runtimes"
+import json, sys
+runtimes, shim = sys.argv[1:]
+assert json.loads(runtimes)["nvidia"]["path"] == shim
+PY
+echo "ok: dockerd lists runtime \"nvidia\" at $shim"
+
+image=gpuctk-e2e-glibc:$$
+e2e_cleanup_add "${DOCKER[*]} rmi -f $image"
+tar -C "$LAB/rootfs" -c . | "${DOCKER[@]}" import - "$image" >"$LAB/import.out" 2>&1 ||
+  e2e_fail "docker import failed: $(cat "$LAB/import.out")"
+
+# docker_run NAME DOCKER-RUN-FLAGS...: the t4 probe in a container of the imported root.
+docker_run() {
+  local name=gpuctk-e2e-$1-$$
+  shift
+  e2e_cleanup_add "${DOCKER[*]} rm -f $name"
+  "${DOCKER[@]}" run --rm --network=none --name "$name" "$@" "$image" /bin/sh -c "$e2e_t4_probe"
+}
+
+out=$(docker_run gpu0 --runtime nvidia -e NVIDIA_VISIBLE_DEVICES=0 2>&1) ||
+  e2e_fail "docker run --runtime nvidia -e NVIDIA_VISIBLE_DEVICES=0 failed: $out"
+e2e_check_t4_gpu0 "$out" "docker run --runtime nvidia (the configured runtime) -e NVIDIA_VISIBLE_DEVICES=0"
+grep -q "injected nvidia.com/gpu=0 from $LAB/cdi/nvidia.yaml" "$LAB/gpuctk.log" ||
+  e2e_fail "gpuctk's log does not say the shim injected GPU 0: $(cat "$LAB/gpuctk.log")"
+
+out=$(docker_run runc -e NVIDIA_VISIBLE_DEVICES=0 2>&1) || e2e_fail "docker run with docker's runc failed: $out"
+e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
+e2e_expect_line "$out" "cuda-version exit 1"
+echo "ok: without --runtime nvidia docker's own runc gives no GPU"
+
+leftover=$("${DOCKER[@]}" ps -aq)
+[ -z "$leftover" ] || e2e_fail "docker kept containers: $leftover"
+"${DOCKER[@]}" rmi "$image" >/dev/null || e2e_fail "docker rmi $image failed"
+stop_dockerd
+
+out=$("$gpuctk" runtime configure --runtime docker --config "$d/daemon.json" --remove 2>&1) ||
+  e2e_fail "runtime configure --remove failed: $out"
+[ "$out" = "docker: $d/daemon.json restored from $d/daemon.json.gpuctk-backup; restart docker" ] ||
+  e2e_fail "unexpected output of --remove: $out"
+cmp -s "$d/daemon.json" "$LAB/daemon.json.original" || e2e_fail "--remove did not give back daemon.json's bytes"
+echo "PASS: gpuctk runtime configure wired gpuctk-runtime into docker 20.10 (docker run --runtime nvidia got GPU 0) and took it out again"
