@@ -58,7 +58,8 @@ TEST(CgroupParse, HybridHost) {
             "v1=/sys/fs/cgroup/devices/runc/abc v2=/sys/fs/cgroup/unified/runc/abc");
   // The test runner here: both at the root, which is the whole host's and never a container's own.
   EXPECT_EQ(parsed("5:devices:/\n0::/\n", k_hybrid_mountinfo), "v1= v2=");
-  EXPECT_EQ(parsed("5:devices:/\n0::/runc/abc\n", k_hybrid_mountinfo), "v1= v2=/sys/fs/cgroup/unified/runc/abc");
+  EXPECT_EQ(parsed("5:devices:/\n0::/runc/abc\n", k_hybrid_mountinfo),
+            "v1= v2=/sys/fs/cgroup/unified/runc/abc");
 }
 
 TEST(CgroupParse, PureV2Host) {
