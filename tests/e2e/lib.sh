@@ -305,6 +305,80 @@ e2e_expect_shim_refuses() {
   cmp -s "$bundle/config.json" "$LAB/config.$name.json" || e2e_fail "a failed injection changed config.json"
 }
 
+# e2e_containerd_start: containerd by hand (no systemd here), CRI off, every path under $LAB/containerd; its
+# environment (GPUCTK_CONFIG=$LAB/gpuctk.yaml) reaches the runc shim and from there gpuctk-runtime. Sets
+# CTR (the ctr command line for it) and containerd_pid; registers the cleanups: the daemon, the shims of
+# this daemon (a shim whose runc calls failed outlives containerd; found by its socket), what the runc
+# shim keeps under /run/containerd whatever the state dir, and the cgroups ctr made.
+e2e_containerd_start() {
+  mkdir -p "$LAB/containerd"
+  cat >"$LAB/containerd/config.toml" <<TOML
+version = 2
+root = "$LAB/containerd/root"
+state = "$LAB/containerd/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$LAB/containerd/containerd.sock"
+[ttrpc]
+  address = ""
+[debug]
+  address = ""
+[metrics]
+  address = ""
+TOML
+  GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid containerd --config "$LAB/containerd/config.toml" \
+    >"$LAB/containerd/containerd.log" 2>&1 &
+  containerd_pid=$!
+  e2e_cleanup_add "rmdir /run/containerd/runc/default /run/containerd/runc /run/containerd/fifo /run/containerd/s /run/containerd 2>/dev/null"
+  e2e_cleanup_add "find /sys/fs/cgroup -depth -type d -name 'gpuctk-e2e-*' -exec rmdir {} + 2>/dev/null; rmdir /sys/fs/cgroup/*/default 2>/dev/null"
+  e2e_cleanup_add "for p in \$(pgrep -f -- '-address $LAB/containerd/containerd.sock'); do kill \$p; done"
+  e2e_cleanup_add "kill $containerd_pid; wait $containerd_pid"
+  CTR=(ctr --address "$LAB/containerd/containerd.sock")
+  for _ in $(seq 100); do
+    "${CTR[@]}" version >/dev/null 2>&1 && break
+    kill -0 "$containerd_pid" 2>/dev/null || e2e_fail "containerd exited: $(cat "$LAB/containerd/containerd.log")"
+    sleep 0.1
+  done
+  "${CTR[@]}" version >/dev/null 2>&1 || e2e_fail "containerd did not come up: $(tail -20 "$LAB/containerd/containerd.log")"
+}
+
+# e2e_dockerd_start DIR [EXTRA_PATH]: dockerd by hand (no systemd here) with $docker_cli, its data, exec root
+# (and the containerd it starts), pid file, socket and containers' cgroups (--cgroup-parent) under DIR,
+# DIR/daemon.json as its config file (the caller writes it: at least "deprecated-key-path" in DIR, or
+# dockerd writes /etc/docker/key.json), no bridge, no iptables, GPUCTK_CONFIG=$LAB/gpuctk.yaml in its
+# environment and EXTRA_PATH (when given) first on its PATH. dockerd itself still makes /run/docker/plugins,
+# and the runc shims /run/containerd/s: removed afterwards when this run made them. Sets DOCKER (the client
+# command line) and dockerd_pid; the cleanup stops dockerd by its pid and waits for it (it stops its
+# containerd), with SIGKILL after 20 s.
+e2e_dockerd_start() {
+  local d=$1 extra_path=${2:-} cgroup_parent=gpuctk-e2e-docker-$$ dir
+  for dir in /run/docker /run/docker/plugins /run/containerd /run/containerd/s; do  # (cleanups run last first)
+    [ -e "$dir" ] || e2e_cleanup_add "rmdir $dir"
+  done
+  e2e_cleanup_add "for c in /sys/fs/cgroup/*/$cgroup_parent; do find \"\$c\" -depth -type d -exec rmdir {} +; done"
+  PATH=${extra_path:+$extra_path:}$PATH GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid dockerd --data-root "$d/data" \
+    --exec-root "$d/exec" --pidfile "$d/dockerd.pid" -H "unix://$d/docker.sock" --config-file "$d/daemon.json" \
+    --cgroup-parent "/$cgroup_parent" --iptables=false --bridge=none --ip-masq=false >"$d/dockerd.log" 2>&1 &
+  dockerd_pid=$!
+  e2e_cleanup_add e2e_dockerd_stop
+  DOCKER=("$docker_cli" -H "unix://$d/docker.sock")
+  for _ in $(seq 200); do
+    "${DOCKER[@]}" version >/dev/null 2>&1 && break
+    kill -0 "$dockerd_pid" 2>/dev/null || e2e_fail "dockerd exited: $(tail -30 "$d/dockerd.log")"
+    sleep 0.1
+  done
+  "${DOCKER[@]}" version >/dev/null 2>&1 || e2e_fail "dockerd did not come up: $(tail -30 "$d/dockerd.log")"
+}
+e2e_dockerd_stop() {
+  kill "$dockerd_pid" 2>/dev/null || return 0
+  for _ in $(seq 200); do
+    kill -0 "$dockerd_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$dockerd_pid" 2>/dev/null && kill -9 "$dockerd_pid"
+  wait "$dockerd_pid" 2>/dev/null || true
+}
+
 # ---- The prestart hook (`gpuctk hook prestart`): helpers of the prestart_*.sh tests ----
 
 # e2e_root_at KIND DIR: the busybox or the glibc root filesystem (e2e_busybox_rootfs, e2e_glibc_rootfs) in

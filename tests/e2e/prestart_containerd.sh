@@ -28,42 +28,7 @@ hook=$(realpath "$gpuctk")
 
 e2e_mounts_snapshot "$LAB/mountinfo.before"
 
-# containerd by hand (no systemd here), CRI off, every path in the lab (as in shim_containerd.sh). Its
-# environment reaches the runc shim and from there gpuctk-runtime: GPUCTK_CONFIG points the shim at the
-# lab's config, and the shim passes it on to the hook as --config.
-mkdir -p "$LAB/containerd"
-cat >"$LAB/containerd/config.toml" <<TOML
-version = 2
-root = "$LAB/containerd/root"
-state = "$LAB/containerd/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = "$LAB/containerd/containerd.sock"
-[ttrpc]
-  address = ""
-[debug]
-  address = ""
-[metrics]
-  address = ""
-TOML
-GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid containerd --config "$LAB/containerd/config.toml" \
-  >"$LAB/containerd/containerd.log" 2>&1 &
-containerd_pid=$!
-# The runc shim keeps its sockets and fifos under /run/containerd whatever the state dir; remove what
-# this run made there, and the cgroups ctr made, once the daemon is gone.
-e2e_cleanup_add "rmdir /run/containerd/runc/default /run/containerd/runc /run/containerd/fifo /run/containerd/s /run/containerd 2>/dev/null"
-e2e_cleanup_add "find /sys/fs/cgroup -depth -type d -name 'gpuctk-e2e-*' -exec rmdir {} + 2>/dev/null; rmdir /sys/fs/cgroup/*/default 2>/dev/null"
-# A shim whose runc calls failed outlives containerd: end the shims of this daemon (found by its socket)
-# once containerd is gone.
-e2e_cleanup_add "for p in \$(pgrep -f -- '-address $LAB/containerd/containerd.sock'); do kill \$p; done"
-e2e_cleanup_add "kill $containerd_pid; wait $containerd_pid"
-CTR=(ctr --address "$LAB/containerd/containerd.sock")
-for _ in $(seq 100); do
-  "${CTR[@]}" version >/dev/null 2>&1 && break
-  kill -0 "$containerd_pid" 2>/dev/null || e2e_fail "containerd exited: $(cat "$LAB/containerd/containerd.log")"
-  sleep 0.1
-done
-"${CTR[@]}" version >/dev/null 2>&1 || e2e_fail "containerd did not come up: $(tail -20 "$LAB/containerd/containerd.log")"
+e2e_containerd_start
 
 # ctr_run NAME KIND ENV [FLAGS...] -- COMMAND...: a container on its own copy of the KIND root; ENV is
 # "KEY=VALUE" or empty. (ctr takes the rootfs path as the first argument after the flags.)

@@ -31,40 +31,11 @@ ln -s "$(realpath "$gpuctk")" "$LAB/hookbin/nvidia-container-runtime-hook"
 
 e2e_mounts_snapshot "$LAB/mountinfo.before"
 
-# dockerd by hand (no systemd here): its data, exec root (and the containerd it starts), pid file, socket,
-# config file, trust key (daemon.json's deprecated-key-path; /etc/docker/key.json otherwise) and
-# containers' cgroups (--cgroup-parent) are this lab's; no bridge, no iptables. dockerd itself still makes
-# /run/docker/plugins, and the runc shims /run/containerd/s: removed afterwards when this run made them.
+# dockerd with the hook's name first on its PATH (docker enables --gpus only then).
 d=$LAB/docker
 mkdir -p "$d"
 echo "{\"deprecated-key-path\": \"$d/key.json\"}" >"$d/daemon.json"
-cgroup_parent=gpuctk-e2e-docker-$$
-for dir in /run/docker /run/docker/plugins /run/containerd /run/containerd/s; do  # (cleanups run last first)
-  [ -e "$dir" ] || e2e_cleanup_add "rmdir $dir"
-done
-e2e_cleanup_add "for c in /sys/fs/cgroup/*/$cgroup_parent; do find \"\$c\" -depth -type d -exec rmdir {} +; done"
-PATH=$LAB/hookbin:$PATH GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid dockerd --data-root "$d/data" --exec-root "$d/exec" \
-  --pidfile "$d/dockerd.pid" -H "unix://$d/docker.sock" --config-file "$d/daemon.json" \
-  --cgroup-parent "/$cgroup_parent" --iptables=false --bridge=none --ip-masq=false >"$d/dockerd.log" 2>&1 &
-dockerd_pid=$!
-# Stop dockerd by its pid and wait for it (it stops its containerd); a stuck one gets SIGKILL after 20 s.
-stop_dockerd() {
-  kill "$dockerd_pid" 2>/dev/null || return 0
-  for _ in $(seq 200); do
-    kill -0 "$dockerd_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$dockerd_pid" 2>/dev/null && kill -9 "$dockerd_pid"
-  wait "$dockerd_pid" 2>/dev/null || true
-}
-e2e_cleanup_add stop_dockerd
-DOCKER=("$docker_cli" -H "unix://$d/docker.sock")
-for _ in $(seq 200); do
-  "${DOCKER[@]}" version >/dev/null 2>&1 && break
-  kill -0 "$dockerd_pid" 2>/dev/null || e2e_fail "dockerd exited: $(tail -30 "$d/dockerd.log")"
-  sleep 0.1
-done
-"${DOCKER[@]}" version >/dev/null 2>&1 || e2e_fail "dockerd did not come up: $(tail -30 "$d/dockerd.log")"
+e2e_dockerd_start "$d" "$LAB/hookbin"
 [ "$(cat "$d/dockerd.pid")" = "$dockerd_pid" ] || e2e_fail "dockerd's pid file does not hold its pid"
 
 for kind in busybox glibc; do
@@ -126,6 +97,6 @@ leftover=$("${DOCKER[@]}" ps -aq)
 for kind in busybox glibc; do
   "${DOCKER[@]}" rmi "gpuctk-e2e-$kind:$$" >/dev/null || e2e_fail "docker rmi gpuctk-e2e-$kind:$$ failed"
 done
-stop_dockerd
+e2e_dockerd_stop
 e2e_expect_mounts_unchanged "$LAB/mountinfo.before" "dockerd with the prestart hook (after it stopped)"
 echo "PASS: docker 20.10 --gpus ran gpuctk as nvidia-container-runtime-hook prestart on busybox and glibc images; no --gpus untouched, a bad GPU refused, host mounts unchanged"

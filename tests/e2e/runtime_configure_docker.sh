@@ -42,35 +42,7 @@ assert doc["runtimes"] == {"nvidia": {"path": shim}}, doc["runtimes"]
 PY
 echo "ok: daemon.json configured, its own keys kept in order"
 
-# dockerd by hand, as prestart_docker.sh starts it: data, exec root, pid file, socket and containers'
-# cgroups in the lab; no bridge, no iptables.
-cgroup_parent=gpuctk-e2e-docker-$$
-for dir in /run/docker /run/docker/plugins /run/containerd /run/containerd/s; do  # (cleanups run last first)
-  [ -e "$dir" ] || e2e_cleanup_add "rmdir $dir"
-done
-e2e_cleanup_add "for c in /sys/fs/cgroup/*/$cgroup_parent; do find \"\$c\" -depth -type d -exec rmdir {} +; done"
-GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid dockerd --data-root "$d/data" --exec-root "$d/exec" \
-  --pidfile "$d/dockerd.pid" -H "unix://$d/docker.sock" --config-file "$d/daemon.json" \
-  --cgroup-parent "/$cgroup_parent" --iptables=false --bridge=none --ip-masq=false >"$d/dockerd.log" 2>&1 &
-dockerd_pid=$!
-# Stop dockerd by its pid and wait for it (it stops its containerd); a stuck one gets SIGKILL after 20 s.
-stop_dockerd() {
-  kill "$dockerd_pid" 2>/dev/null || return 0
-  for _ in $(seq 200); do
-    kill -0 "$dockerd_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$dockerd_pid" 2>/dev/null && kill -9 "$dockerd_pid"
-  wait "$dockerd_pid" 2>/dev/null || true
-}
-e2e_cleanup_add stop_dockerd
-DOCKER=("$docker_cli" -H "unix://$d/docker.sock")
-for _ in $(seq 200); do
-  "${DOCKER[@]}" version >/dev/null 2>&1 && break
-  kill -0 "$dockerd_pid" 2>/dev/null || e2e_fail "dockerd exited: $(tail -30 "$d/dockerd.log")"
-  sleep 0.1
-done
-"${DOCKER[@]}" version >/dev/null 2>&1 || e2e_fail "dockerd did not come up: $(tail -30 "$d/dockerd.log")"
+e2e_dockerd_start "$d"
 
 runtimes=$("${DOCKER[@]}" info --format '{{json .Runtimes}}' 2>&1) || e2e_fail "docker info failed: $runtimes"
 python3 - "$runtimes" "$shim" <<'PY' || e2e_fail "docker info does not list runtime nvidia with path $shim: $runtimes"
@@ -107,7 +79,7 @@ echo "ok: without --runtime nvidia docker's own runc gives no GPU"
 leftover=$("${DOCKER[@]}" ps -aq)
 [ -z "$leftover" ] || e2e_fail "docker kept containers: $leftover"
 "${DOCKER[@]}" rmi "$image" >/dev/null || e2e_fail "docker rmi $image failed"
-stop_dockerd
+e2e_dockerd_stop
 
 out=$("$gpuctk" runtime configure --runtime docker --config "$d/daemon.json" --remove 2>&1) ||
   e2e_fail "runtime configure --remove failed: $out"

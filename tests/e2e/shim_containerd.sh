@@ -16,38 +16,7 @@ command -v runc >/dev/null || e2e_skip "runc is not installed"
 e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
 
-# containerd by hand (no systemd here), CRI off, every path in the lab. Its environment reaches the
-# runc shim and from there gpuctk-runtime: GPUCTK_CONFIG points the shim at the lab's spec.
-mkdir -p "$LAB/containerd"
-cat >"$LAB/containerd/config.toml" <<TOML
-version = 2
-root = "$LAB/containerd/root"
-state = "$LAB/containerd/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = "$LAB/containerd/containerd.sock"
-[ttrpc]
-  address = ""
-[debug]
-  address = ""
-[metrics]
-  address = ""
-TOML
-GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid containerd --config "$LAB/containerd/config.toml" \
-  >"$LAB/containerd/containerd.log" 2>&1 &
-containerd_pid=$!
-# The runc shim keeps its sockets and fifos under /run/containerd whatever the state dir; remove what
-# this run made there, and the cgroups ctr made, once the daemon is gone.
-e2e_cleanup_add "rmdir /run/containerd/runc/default /run/containerd/runc /run/containerd/fifo /run/containerd/s /run/containerd 2>/dev/null"
-e2e_cleanup_add "find /sys/fs/cgroup -depth -type d -name 'gpuctk-e2e-*' -exec rmdir {} + 2>/dev/null; rmdir /sys/fs/cgroup/*/default 2>/dev/null"
-e2e_cleanup_add "kill $containerd_pid; wait $containerd_pid"
-CTR=(ctr --address "$LAB/containerd/containerd.sock")
-for _ in $(seq 100); do
-  "${CTR[@]}" version >/dev/null 2>&1 && break
-  kill -0 "$containerd_pid" 2>/dev/null || e2e_fail "containerd exited: $(cat "$LAB/containerd/containerd.log")"
-  sleep 0.1
-done
-"${CTR[@]}" version >/dev/null 2>&1 || e2e_fail "containerd did not come up: $(tail -20 "$LAB/containerd/containerd.log")"
+e2e_containerd_start
 
 # ctr_run NAME ENV COMMAND...: a container on its own copy of the glibc rootfs; ENV is "KEY=VALUE" or
 # empty. (ctr takes the rootfs path as the first argument after the flags: --rootfs is a switch.)
