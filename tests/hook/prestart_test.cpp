@@ -471,57 +471,21 @@ TEST_F(Prestart, ABadStateIsAnError) {
   EXPECT_EQ(result.error().message, "OCI state: the document is an array, expected an object");
 }
 
-// A forked process in its own mount namespace (all private) standing in for a created container; it
-// waits until this object is destroyed.
+// A "container": a forked process in a mount namespace of its own (root rprivate), waiting until the
+// object is destroyed; ready() says whether it got the namespace.
 class FakeContainer {
  public:
-  FakeContainer() {
-    int ready[2];
-    int hold[2];
-    if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(hold, O_CLOEXEC) != 0) {
-      return;
-    }
-    m_pid = ::fork();
-    if (m_pid == 0) {
-      ::close(ready[0]);
-      ::close(hold[1]);
-      const bool ok =
-          ::unshare(CLONE_NEWNS) == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
-      [[maybe_unused]] const ssize_t n = ::write(ready[1], ok ? "y" : "n", 1);
-      ::close(ready[1]);
-      char c = 0;
-      while (::read(hold[0], &c, 1) < 0 && errno == EINTR) {
-      }
-      ::_exit(0);
-    }
-    ::close(ready[1]);
-    ::close(hold[0]);
-    m_hold = hold[1];
-    char c = 0;
-    while (::read(ready[0], &c, 1) < 0 && errno == EINTR) {
-    }
-    m_ready = c == 'y';
-    ::close(ready[0]);
-  }
-  FakeContainer(const FakeContainer&) = delete;
-  FakeContainer& operator=(const FakeContainer&) = delete;
-  ~FakeContainer() {
-    if (m_hold >= 0) {
-      ::close(m_hold);
-    }
-    if (m_pid > 0) {
-      int status = 0;
-      while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
-  }
-  [[nodiscard]] pid_t pid() const { return m_pid; }
-  [[nodiscard]] bool ready() const { return m_ready; }
+  FakeContainer()
+      : m_child([] {
+          const bool ok = ::unshare(CLONE_NEWNS) == 0 &&
+                          ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+          return std::string(ok ? "y" : "n");
+        }) {}
+  [[nodiscard]] pid_t pid() const { return m_child.pid(); }
+  [[nodiscard]] bool ready() const { return m_child.report() == "y"; }
 
  private:
-  pid_t m_pid = -1;
-  int m_hold = -1;
-  bool m_ready = false;
+  test::WaitingChild m_child;
 };
 
 std::string mount_ns_of(const std::string& pid) {

@@ -34,6 +34,7 @@ namespace {
 using test::host_kind;
 using test::make_host_dirs;
 using test::make_host_link;
+using test::WaitingChild;
 using test::write_host_file;
 
 // Fails the calling test (not a skip: a skip does not count as passing) when this process cannot mount.
@@ -885,67 +886,6 @@ TEST_F(LiveMountDeviceNode, ParentsAre0755WhateverTheUmask) {
 }
 
 // ---- enter_mount_namespace, in_other_user_namespace -----------------------------------------------
-
-// A forked process that runs `setup` (its text comes back as report()), then waits until this object is
-// destroyed.
-class WaitingChild {
- public:
-  explicit WaitingChild(const std::function<std::string()>& setup) {
-    int ready[2];
-    int hold[2];
-    if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(hold, O_CLOEXEC) != 0) {
-      m_report = "<pipe failed>";
-      return;
-    }
-    m_pid = ::fork();
-    if (m_pid == 0) {
-      ::close(ready[0]);
-      ::close(hold[1]);
-      const std::string report = setup() + "\n";
-      [[maybe_unused]] const ssize_t n = ::write(ready[1], report.data(), report.size());
-      ::close(ready[1]);
-      char c = 0;
-      while (::read(hold[0], &c, 1) < 0 && errno == EINTR) {
-      }
-      ::_exit(0);
-    }
-    ::close(ready[1]);
-    ::close(hold[0]);
-    m_hold = hold[1];
-    char c = 0;
-    for (;;) {
-      const ssize_t n = ::read(ready[0], &c, 1);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n <= 0 || c == '\n') {
-        break;
-      }
-      m_report += c;
-    }
-    ::close(ready[0]);
-  }
-  WaitingChild(const WaitingChild&) = delete;
-  WaitingChild& operator=(const WaitingChild&) = delete;
-  ~WaitingChild() {
-    if (m_hold >= 0) {
-      ::close(m_hold);
-    }
-    if (m_pid > 0) {
-      int status = 0;
-      while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
-  }
-
-  [[nodiscard]] pid_t pid() const { return m_pid; }
-  [[nodiscard]] const std::string& report() const { return m_report; }
-
- private:
-  pid_t m_pid = -1;
-  int m_hold = -1;
-  std::string m_report;
-};
 
 // A pid that no process has: a child's, after it was reaped.
 pid_t gone_pid() {

@@ -288,4 +288,65 @@ inline HookRun run_hook(const std::vector<std::string>& args, const std::string&
   return run_program(GPUCTK_BINARY, full, state, env, scratch_dir);
 }
 
+// A forked process that runs `setup` (its text comes back as report()), then waits until this object is
+// destroyed.
+class WaitingChild {
+ public:
+  explicit WaitingChild(const std::function<std::string()>& setup) {
+    int ready[2];
+    int hold[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(hold, O_CLOEXEC) != 0) {
+      m_report = "<pipe failed>";
+      return;
+    }
+    m_pid = ::fork();
+    if (m_pid == 0) {
+      ::close(ready[0]);
+      ::close(hold[1]);
+      const std::string report = setup() + "\n";
+      [[maybe_unused]] const ssize_t n = ::write(ready[1], report.data(), report.size());
+      ::close(ready[1]);
+      char c = 0;
+      while (::read(hold[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(hold[0]);
+    m_hold = hold[1];
+    char c = 0;
+    for (;;) {
+      const ssize_t n = ::read(ready[0], &c, 1);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n <= 0 || c == '\n') {
+        break;
+      }
+      m_report += c;
+    }
+    ::close(ready[0]);
+  }
+  WaitingChild(const WaitingChild&) = delete;
+  WaitingChild& operator=(const WaitingChild&) = delete;
+  ~WaitingChild() {
+    if (m_hold >= 0) {
+      ::close(m_hold);
+    }
+    if (m_pid > 0) {
+      int status = 0;
+      while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+
+  [[nodiscard]] pid_t pid() const { return m_pid; }
+  [[nodiscard]] const std::string& report() const { return m_report; }
+
+ private:
+  pid_t m_pid = -1;
+  int m_hold = -1;
+  std::string m_report;
+};
+
 }  // namespace gpuctk::test
