@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian 12 packages gpuctk needs that are missing.
-#   scripts/deps.sh build   compiler, CMake and the libraries
+#   scripts/deps.sh build   compiler, CMake, the libraries and help2man (the man pages)
 #   scripts/deps.sh test    + GoogleTest, Google Benchmark, the real runtimes the end-to-end tests start,
 #                           the fuzz packages and the linters
 #   scripts/deps.sh fuzz    build + clang 16 with libFuzzer and the sanitizer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
 build_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libseccomp-dev
-  libcap-dev libbpf-dev libelf-dev zlib1g-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev)
-# binutils' readelf is not needed; ldconfig (libc-bin) builds the fixture hosts' ld.so.cache.
-test_packages=(libc-bin python3 runc crun podman containerd docker.io busybox-static hyperfine util-linux)
+  libcap-dev libbpf-dev libelf-dev zlib1g-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
+  help2man)
+# binutils' readelf is not needed; ldconfig (libc-bin) builds the fixture hosts' ld.so.cache. The package
+# test (tests/package): cpack's dpkg-shlibdeps (dpkg-dev), lintian, systemd-analyze (systemd).
+test_packages=(libc-bin python3 runc crun podman containerd docker.io busybox-static hyperfine util-linux
+  dpkg-dev lintian systemd buildah)
 # fuzz/ (gcc has no libFuzzer): clang, libFuzzer and the ASan/UBSan runtimes (libclang-rt), and
 # llvm-symbolizer for readable stacks in crash reports (llvm-16).
 fuzz_packages=(clang-16 libclang-rt-16-dev llvm-16)

@@ -35,7 +35,8 @@ declare -A allowed=(
   [engine]="util"
   [cdi]="util discover oci"
   [hook]="util discover oci cdi rootfs cgroup"
-  [cli]="util discover oci cdi rootfs cgroup engine hook"
+  [install]="util discover engine"
+  [cli]="util discover oci cdi rootfs cgroup engine hook install"
 )
 for module in "${!allowed[@]}"; do
   while IFS=: read -r file line text; do

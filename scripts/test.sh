@@ -17,7 +17,8 @@ run_suite() {
 }
 
 echo "== release build (warnings are errors)"
-run_suite build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+# Prefix /usr: the .deb (tests/package/deb.sh) is packaged from this tree, whose binary names /usr/bin/gpuctk.
+run_suite build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_INSTALL_PREFIX=/usr
 echo "== lint"
 bash scripts/lint.sh build/ci
 echo "== ASan + UBSan build"

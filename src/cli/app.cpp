@@ -57,6 +57,10 @@ const CommandRow k_commands[] = {
      "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun; `runtime configure` "
      "adds it to containerd, CRI-O or docker",
      define_runtime},
+    {"", "install",
+     "Install gpuctk on a node from a privileged pod (the node's root at --host-root): binary, config, "
+     "engine runtime, CDI spec; --uninstall undoes it",
+     define_install},
     {"", "info", "Show what discovery finds: driver, GPUs, MIG devices, driver files, warnings", define_info},
 };
 

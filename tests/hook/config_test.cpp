@@ -7,8 +7,9 @@
 namespace gpuctk::hook {
 namespace {
 
-TEST(HookConfig, ShippedConfigFileIsExactlyTheDefaults) {
-  const std::string path = std::string(GPUCTK_SOURCE_DIR) + "/etc/config.yaml";
+// etc/config.yaml holds every default; the build writes the installed one with the install prefix's
+// binary as hook-path (packaging/CMakeLists.txt), the path compiled in as the default.
+void expect_default_config(const std::string& path, const std::string& hook_path) {
   auto config = parse_config(read_file(path).value(), path);
   ASSERT_TRUE(config) << config.error().message;
   const Config defaults;
@@ -28,6 +29,15 @@ TEST(HookConfig, ShippedConfigFileIsExactlyTheDefaults) {
   EXPECT_EQ(config->mps_log_roots, defaults.mps_log_roots);
   EXPECT_EQ(config->log_file, defaults.log_file);
   EXPECT_EQ(config->log_level, defaults.log_level);
+  EXPECT_EQ(config->hook_path, hook_path);
+}
+
+TEST(HookConfig, ShippedConfigFileIsExactlyTheDefaults) {
+  expect_default_config(std::string(GPUCTK_SOURCE_DIR) + "/etc/config.yaml", "/usr/bin/gpuctk");
+}
+
+TEST(HookConfig, InstalledConfigFileIsExactlyTheDefaults) {
+  expect_default_config(GPUCTK_INSTALLED_CONFIG, k_default_hook_path);
 }
 
 TEST(HookConfig, EveryKeyIsRead) {

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the gpuctk installer image offline with buildah (Debian's package), no daemon, nothing left in
+# /var/lib/containers: vfs storage in a temporary directory, the result an OCI archive.
+#   deploy/kubernetes/build-image.sh GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]
+# The image is FROM scratch: gpuctk (stripped), the shared libraries it links (ldd: glibc; libstdc++ is
+# static), the dynamic loader, and the glibc libraries the node's libnvidia-ml.so.1 links, which gpuctk
+# dlopens from the host root for NVML discovery. No shell. Containerfile describes the same image.
+set -euo pipefail
+
+binary=${1:?usage: build-image.sh GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]}
+output=${2:?usage: build-image.sh GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]}
+name=${3:-localhost/gpuctk-installer:latest}
+here=$(cd "$(dirname "$0")" && pwd)
+
+if ! command -v buildah >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y buildah >/dev/null
+fi
+
+work=$(mktemp -d /tmp/gpuctk-image.XXXXXX)
+container=
+cleanup() {
+  if [ -n "$container" ]; then
+    buildah "${store[@]}" rm "$container" >/dev/null 2>&1 || true
+  fi
+  # vfs layers are plain directories; buildah's own unshare is not needed as root.
+  rm -rf "$work"
+}
+trap cleanup EXIT
+store=(--storage-driver vfs --root "$work/storage" --runroot "$work/runroot")
+
+# The build context (what Containerfile COPYs): rootfs/ with every file at its place in the image.
+context=$work/context
+mkdir -p "$context/rootfs"
+cp "$here/Containerfile" "$context/"
+objcopy --strip-unneeded "$binary" "$context/rootfs/gpuctk"
+chmod 0755 "$context/rootfs/gpuctk"
+libraries() {
+  # "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)" and "/lib64/ld-linux-x86-64.so.2 (0x…)"
+  ldd "$1" | sed -nE 's/.*=> (\/[^ ]+) .*/\1/p; s/^[[:space:]]*(\/[^ ]+) \(0x.*/\1/p'
+}
+mapfile -t needed < <(libraries "$binary")
+# libnvidia-ml.so.1 links these (glibc 2.34+ keeps them as small stubs); without them NVML cannot load.
+libdir=$(dirname "$(ldd "$binary" | sed -nE 's/.*libc\.so\.6 => (\/[^ ]+) .*/\1/p')")
+for extra in libpthread.so.0 libdl.so.2 librt.so.1; do
+  [ -e "$libdir/$extra" ] && needed+=("$libdir/$extra")
+done
+for library in "${needed[@]}"; do
+  mkdir -p "$context/rootfs$(dirname "$library")"
+  cp -L "$library" "$context/rootfs$library"
+  # The loader is found at its ABI path, which on merged-/usr Debian is a link (/lib64 -> usr/lib64):
+  # the image keeps the path as a plain directory.
+done
+
+container=$(buildah "${store[@]}" from --quiet scratch)
+buildah "${store[@]}" copy --quiet "$container" "$context/rootfs/" / >/dev/null
+buildah "${store[@]}" config --entrypoint '["/gpuctk"]' --cmd '["install", "--help"]' \
+  --label org.opencontainers.image.title=gpuctk-installer \
+  --label "org.opencontainers.image.version=$("$binary" --version | sed 's/^gpuctk //')" "$container"
+rm -f "$output"
+buildah "${store[@]}" commit --quiet --format oci "$container" "oci-archive:$output:$name" >/dev/null
+echo "built $output ($name, $(du -h "$output" | cut -f1))"

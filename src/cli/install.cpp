@@ -1,0 +1,383 @@
+// gpuctk install: what NVIDIA's toolkit container does on a node, from a privileged pod that sees the
+// node's root at --host-root. Installs this binary and its links, the config file, the engine's runtime
+// entry and the CDI spec; --uninstall undoes it; --watch keeps the spec current and, with
+// --uninstall-on-exit, undoes everything on SIGTERM (so deleting the DaemonSet cleans the node).
+#include "install/install.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "cdi/codec.hpp"
+#include "cdi/spec_builder.hpp"
+#include "cdi/validate.hpp"
+#include "cli/commands.hpp"
+#include "discover/discover.hpp"
+#include "engine/configure.hpp"
+#include "hook/config.hpp"
+#include "util/file.hpp"
+#include "util/path.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::cli {
+
+namespace {
+
+struct InstallArgs {
+  std::string host_root = "/host";
+  std::string install_dir = "/usr/local/gpuctk/bin";
+  std::string driver_root = "/";
+  std::string dev_root = "/";
+  std::string runtime;
+  bool no_runtime_config = false;
+  std::string runtime_config;  // on the node; default: the engine's
+  std::string runtime_name = std::string(engine::k_default_runtime_name);
+  bool set_as_default = false;
+  bool enable_cdi = false;
+  std::string spec_path = "/var/run/cdi/nvidia.yaml";
+  bool overwrite_config = false;
+  bool require_spec = false;
+  bool uninstall = false;
+  unsigned watch_seconds = 0;
+  bool uninstall_on_exit = false;
+};
+
+// Every path of the installation, as the pod sees it (`pod`) and as the node does.
+struct Layout {
+  std::string binary;       // node path of the installed gpuctk: the hooks' and the config's hook-path
+  std::string runtime;      // node path of the gpuctk-runtime link: the engine's runtime
+  std::string pod_binary;   // the same files below the host root
+  std::string pod_runtime;  // <install-dir>/gpuctk-runtime
+  std::string pod_docker_hook;
+  std::string docker_hook_target;
+  std::string pod_config;
+  std::string config_text;
+  std::string pod_spec;
+  std::string pod_version_file;  // /proc/driver/nvidia/version below the dev root: the driver's identity
+  std::string pod_driver_root;
+  std::string pod_dev_root;
+};
+
+Result<Layout> layout_of(const InstallArgs& args) {
+  Layout l;
+  const std::string dir = clean_path(args.install_dir);
+  l.binary = dir + "/gpuctk";
+  l.runtime = dir + "/gpuctk-runtime";
+  const auto pod = [&args](std::string_view node_path) {
+    return install::resolve_under_root(args.host_root, node_path);
+  };
+  GPUCTK_TRY_ASSIGN(l.pod_binary, pod(l.binary));
+  GPUCTK_TRY_ASSIGN(l.pod_runtime, pod(l.runtime));
+  // Its own directory: docker finds the hook by this name on dockerd's PATH (src/CMakeLists.txt).
+  GPUCTK_TRY_ASSIGN(l.pod_docker_hook, pod(clean_path(dir + "/../docker/nvidia-container-runtime-hook")));
+  l.docker_hook_target = install::docker_hook_target(dir);
+  GPUCTK_TRY_ASSIGN(l.pod_config, pod(hook::k_default_config_path));
+  l.config_text = install::config_text({.hook_path = l.binary,
+                                        .driver_root = clean_path(args.driver_root),
+                                        .dev_root = clean_path(args.dev_root)});
+  GPUCTK_TRY_ASSIGN(l.pod_spec, pod(args.spec_path));
+  l.pod_driver_root = install::under_root(args.host_root, args.driver_root);
+  l.pod_dev_root = install::under_root(args.host_root, args.dev_root);
+  l.pod_version_file = install::under_root(l.pod_dev_root, "/proc/driver/nvidia/version");
+  return l;
+}
+
+std::string parent_of_path(const std::string& path) {
+  return path.substr(0, path.rfind('/'));
+}
+
+Result<void> say(const std::string& line) {
+  return write_stdout(line + "\n");
+}
+
+// "installed P" or "unchanged P"; `prefix` (e.g. "spec: ") goes before either.
+Result<void> say_step(install::Change change, std::string_view done, const std::string& path,
+                      std::string_view prefix = "") {
+  return say(std::string(prefix) + (change == install::Change::changed ? std::string(done) : "unchanged") +
+             " " + path);
+}
+
+engine::RuntimeSettings runtime_settings(const InstallArgs& args, const Layout& layout) {
+  engine::RuntimeSettings settings;
+  settings.name = args.runtime_name;
+  settings.runtime_path = layout.runtime;
+  settings.set_as_default = args.set_as_default;
+  settings.enable_cdi = args.enable_cdi;
+  return settings;
+}
+
+Result<std::string> runtime_config_path(const InstallArgs& args, engine::Engine which) {
+  return install::resolve_under_root(
+      args.host_root, args.runtime_config.empty() ? engine::default_config_path(which) : args.runtime_config);
+}
+
+// The spec for the driver below the host root, with the node's paths; nullopt when there is no driver
+// (no /proc/driver/nvidia/version: the kernel module is not loaded). Warnings go to `warnings`.
+Result<std::optional<std::string>> spec_text(const InstallArgs& args, const Layout& layout,
+                                             std::vector<std::string>& warnings) {
+  if (::access(layout.pod_version_file.c_str(), F_OK) != 0) {
+    if (errno == ENOENT) {
+      return std::nullopt;
+    }
+    return fail_errno("stat " + layout.pod_version_file, errno);
+  }
+  // What `gpuctk cdi generate --driver-root R --dev-root D --hook-path H` does (cdi_generate.cpp).
+  discover::DiscoverOptions options;
+  options.driver_root = layout.pod_driver_root;
+  options.dev_root = layout.pod_dev_root;
+  GPUCTK_TRY_ASSIGN(auto inventory, discover::discover(options));
+  // The spec is read on the node, which sees its files without the host root.
+  install::move_to_node(inventory, args.host_root);
+  cdi::BuildOptions build;
+  build.hook_path = layout.binary;
+  GPUCTK_TRY_ASSIGN(const auto spec, cdi::build_spec(inventory, build));
+  if (const auto problems = cdi::validate(spec); !problems.empty()) {
+    return fail("generated spec is invalid: " + problems.front().where + ": " + problems.front().what);
+  }
+  warnings = std::move(inventory.warnings);
+  return cdi::write_spec(spec, cdi::Format::yaml);
+}
+
+// Writes the spec when its text changed. `quiet_when_unchanged`: the watch loop's polls say nothing.
+Result<void> install_spec(const InstallArgs& args, const Layout& layout, bool quiet_when_unchanged) {
+  std::vector<std::string> warnings;
+  GPUCTK_TRY_ASSIGN(const auto text, spec_text(args, layout, warnings));
+  if (!text) {
+    if (args.require_spec) {
+      return fail("spec: no NVIDIA driver (" + layout.pod_version_file + " is missing)");
+    }
+    return quiet_when_unchanged
+               ? Result<void>{}
+               : say("spec: no NVIDIA driver (" + layout.pod_version_file + " is missing); no spec written");
+  }
+  GPUCTK_TRY_ASSIGN(const auto change, install::put_file(layout.pod_spec, *text, 0644));
+  if (change == install::Change::changed) {
+    for (const auto& warning : warnings) {
+      std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
+    }
+  } else if (quiet_when_unchanged) {
+    return {};
+  }
+  return say_step(change, "wrote", layout.pod_spec, "spec: ");
+}
+
+Result<void> do_install(const InstallArgs& args, const Layout& layout) {
+  GPUCTK_TRY_ASSIGN(const auto self, self_exe_path());
+  if (self.ends_with(" (deleted)")) {
+    return fail("install: this gpuctk (" + self + ") was replaced since it started");
+  }
+  GPUCTK_TRY_ASSIGN(const auto bytes, read_file(self));
+  GPUCTK_TRY_ASSIGN(auto change, install::put_file(layout.pod_binary, bytes, 0755));
+  GPUCTK_TRY(say_step(change, "installed", layout.pod_binary));
+  GPUCTK_TRY_ASSIGN(change, install::put_symlink("gpuctk", layout.pod_runtime));
+  GPUCTK_TRY(say_step(change, "linked", layout.pod_runtime));
+  GPUCTK_TRY_ASSIGN(change, install::put_symlink(layout.docker_hook_target, layout.pod_docker_hook));
+  GPUCTK_TRY(say_step(change, "linked", layout.pod_docker_hook));
+  GPUCTK_TRY_ASSIGN(
+      change, install::put_file_if_missing(layout.pod_config, layout.config_text, args.overwrite_config));
+  GPUCTK_TRY(say_step(change, "wrote", layout.pod_config));
+  if (!args.no_runtime_config) {
+    GPUCTK_TRY_ASSIGN(const auto which, engine::parse_engine(args.runtime));
+    GPUCTK_TRY_ASSIGN(const auto path, runtime_config_path(args, which));
+    GPUCTK_TRY_ASSIGN(const auto result,
+                      engine::configure(which, path, runtime_settings(args, layout), false));
+    GPUCTK_TRY(say(result.summary));
+  }
+  return install_spec(args, layout, false);
+}
+
+// The reverse of do_install, in reverse order; it goes on after a failed step so that as much as can be
+// is undone, and returns the first error.
+Result<void> do_uninstall(const InstallArgs& args, const Layout& layout) {
+  std::optional<Error> first;
+  const auto step = [&first](Result<void> done) {
+    if (!done && !first) {
+      first = done.error();
+    }
+  };
+  const auto removed = [](const Result<install::Change>& change, const std::string& path) -> Result<void> {
+    GPUCTK_TRY(change);
+    const auto c = *change;
+    return say_step(c, "removed", path);
+  };
+  step([&]() -> Result<void> {
+    GPUCTK_TRY_ASSIGN(const auto change, install::remove_file(layout.pod_spec));
+    return say_step(change, "removed", layout.pod_spec, "spec: ");
+  }());
+  if (!args.no_runtime_config) {
+    step([&]() -> Result<void> {
+      GPUCTK_TRY_ASSIGN(const auto which, engine::parse_engine(args.runtime));
+      GPUCTK_TRY_ASSIGN(const auto path, runtime_config_path(args, which));
+      GPUCTK_TRY_ASSIGN(const auto result,
+                        engine::unconfigure(which, path, runtime_settings(args, layout), false));
+      return say(result.summary);
+    }());
+  }
+  step(removed(install::remove_file_if_same(layout.pod_config, layout.config_text), layout.pod_config));
+  step(removed(install::remove_symlink_if(layout.pod_docker_hook, layout.docker_hook_target),
+               layout.pod_docker_hook));
+  step(removed(install::remove_symlink_if(layout.pod_runtime, "gpuctk"), layout.pod_runtime));
+  step(removed(install::remove_file(layout.pod_binary), layout.pod_binary));
+  // Directories go only when empty and only gpuctk's own (a component named gpuctk): never /usr/local/bin.
+  const std::string dirs[] = {parent_of_path(layout.pod_docker_hook), parent_of_path(layout.pod_binary),
+                              parent_of_path(parent_of_path(layout.pod_binary)),
+                              parent_of_path(layout.pod_config)};
+  for (const auto& dir : dirs) {
+    if (dir.find("/gpuctk/") != std::string::npos || dir.ends_with("/gpuctk")) {
+      if (auto removed_dir = install::remove_dir_if_empty(dir); !removed_dir) {
+        step(std::unexpected(removed_dir.error()));
+      }
+    }
+  }
+  if (first) {
+    return std::unexpected(*first);
+  }
+  return {};
+}
+
+// Blocks SIGTERM and SIGINT, so that they are taken by sigtimedwait in the watch loop only, never in the
+// middle of a step.
+Result<sigset_t> block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  if (const int err = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
+    return fail_errno("block SIGTERM", err);
+  }
+  return set;
+}
+
+// Polls the driver's version file every --watch seconds and regenerates the spec when it changed, until
+// SIGTERM or SIGINT; then uninstalls with --uninstall-on-exit.
+Result<void> watch(const InstallArgs& args, const Layout& layout, const sigset_t& stop) {
+  const auto version = [&layout]() { return read_file(layout.pod_version_file, 1 << 16).value_or(""); };
+  std::string seen = version();
+  for (;;) {
+    timespec interval{.tv_sec = static_cast<time_t>(args.watch_seconds), .tv_nsec = 0};
+    const int sig = ::sigtimedwait(&stop, nullptr, &interval);
+    if (sig == SIGTERM || sig == SIGINT) {
+      GPUCTK_TRY(say(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT")));
+      return args.uninstall_on_exit ? do_uninstall(args, layout) : Result<void>{};
+    }
+    if (sig < 0 && errno != EAGAIN && errno != EINTR) {
+      return fail_errno("wait for SIGTERM", errno);
+    }
+    if (std::string now = version(); now != seen) {
+      seen = std::move(now);
+      GPUCTK_TRY(
+          say("driver changed: " + std::string(trim(std::string_view(seen).substr(0, seen.find('\n'))))));
+      // A failure here (a driver half installed) is reported and retried at the next change, not fatal.
+      if (auto done = install_spec(args, layout, false); !done) {
+        std::fprintf(stderr, "gpuctk: error: %s\n", escape_for_log(done.error().message).c_str());
+      }
+    }
+  }
+}
+
+Result<void> check_absolute(std::string_view path) {
+  if (!path.starts_with('/')) {
+    return fail(quote(path) + " is not an absolute path");
+  }
+  return {};
+}
+
+}  // namespace
+
+Action define_install(CLI::App& command) {
+  auto args = std::make_shared<InstallArgs>();
+  command.add_option("--host-root", args->host_root, "Where this pod sees the node's root")
+      ->capture_default_str()
+      ->check(value_check(check_absolute));
+  command
+      .add_option("--install-dir", args->install_dir,
+                  "Directory on the node for gpuctk and gpuctk-runtime (the docker hook goes to ../docker)")
+      ->capture_default_str()
+      ->check(value_check(check_absolute));
+  command
+      .add_option("--driver-root", args->driver_root,
+                  "Root of the driver files on the node (a driver container: /run/nvidia/driver)")
+      ->capture_default_str()
+      ->check(value_check(check_absolute));
+  command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys on the node")
+      ->capture_default_str()
+      ->check(value_check(check_absolute));
+  CLI::Option* runtime =
+      command.add_option("--runtime", args->runtime, "The engine to configure: containerd, crio or docker")
+          ->check(value_check(engine::parse_engine));
+  CLI::Option* no_runtime =
+      command.add_flag("--no-runtime-config", args->no_runtime_config, "Configure no container engine");
+  runtime->excludes(no_runtime);
+  command
+      .add_option("--runtime-config", args->runtime_config,
+                  "The engine's config file on the node (default: the engine's usual one)")
+      ->check(value_check(check_absolute));
+  command.add_option("--runtime-name", args->runtime_name, "Runtime name (a RuntimeClass handler)")
+      ->capture_default_str()
+      ->check(value_check(engine::check_runtime_name));
+  command.add_flag("--set-as-default", args->set_as_default, "Make it the engine's default runtime too");
+  command.add_flag("--cdi", args->enable_cdi, "Turn on the engine's CDI support");
+  command.add_option("--spec-path", args->spec_path, "The CDI spec on the node")
+      ->capture_default_str()
+      ->check(value_check(check_absolute));
+  command.add_flag("--overwrite-config", args->overwrite_config,
+                   "Replace an existing /etc/gpuctk/config.yaml (default: keep it)");
+  command.add_flag("--require-spec", args->require_spec,
+                   "Fail when there is no NVIDIA driver to write a spec for");
+  command.add_flag("--uninstall", args->uninstall, "Undo an install made with the same options");
+  command
+      .add_option("--watch", args->watch_seconds,
+                  "Stay running; every SECONDS, regenerate the spec when the driver changed (0: exit)")
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  command.add_flag("--uninstall-on-exit", args->uninstall_on_exit,
+                   "With --watch: uninstall on SIGTERM or SIGINT (a DaemonSet's pods being deleted)");
+  return [args, &command] {
+    if (args->runtime.empty() && !args->no_runtime_config) {
+      return usage_error(command, "missing option --runtime (or --no-runtime-config)");
+    }
+    if (args->uninstall_on_exit && args->watch_seconds == 0) {
+      return usage_error(command, "--uninstall-on-exit needs --watch");
+    }
+    if (args->uninstall && args->watch_seconds != 0) {
+      return usage_error(command, "--uninstall and --watch exclude each other");
+    }
+    const auto resolved = layout_of(*args);
+    if (!resolved) {
+      return report(resolved.error());
+    }
+    const Layout& layout = *resolved;
+    if (args->uninstall) {
+      if (auto done = do_uninstall(*args, layout); !done) {
+        return report(done.error());
+      }
+      return static_cast<int>(k_exit_ok);
+    }
+    std::optional<sigset_t> stop;
+    if (args->watch_seconds != 0) {
+      auto blocked = block_stop_signals();
+      if (!blocked) {
+        return report(blocked.error());
+      }
+      stop = *blocked;
+    }
+    if (auto done = do_install(*args, layout); !done) {
+      return report(done.error());
+    }
+    if (stop) {
+      if (auto done = watch(*args, layout, *stop); !done) {
+        return report(done.error());
+      }
+    }
+    return static_cast<int>(k_exit_ok);
+  };
+}
+
+}  // namespace gpuctk::cli

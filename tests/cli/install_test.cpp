@@ -1,0 +1,287 @@
+// `gpuctk install` (src/cli/install.cpp, src/install/install.cpp) through the real binary, on a fake node:
+// a t4-debian fixture host is the host root, with containerd's default config.toml in /etc/containerd.
+// What lands where (modes, link targets, node paths inside files), that a second run changes nothing,
+// that --uninstall puts the node back byte for byte, and --watch with --uninstall-on-exit.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "cli/run_gpuctk.hpp"
+#include "fixtures/builder/hosts.hpp"
+#include "util/file.hpp"
+
+namespace gpuctk {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string k_containerd_toml = "/etc/containerd/config.toml";
+
+class CliInstallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto f = fixture::materialise_temp("t4-debian");
+    ASSERT_TRUE(f) << f.error().message;
+    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
+    if (!m_fixture->host.nodes_are_real) {
+      GTEST_SKIP() << "device nodes need root to mknod";
+    }
+    m_root = m_fixture->host.root;
+    ASSERT_EQ(m_fixture->host.driver_root, m_root);
+    ASSERT_EQ(m_fixture->host.dev_root, m_root);
+    m_scratch = m_fixture->temp.path() + "/scratch";
+    fs::create_directories(m_scratch);
+    m_original_toml =
+        read_file(std::string(GPUCTK_SOURCE_DIR) + "/tests/data/engine/containerd-2-default.toml").value();
+    fs::create_directories(m_root + "/etc/containerd");
+    ASSERT_TRUE(write_file_atomic(m_root + k_containerd_toml, m_original_toml, 0644));
+  }
+  std::vector<std::string> install_args(std::vector<std::string> extra) const {
+    std::vector<std::string> args{"install", "--host-root", m_root, "--runtime", "containerd"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  test::RunResult install(std::vector<std::string> extra = {}) {
+    return test::run_gpuctk(install_args(std::move(extra)), m_scratch);
+  }
+  std::string at(const std::string& path) const { return m_root + path; }
+
+  // Every file and link below the root, except the fixture's own, with inode and mtime.
+  std::map<std::string, std::pair<ino_t, int64_t>> installed_state() const {
+    std::map<std::string, std::pair<ino_t, int64_t>> state;
+    for (const std::string dir : {"/usr/local/gpuctk", "/etc/gpuctk", "/etc/containerd", "/run/cdi"}) {
+      if (!fs::exists(at(dir))) {
+        continue;
+      }
+      for (const auto& entry : fs::recursive_directory_iterator(at(dir))) {
+        struct stat st {};
+        EXPECT_EQ(::lstat(entry.path().c_str(), &st), 0);
+        state[entry.path().string()] = {st.st_ino, st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
+      }
+    }
+    return state;
+  }
+
+  std::unique_ptr<fixture::Fixture> m_fixture;
+  std::string m_root;
+  std::string m_scratch;
+  std::string m_original_toml;
+};
+
+TEST_F(CliInstallTest, InstallsBinaryLinksConfigRuntimeAndSpecWithNodePaths) {
+  // Debian's /var/run -> /run is absolute: it must lead to the node's /run, not the pod's.
+  fs::remove(at("/var/run"));
+  fs::create_symlink("/run", at("/var/run"));
+  const auto r = install();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "installed " + at("/usr/local/gpuctk/bin/gpuctk") + "\nlinked " +
+                       at("/usr/local/gpuctk/bin/gpuctk-runtime") + "\nlinked " +
+                       at("/usr/local/gpuctk/docker/nvidia-container-runtime-hook") + "\nwrote " +
+                       at("/etc/gpuctk/config.yaml") + "\ncontainerd: " +
+                       r.out.substr(r.out.find("containerd: ") + 12,
+                                    r.out.find("\nspec: ") - r.out.find("containerd: ") - 12) +
+                       "\nspec: wrote " + at("/run/cdi/nvidia.yaml") + "\n");
+
+  struct stat st {};
+  ASSERT_EQ(::stat(at("/usr/local/gpuctk/bin/gpuctk").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_EQ(read_file(at("/usr/local/gpuctk/bin/gpuctk")).value(), read_file(GPUCTK_BINARY).value());
+  EXPECT_EQ(fs::read_symlink(at("/usr/local/gpuctk/bin/gpuctk-runtime")), "gpuctk");
+  EXPECT_EQ(fs::read_symlink(at("/usr/local/gpuctk/docker/nvidia-container-runtime-hook")), "../bin/gpuctk");
+  // The link resolves to the binary below the root too (relative, so right on the node and in the pod).
+  EXPECT_TRUE(fs::equivalent(at("/usr/local/gpuctk/docker/nvidia-container-runtime-hook"),
+                             at("/usr/local/gpuctk/bin/gpuctk")));
+
+  const auto config = read_file(at("/etc/gpuctk/config.yaml")).value();
+  EXPECT_NE(config.find("\nhook-path: /usr/local/gpuctk/bin/gpuctk\ndriver-root: /\ndev-root: /\n"),
+            std::string::npos)
+      << config;
+  ASSERT_EQ(::stat(at("/etc/gpuctk/config.yaml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+
+  const auto toml = read_file(at(k_containerd_toml)).value();
+  EXPECT_NE(toml.find("BinaryName = \"/usr/local/gpuctk/bin/gpuctk-runtime\""), std::string::npos) << toml;
+  EXPECT_EQ(toml.find(m_root), std::string::npos) << "no pod path in the node's containerd config";
+
+  const auto spec = read_file(at("/run/cdi/nvidia.yaml")).value();
+  ASSERT_EQ(::stat(at("/run/cdi/nvidia.yaml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  EXPECT_NE(spec.find("path: \"/usr/local/gpuctk/bin/gpuctk\""), std::string::npos);
+  EXPECT_EQ(spec.find(m_root), std::string::npos) << "the spec names the node's paths, not the pod's";
+  EXPECT_NE(spec.find("hostPath: \"/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01\""), std::string::npos)
+      << spec;
+  // The same spec `gpuctk cdi generate` writes on the node itself (there: no separate dev root).
+  EXPECT_TRUE(spec.starts_with("---\ncdiVersion: \"0.5.0\"\nkind: \"nvidia.com/gpu\"\n"))
+      << spec.substr(0, 80);
+  EXPECT_EQ(spec.find("hostPath: \"/dev/"), std::string::npos) << "a node path equal to the container path";
+}
+
+TEST_F(CliInstallTest, SecondRunWritesNothingAndSaysUnchanged) {
+  ASSERT_EQ(install().exit_code, 0);
+  const auto before = installed_state();
+  ASSERT_GE(before.size(), 8u);
+  const auto r = install();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "unchanged " + at("/usr/local/gpuctk/bin/gpuctk") + "\nunchanged " +
+                       at("/usr/local/gpuctk/bin/gpuctk-runtime") + "\nunchanged " +
+                       at("/usr/local/gpuctk/docker/nvidia-container-runtime-hook") + "\nunchanged " +
+                       at("/etc/gpuctk/config.yaml") + "\ncontainerd: " + at(k_containerd_toml) +
+                       " unchanged: runtime \"nvidia\" (/usr/local/gpuctk/bin/gpuctk-runtime) is already "
+                       "configured\nspec: unchanged " +
+                       at("/run/cdi/nvidia.yaml") + "\n");
+  EXPECT_EQ(installed_state(), before);
+}
+
+TEST_F(CliInstallTest, KeepsAnEditedConfigUnlessOverwriteConfig) {
+  ASSERT_TRUE(fs::create_directories(at("/etc/gpuctk")));
+  ASSERT_TRUE(write_file_atomic(at("/etc/gpuctk/config.yaml"), "log-level: debug\n", 0644));
+  auto r = install({"--no-runtime-config"});
+  ASSERT_EQ(r.exit_code, 2) << "--runtime and --no-runtime-config exclude each other";
+  r = test::run_gpuctk({"install", "--host-root", m_root, "--no-runtime-config"}, m_scratch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nunchanged " + at("/etc/gpuctk/config.yaml") + "\n"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(at("/etc/gpuctk/config.yaml")).value(), "log-level: debug\n");
+  r = test::run_gpuctk({"install", "--host-root", m_root, "--no-runtime-config", "--overwrite-config",
+                        "--driver-root", "/run/nvidia/driver"},
+                       m_scratch);
+  // No driver below /run/nvidia/driver in the fixture: discovery fails there, and says where.
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(read_file(at("/etc/gpuctk/config.yaml")).value().find("\ndriver-root: /run/nvidia/driver\n"),
+            std::string::npos);
+  EXPECT_EQ(read_file(at(k_containerd_toml)).value(), m_original_toml) << "--no-runtime-config";
+}
+
+TEST_F(CliInstallTest, UninstallRestoresContainerdByteForByteAndRemovesTheRest) {
+  ASSERT_EQ(install().exit_code, 0);
+  ASSERT_NE(read_file(at(k_containerd_toml)).value(), m_original_toml);
+  const auto r = install({"--uninstall"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "spec: removed " + at("/run/cdi/nvidia.yaml") + "\ncontainerd: " +
+                       r.out.substr(r.out.find("containerd: ") + 12,
+                                    r.out.find("\nremoved " + at("/etc")) - r.out.find("containerd: ") - 12) +
+                       "\nremoved " + at("/etc/gpuctk/config.yaml") + "\nremoved " +
+                       at("/usr/local/gpuctk/docker/nvidia-container-runtime-hook") + "\nremoved " +
+                       at("/usr/local/gpuctk/bin/gpuctk-runtime") + "\nremoved " +
+                       at("/usr/local/gpuctk/bin/gpuctk") + "\n");
+  EXPECT_EQ(read_file(at(k_containerd_toml)).value(), m_original_toml);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(at("/etc/containerd"))) {
+    left.push_back(entry.path().filename());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"config.toml"}) << "no backup or record left";
+  for (const std::string gone : {"/usr/local/gpuctk", "/etc/gpuctk", "/run/cdi/nvidia.yaml"}) {
+    EXPECT_FALSE(fs::exists(fs::symlink_status(at(gone)))) << gone;
+  }
+  EXPECT_TRUE(fs::is_directory(at("/usr/local"))) << "only gpuctk's own directories go";
+  // Again: nothing left to do.
+  const auto again = install({"--uninstall"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out.find("removed"), std::string::npos) << again.out;
+}
+
+TEST_F(CliInstallTest, UninstallKeepsAConfigFileSomeoneEdited) {
+  ASSERT_EQ(install().exit_code, 0);
+  ASSERT_TRUE(write_file_atomic(at("/etc/gpuctk/config.yaml"), "log-level: debug\n", 0644));
+  const auto r = install({"--uninstall"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("unchanged " + at("/etc/gpuctk/config.yaml") + "\n"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(at("/etc/gpuctk/config.yaml")).value(), "log-level: debug\n");
+}
+
+TEST_F(CliInstallTest, NoDriverIsOneLineAndNoSpecUnlessRequired) {
+  const std::string empty = m_fixture->temp.path() + "/bare-node";
+  fs::create_directories(empty);
+  auto r = test::run_gpuctk({"install", "--host-root", empty, "--no-runtime-config"}, m_scratch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.ends_with("\nspec: no NVIDIA driver (" + empty +
+                              "/proc/driver/nvidia/version is missing); no spec written\n"))
+      << r.out;
+  EXPECT_FALSE(fs::exists(empty + "/var/run/cdi"));
+  r = test::run_gpuctk({"install", "--host-root", empty, "--no-runtime-config", "--require-spec"}, m_scratch);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "gpuctk: error: spec: no NVIDIA driver (" + empty + "/proc/driver/nvidia/version is missing)\n");
+}
+
+TEST_F(CliInstallTest, UsageErrors) {
+  auto r = test::run_gpuctk({"install", "--host-root", m_root}, m_scratch);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpuctk: error: missing option --runtime (or --no-runtime-config) (see gpuctk install --help)\n");
+  r = install({"--uninstall-on-exit"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpuctk: error: --uninstall-on-exit needs --watch (see gpuctk install --help)\n");
+  r = test::run_gpuctk({"install", "--host-root", m_root, "--runtime", "podman"}, m_scratch);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(
+      r.err,
+      "gpuctk: error: --runtime: unknown runtime \"podman\" (want containerd, crio or docker) (see gpuctk "
+      "install --help)\n");
+  EXPECT_FALSE(fs::exists(at("/usr/local/gpuctk"))) << "a usage error installs nothing";
+}
+
+// Waits up to 30 s for `done`.
+template <class Done>
+bool eventually(Done done) {
+  for (int i = 0; i < 300; ++i) {
+    if (done()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+TEST_F(CliInstallTest, WatchRegeneratesTheSpecWhenTheDriverChangesAndUninstallsOnSigterm) {
+  std::vector<std::string> storage{GPUCTK_BINARY};
+  for (auto& arg : install_args({"--watch", "1", "--uninstall-on-exit"})) {
+    storage.push_back(arg);
+  }
+  std::vector<char*> argv;
+  for (auto& arg : storage) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+  const std::string out = m_scratch + "/watch.out";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, out.c_str(), O_WRONLY | O_APPEND, 0600);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+
+  const std::string spec = at("/run/cdi/nvidia.yaml");
+  ASSERT_TRUE(eventually([&] {
+    return read_file(out).value_or("").find("spec: wrote") != std::string::npos;
+  })) << read_file(out).value_or("");
+  const auto written = read_file(spec).value();
+  // A spec that differs from what the driver gives, then a driver change: the spec is written again.
+  ASSERT_TRUE(write_file_atomic(spec, "stale\n", 0644));
+  const std::string version_file = at("/proc/driver/nvidia/version");
+  ASSERT_TRUE(write_file_atomic(version_file, read_file(version_file).value() + "\n", 0444));
+  EXPECT_TRUE(eventually([&] { return read_file(spec).value_or("") == written; }))
+      << read_file(out).value_or("");
+
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const auto text = read_file(out).value_or("");
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << text;
+  EXPECT_NE(text.find("\ndriver changed: NVRM version: "), std::string::npos) << text;
+  EXPECT_NE(text.find("\nstopping on SIGTERM\nspec: removed " + spec + "\n"), std::string::npos) << text;
+  EXPECT_EQ(read_file(at(k_containerd_toml)).value(), m_original_toml);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(at("/usr/local/gpuctk"))));
+  EXPECT_FALSE(fs::exists(spec));
+}
+
+}  // namespace
+}  // namespace gpuctk

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# deploy/kubernetes: build-image.sh builds the installer image offline; its OCI config runs /gpuctk, its
+# one layer holds gpuctk and exactly its libraries and loader, and /gpuctk --version runs in it (runc on
+# the unpacked layer: the image is complete without the host's /lib). The manifests parse and name what
+# the installer needs: RuntimeClass handler nvidia, the DaemonSet's privileged pod, host root and args.
+#   install_image.sh GPUCTK GPUCTK_FIXTURE
+source "$(dirname "$0")/lib.sh"
+gpuctk=$1
+deploy=$(cd "$(dirname "$0")/../../deploy/kubernetes" && pwd)
+e2e_init
+command -v buildah >/dev/null || e2e_skip "buildah is not installed (scripts/deps.sh test)"
+command -v python3 >/dev/null || e2e_skip "python3 is not installed"
+
+find /var/lib/containers 2>/dev/null | sort >"$LAB/containers.before"
+bash "$deploy/build-image.sh" "$gpuctk" "$LAB/image.tar" localhost/gpuctk-installer:test >"$LAB/build.out" 2>&1 ||
+  e2e_fail "build-image.sh failed: $(cat "$LAB/build.out")"
+find /var/lib/containers 2>/dev/null | sort | cmp -s - "$LAB/containers.before" ||
+  e2e_fail "build-image.sh changed /var/lib/containers"
+mkdir "$LAB/oci"
+tar -xf "$LAB/image.tar" -C "$LAB/oci"
+
+# The OCI layout: index -> manifest -> config and layers (python3's json only; no skopeo/umoci needed).
+python3 - "$LAB/oci" "$LAB/layers" >"$LAB/oci.out" <<'PY' || e2e_fail "OCI layout: $(cat "$LAB/oci.out")"
+import json, sys, os
+root, layers = sys.argv[1], sys.argv[2]
+blob = lambda d: os.path.join(root, "blobs", *d.split(":"))
+index = json.load(open(os.path.join(root, "index.json")))
+m = index["manifests"][0]
+assert m["annotations"]["org.opencontainers.image.ref.name"] == "localhost/gpuctk-installer:test", m
+manifest = json.load(open(blob(m["digest"])))
+config = json.load(open(blob(manifest["config"]["digest"])))
+assert config["config"]["Entrypoint"] == ["/gpuctk"], config["config"]
+assert config["os"] == "linux", config["os"]
+with open(layers, "w") as out:
+    for layer in manifest["layers"]:
+        out.write(blob(layer["digest"]) + "\n")
+print("entrypoint", config["config"]["Entrypoint"])
+PY
+
+mkdir -p "$LAB/bundle/rootfs"
+while read -r layer; do
+  tar -xf "$layer" -C "$LAB/bundle/rootfs"
+done <"$LAB/layers"
+(cd "$LAB/bundle/rootfs" && find . ! -type d | sort) >"$LAB/files"
+mapfile -t libs < <(ldd "$gpuctk" | sed -nE 's/.*=> (\/[^ ]+) .*/\1/p; s/^[[:space:]]*(\/[^ ]+) \(0x.*/\1/p')
+for want in /gpuctk "${libs[@]}"; do
+  grep -qx ".$want" "$LAB/files" || e2e_fail "image lacks $want; it has: $(tr '\n' ' ' <"$LAB/files")"
+done
+grep -q '/bin/sh$' "$LAB/files" && e2e_fail "the image has a shell"
+grep -q 'libstdc++' "$LAB/files" && e2e_fail "libstdc++ is in the image (gpuctk links it statically)"
+unexpected=$(grep -v -x -e ./gpuctk -e '.*/ld-linux-x86-64\.so\.2' -e '.*/lib\(c\|m\|pthread\|dl\|rt\)\.so\.[0-9]' \
+  "$LAB/files" || true)
+[ -z "$unexpected" ] || e2e_fail "unexpected files in the image: $unexpected"
+
+# /gpuctk --version in the image's root alone.
+command -v runc >/dev/null || e2e_skip "runc is not installed (image checked, not run)"
+(cd "$LAB/bundle" && runc spec)
+python3 - "$LAB/bundle/config.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+spec = json.load(open(path))
+spec["process"]["args"] = ["/gpuctk", "--version"]
+spec["process"]["terminal"] = False
+spec["root"] = {"path": "rootfs", "readonly": True}
+json.dump(spec, open(path, "w"))
+PY
+id=gpuctk-image-$$
+e2e_cleanup_add "runc delete -f $id"
+runc run --bundle "$LAB/bundle" "$id" >"$LAB/version.out" 2>&1 </dev/null ||
+  e2e_fail "/gpuctk --version in the image failed: $(cat "$LAB/version.out")"
+[ "$(cat "$LAB/version.out")" = "$("$gpuctk" --version)" ] ||
+  e2e_fail "/gpuctk --version in the image: $(cat "$LAB/version.out")"
+
+# The manifests.
+python3 -c 'import yaml' 2>/dev/null || e2e_skip "python3-yaml is not installed (image checked, manifests not)"
+python3 - "$deploy" <<'PY' || e2e_fail "manifests"
+import sys, yaml
+deploy = sys.argv[1]
+docs = list(yaml.safe_load_all(open(deploy + "/gpuctk-installer.yaml")))
+kinds = [d["kind"] for d in docs]
+assert kinds == ["Namespace", "ServiceAccount", "DaemonSet"], kinds
+ds = docs[2]["spec"]["template"]["spec"]
+assert ds["hostPID"] is False, ds.get("hostPID")
+assert ds["nodeSelector"] == {"nvidia.com/gpu.present": "true"}, ds["nodeSelector"]
+assert ds["terminationGracePeriodSeconds"] >= 30
+(c,) = ds["containers"]
+assert c["securityContext"]["privileged"] is True
+assert c["args"] == ["install", "--host-root", "/host", "--runtime", "$(GPUCTK_RUNTIME)", "--watch", "60",
+                     "--uninstall-on-exit"], c["args"]
+assert {"name": "GPUCTK_RUNTIME", "value": "containerd"} in c["env"], c["env"]
+assert c["resources"]["limits"]["memory"], c["resources"]
+(mount,) = c["volumeMounts"]
+(volume,) = ds["volumes"]
+assert mount["mountPath"] == "/host" and volume["name"] == mount["name"], (mount, volume)
+assert volume["hostPath"]["path"] == "/", volume
+(rc,) = list(yaml.safe_load_all(open(deploy + "/runtimeclass.yaml")))
+assert rc["kind"] == "RuntimeClass" and rc["handler"] == "nvidia" and rc["metadata"]["name"] == "nvidia", rc
+PY
+echo "PASS: installer image ($(du -h "$LAB/image.tar" | cut -f1)): $(tr '\n' ' ' <"$LAB/files")"
