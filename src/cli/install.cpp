@@ -255,11 +255,15 @@ Result<sigset_t> block_stop_signals() {
   return set;
 }
 
-// Polls the driver's version file every --watch seconds and regenerates the spec when it changed, until
+// The driver's version file ("" when there is no driver).
+std::string driver_version_text(const Layout& layout) {
+  return read_file(layout.pod_version_file, 1 << 16).value_or("");
+}
+
+// Polls the driver's version file every --watch seconds and regenerates the spec when it differs from
+// `seen` (read before the install wrote the spec, so a change during the install is not missed), until
 // SIGTERM or SIGINT; then uninstalls with --uninstall-on-exit.
-Result<void> watch(const InstallArgs& args, const Layout& layout, const sigset_t& stop) {
-  const auto version = [&layout]() { return read_file(layout.pod_version_file, 1 << 16).value_or(""); };
-  std::string seen = version();
+Result<void> watch(const InstallArgs& args, const Layout& layout, const sigset_t& stop, std::string seen) {
   for (;;) {
     timespec interval{.tv_sec = static_cast<time_t>(args.watch_seconds), .tv_nsec = 0};
     const int sig = ::sigtimedwait(&stop, nullptr, &interval);
@@ -270,7 +274,7 @@ Result<void> watch(const InstallArgs& args, const Layout& layout, const sigset_t
     if (sig < 0 && errno != EAGAIN && errno != EINTR) {
       return fail_errno("wait for SIGTERM", errno);
     }
-    if (std::string now = version(); now != seen) {
+    if (std::string now = driver_version_text(layout); now != seen) {
       seen = std::move(now);
       GPUCTK_TRY(
           say("driver changed: " + std::string(trim(std::string_view(seen).substr(0, seen.find('\n'))))));
@@ -368,11 +372,12 @@ Action define_install(CLI::App& command) {
       }
       stop = *blocked;
     }
+    const std::string version = stop ? driver_version_text(layout) : std::string();
     if (auto done = do_install(*args, layout); !done) {
       return report(done.error());
     }
     if (stop) {
-      if (auto done = watch(*args, layout, *stop); !done) {
+      if (auto done = watch(*args, layout, *stop, version); !done) {
         return report(done.error());
       }
     }
