@@ -469,6 +469,9 @@ Result<void> decode(const Node& node, const Path& path, bool& out) {
 
 // Containers.
 
+// The longest map key, as gpuctk writes it in YAML (quoted, escaped): YAML's implicit-key limit, 1024.
+constexpr size_t k_max_written_key = 1024;
+
 Result<void> decode(const Node& node, const Path& path, std::map<std::string, std::string>& out) {
   if (node.kind != Node::Kind::object) {
     return type_error(path, "an object", node);
@@ -476,6 +479,12 @@ Result<void> decode(const Node& node, const Path& path, std::map<std::string, st
   for (const auto& [key_node, value_node] : node.members) {
     std::string key;
     GPUCTK_TRY(decode(key_node, path, key));
+    // gpuctk writes map keys as YAML implicit keys, which YAML limits to 1024 characters: a longer key
+    // (as written: quoted and escaped) would be read here and written back unreadable by yaml-cpp.
+    if (const size_t written = yaml_quote(key).size(); written > k_max_written_key) {
+      return fail("key of " + std::to_string(written) + " characters as YAML " + in(path) + ": longer than " +
+                  std::to_string(k_max_written_key));
+    }
     const Path value_path = path + "[" + quote(key) + "]";
     std::string value;
     GPUCTK_TRY(decode(value_node, value_path, value));

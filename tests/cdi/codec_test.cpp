@@ -90,6 +90,28 @@ TEST(CdiCodecTest, TrickyStringsRoundTrip) {
   }
 }
 
+// YAML limits an implicit mapping key to 1024 characters and gpuctk writes keys that way, so a key longer
+// than that as written (quoted and escaped) is refused on reading, from either format: it could not be
+// written back readably (found by the cdi_yaml fuzz target: yaml-cpp said "illegal map value").
+TEST(CdiCodecTest, MapKeysLongerThanYamlAllowsAreRefused) {
+  const auto spec_with_key = [](const std::string& key) {
+    return R"({"cdiVersion": "0.6.0", "kind": "x.com/gpu", "annotations": {")" + key +
+           R"(": "v"}, "devices": [{"name": "0", "containerEdits": {"env": ["A=1"]}}]})";
+  };
+  EXPECT_TRUE(parse_spec(spec_with_key(std::string(1022, 'a')), Format::json));
+  const auto long_key = parse_spec(spec_with_key(std::string(1023, 'a')), Format::json);
+  ASSERT_FALSE(long_key);
+  EXPECT_EQ(long_key.error().message, "key of 1025 characters as YAML in annotations: longer than 1024");
+  // Escapes count as written: 300 control characters (JSON \u001f) are 1200 characters of YAML \x1f.
+  std::string controls;
+  for (int i = 0; i < 300; ++i) {
+    controls += "\\u001f";
+  }
+  const auto escaped = parse_spec(spec_with_key(controls), Format::json);
+  ASSERT_FALSE(escaped);
+  EXPECT_EQ(escaped.error().message, "key of 1202 characters as YAML in annotations: longer than 1024");
+}
+
 // A small spec shaped like a generated one, to pin the exact output.
 Spec small_spec() {
   Spec spec;
