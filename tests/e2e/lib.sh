@@ -342,6 +342,16 @@ TOML
   "${CTR[@]}" version >/dev/null 2>&1 || e2e_fail "containerd did not come up: $(tail -20 "$LAB/containerd/containerd.log")"
 }
 
+# e2e_docker_tools: skips unless dockerd, its client, containerd and runc are installed; sets docker_cli to
+# the client of the same release (another docker client may come first on PATH, e.g. /usr/local/bin's).
+e2e_docker_tools() {
+  command -v dockerd >/dev/null || e2e_skip "dockerd is not installed (docker.io)"
+  docker_cli=/usr/bin/docker
+  [ -x "$docker_cli" ] || docker_cli=$(command -v docker) || e2e_skip "the docker client is not installed (docker.io)"
+  command -v containerd >/dev/null || e2e_skip "containerd is not installed (dockerd starts its own)"
+  command -v runc >/dev/null || e2e_skip "runc is not installed"
+}
+
 # e2e_dockerd_start DIR [EXTRA_PATH]: dockerd by hand (no systemd here) with $docker_cli, its data, exec root
 # (and the containerd it starts), pid file, socket and containers' cgroups (--cgroup-parent) under DIR,
 # DIR/daemon.json as its config file (the caller writes it: at least "deprecated-key-path" in DIR, or

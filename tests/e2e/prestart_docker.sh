@@ -17,12 +17,7 @@ gpuctk=$1
 fixture=$2
 e2e_init
 e2e_cleanup_add "e2e_umount_under '$LAB'"
-command -v dockerd >/dev/null || e2e_skip "dockerd is not installed (docker.io)"
-# The client of the same release (another docker client may come first on PATH, e.g. /usr/local/bin's).
-docker_cli=/usr/bin/docker
-[ -x "$docker_cli" ] || docker_cli=$(command -v docker) || e2e_skip "the docker client is not installed (docker.io)"
-command -v containerd >/dev/null || e2e_skip "containerd is not installed (dockerd starts its own)"
-command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_docker_tools
 e2e_root_at busybox "$LAB/root-busybox"
 e2e_root_at glibc "$LAB/root-glibc"
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
