@@ -28,23 +28,6 @@ const std::vector<std::string> k_hook_env{"GPUCTK_DEBUG=false"};
 constexpr std::string_view k_all_hooks[] = {k_hook_create_symlinks, k_hook_enable_cuda_compat,
                                             k_hook_update_ldcache, k_hook_disable_device_node_modification};
 
-DeviceNode to_cdi(const discover::DeviceNode& node) {
-  DeviceNode out;
-  out.path = node.path;
-  if (node.host_path != node.path) {
-    out.host_path = node.host_path;  // only for a separate dev root: it raises cdiVersion to 0.5.0
-  }
-  out.type = std::string(1, node.type);
-  out.major = node.major;
-  out.minor = node.minor;
-  out.file_mode = node.mode;
-  out.permissions = "rwm";
-  if (node.gid != 0) {
-    out.gid = node.gid;
-  }
-  return out;
-}
-
 const std::vector<std::string>& mount_options(const DriverFile& file) {
   if (file.kind != FileKind::ipc) {
     return k_file_options;
@@ -71,7 +54,12 @@ class Builder {
       spec.devices = std::move(devices);
     }
     if (spec.devices.empty()) {
-      return fail("no devices to generate: the host has no GPUs");
+      return fail("no devices to generate: no GPUs in " + m_inv.gpus_from);
+    }
+    if (m_opt.management && spec.devices.front().container_edits.device_nodes.empty()) {
+      return fail(
+          "no devices to generate: no NVIDIA device nodes (nvidia<N>, nvidia-caps, IMEX channels) in " +
+          m_inv.dev_dir);
     }
     if (m_opt.all_device && !m_opt.management) {
       Device all{"all", {}, {}};
@@ -118,9 +106,9 @@ class Builder {
 
   [[nodiscard]] ContainerEdits gpu_edits(const Gpu& gpu) const {
     ContainerEdits edits;
-    edits.device_nodes.push_back(to_cdi(gpu.node));
+    edits.device_nodes.push_back(spec_device_node(gpu.node));
     for (const auto& node : gpu.drm_nodes) {
-      edits.device_nodes.push_back(to_cdi(node));
+      edits.device_nodes.push_back(spec_device_node(node));
     }
     add_links_hook(edits, gpu.by_path_links);
     return edits;
@@ -128,7 +116,8 @@ class Builder {
 
   [[nodiscard]] static ContainerEdits mig_edits(const Gpu& parent, const MigDevice& mig) {
     ContainerEdits edits;
-    edits.device_nodes = {to_cdi(parent.node), to_cdi(mig.gi_access), to_cdi(mig.ci_access)};
+    edits.device_nodes = {spec_device_node(parent.node), spec_device_node(mig.gi_access),
+                          spec_device_node(mig.ci_access)};
     return edits;
   }
 
@@ -197,10 +186,13 @@ class Builder {
       }
     };
     for (const auto& gpu : m_inv.gpus) {
-      // Every id a user may pass for this GPU: index, UUID, and the strategies' names.
+      // Every id a user may pass for this GPU: index, UUID, and the strategies' names. A GPU in MIG mode
+      // is a device too (its node, DRM nodes and links), as the device plugin's migStrategy "none"
+      // hands it out whole, by UUID. A MIG device under it is usable only when asked for as well: its
+      // capability nodes come with it alone.
       std::vector<std::string> ids{std::to_string(gpu.index), gpu.uuid};
       existing.push_back(std::to_string(gpu.index));
-      if (!gpu.mig_enabled && selected(ids)) {
+      if (selected(ids)) {
         add(gpu_names(gpu), gpu_edits(gpu));
       }
       for (const auto& mig : gpu.mig_devices) {
@@ -226,10 +218,10 @@ class Builder {
   [[nodiscard]] Device management_device() const {
     Device all{"all", {}, {}};
     for (const auto& gpu : m_inv.gpus) {
-      all.container_edits.device_nodes.push_back(to_cdi(gpu.node));
+      all.container_edits.device_nodes.push_back(spec_device_node(gpu.node));
     }
     for (const auto& node : m_inv.management_nodes) {
-      all.container_edits.device_nodes.push_back(to_cdi(node));
+      all.container_edits.device_nodes.push_back(spec_device_node(node));
     }
     return all;
   }
@@ -238,7 +230,7 @@ class Builder {
     ContainerEdits edits;
     edits.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
     for (const auto& node : m_inv.control_nodes) {
-      edits.device_nodes.push_back(to_cdi(node));
+      edits.device_nodes.push_back(spec_device_node(node));
     }
     for (const auto& file : m_inv.files) {
       edits.mounts.push_back(to_mount(file));
@@ -346,6 +338,29 @@ class Builder {
 };
 
 }  // namespace
+
+bool is_fixed_major(uint32_t major) {
+  return major == k_nvidia_major || major == k_drm_major;
+}
+
+DeviceNode spec_device_node(const discover::DeviceNode& node) {
+  DeviceNode out;
+  out.path = node.path;
+  if (node.host_path != node.path) {
+    out.host_path = node.host_path;  // only for a separate dev root: it raises cdiVersion to 0.5.0
+  }
+  out.type = std::string(1, node.type);
+  if (is_fixed_major(node.major)) {
+    out.major = node.major;
+    out.minor = node.minor;
+  }
+  out.file_mode = node.mode;
+  out.permissions = "rwm";
+  if (node.gid != 0) {
+    out.gid = node.gid;
+  }
+  return out;
+}
 
 Result<NameStrategy> parse_name_strategy(std::string_view text) {
   if (text == "index")

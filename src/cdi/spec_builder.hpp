@@ -46,6 +46,20 @@ inline const std::vector<std::string> k_ipc_socket_mount_options{"ro", "nosuid",
 inline const std::vector<std::string> k_ipc_directory_mount_options{"nosuid", "nodev", "rbind", "rprivate",
                                                                     "noexec"};
 
+// The device majors that are the same on every Linux host: the NVIDIA driver's (GPUs, nvidiactl,
+// nvidia-modeset; registered statically) and DRM's. Every other major a GPU spec meets (nvidia-uvm,
+// nvidia-caps, the IMEX channels, NVSwitch, AMD's kfd) is handed out when its module loads and can change
+// after a reboot or a driver reload.
+inline constexpr uint32_t k_nvidia_major = 195;
+inline constexpr uint32_t k_drm_major = 226;
+bool is_fixed_major(uint32_t major);
+
+// A discovered node as a spec writes it: type, mode, gid and cgroup access always; major and minor only
+// when the major is fixed. For a dynamic major both are left out, and every CDI consumer (podman, CRI-O,
+// containerd, docker, gpuctk's own apply) takes them from the host node when it injects, so a spec written
+// before a reboot still names the right device after it.
+DeviceNode spec_device_node(const discover::DeviceNode& node);
+
 // Checks a --disable-hook value: one of the hook names above, or "all".
 Result<void> check_hook_name(std::string_view name);
 

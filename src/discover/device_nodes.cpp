@@ -99,10 +99,10 @@ Result<DrmNodes> discover_drm_nodes(std::string_view dev_root, std::string_view 
 
 Result<std::vector<DeviceNode>> discover_management_nodes(std::string_view dev_root) {
   std::vector<DeviceNode> nodes;
-  const auto add_dir = [&](std::string_view dir, std::string_view prefix) -> Result<void> {
+  const auto add_dir = [&](std::string_view dir, const auto& wanted) -> Result<void> {
     GPUCTK_TRY_ASSIGN(auto entries, list_dir(under_root(dev_root, dir)));
     for (const auto& entry : entries) {
-      if (!entry.name.starts_with(prefix) || (entry.type != DT_CHR && entry.type != DT_BLK)) {
+      if (!wanted(entry.name) || (entry.type != DT_CHR && entry.type != DT_BLK)) {
         continue;
       }
       GPUCTK_TRY_ASSIGN(auto node, stat_device_node(dev_root, std::string(dir) + "/" + entry.name));
@@ -113,12 +113,21 @@ Result<std::vector<DeviceNode>> discover_management_nodes(std::string_view dev_r
     return {};
   };
   for (const auto dir : k_management_dirs) {
-    GPUCTK_TRY(add_dir(dir, ""));
+    GPUCTK_TRY(add_dir(dir, [](std::string_view) { return true; }));
   }
-  // NVSwitch nodes live directly in /dev.
-  GPUCTK_TRY(add_dir("/dev", "nvidia-nvswitch"));
+  // Every GPU node, whether or not /proc lists its GPU (a driver container's /proc, a GPU the driver
+  // failed to initialise): management containers are there to look at GPUs in any state.
+  GPUCTK_TRY(add_dir("/dev", is_gpu_node_name));
   std::ranges::sort(nodes, {}, &DeviceNode::path);
   return nodes;
+}
+
+bool is_gpu_node_name(std::string_view name) {
+  constexpr std::string_view k_prefix = "nvidia";
+  if (!name.starts_with(k_prefix) || name.size() == k_prefix.size()) {
+    return false;
+  }
+  return name.substr(k_prefix.size()).find_first_not_of("0123456789") == std::string_view::npos;
 }
 
 }  // namespace gpuctk::discover

@@ -31,8 +31,12 @@ struct DrmNodes {
 Result<DrmNodes> discover_drm_nodes(std::string_view dev_root, std::string_view bus_id,
                                     std::vector<std::string>& warnings);
 
-// Every other NVIDIA node for management mode: /dev/nvidia-caps/*, /dev/nvidia-caps-imex-channels/*,
-// /dev/nvidia-nvswitch*, /dev/nvidia-nvswitchctl. Sorted by path.
+// The nodes management mode adds to the control nodes: every GPU node /dev/nvidia<N> (whether or not
+// /proc/driver/nvidia/gpus lists it), /dev/nvidia-caps/* and /dev/nvidia-caps-imex-channels/*. Sorted by
+// path. NVSwitch nodes are left out on purpose (README, "Management specs"): the fabric manager owns them.
 Result<std::vector<DeviceNode>> discover_management_nodes(std::string_view dev_root);
+
+// Whether `name` is a GPU node's name: "nvidia" and decimal digits ("nvidia0", not "nvidiactl").
+bool is_gpu_node_name(std::string_view name);
 
 }  // namespace gpuctk::discover

@@ -77,26 +77,27 @@ std::optional<std::string> find_nvml(const std::string& driver_root, const Cache
   return std::nullopt;
 }
 
-// The driver version from /proc, else from the suffix of libcuda.so.<version> in the cache.
-Result<DriverVersion> version_without_nvml(const std::string& dev_root, const std::string& driver_root,
-                                           const CacheView& cache) {
+// The driver version from /proc, else from the driver libraries' file names (find_library_version).
+Result<DriverVersion> version_without_nvml(const std::string& dev_root, const DriverFilesInput& input,
+                                           bool nvml_tried, std::vector<std::string>& warnings) {
   const std::string proc = under_root(dev_root, "/proc/driver/nvidia/version");
   GPUCTK_TRY_ASSIGN(const auto proc_st, lstat_path(proc));
   if (proc_st) {
     return read_parsed(proc, parse_driver_version);
   }
-  for (const auto& lib : cache.libraries) {
-    if (lib.is_32bit || lib.soname != "libcuda.so.1") {
-      continue;
-    }
-    if (const auto real = resolve_in_root(driver_root, lib.path)) {
-      if (auto version = library_driver_version(real->substr(real->rfind('/') + 1), "libcuda.so.")) {
-        return DriverVersion{std::move(*version), KernelModule::unknown};
-      }
-    }
+  GPUCTK_TRY_ASSIGN(auto found, find_library_version(input, warnings));
+  if (!found.version.empty()) {
+    return DriverVersion{std::move(found.version), KernelModule::unknown};
   }
-  return fail("no NVIDIA driver version: tried NVML, " + proc + " and libcuda.so.<version> in " +
-              under_root(driver_root, "/etc/ld.so.cache"));
+  std::string dirs;
+  for (const auto& dir : found.searched) {
+    dirs += (dirs.empty() ? "" : ", ") + dir;
+  }
+  return fail(
+      "no NVIDIA driver version: tried " + std::string(nvml_tried ? "NVML, " : "") + proc +
+      (input.cache.empty() ? "" : ", the ld.so.cache") +
+      " and libcuda.so.<version> or libnvidia-ml.so.<version> in " +
+      (dirs.empty() ? "the standard library directories of " + input.driver_root + " (none exists)" : dirs));
 }
 
 // The GPU's /dev/nvidia<minor> node (required) and its DRM nodes.
@@ -258,13 +259,17 @@ Result<Inventory> discover(const DiscoverOptions& options) {
   // discovery, which needs none of it. Once NVML is up, a failing query is an error in both modes: it
   // is a GPU's problem, which /proc would only hide.
   std::optional<NvmlReport> nvml;
+  std::string nvml_library;
+  bool nvml_tried = false;
   if (options.mode == Mode::nvml || options.mode == Mode::automatic) {
     const auto library = find_nvml(options.driver_root, cache);
+    nvml_tried = library.has_value();
     if (!library && options.mode == Mode::nvml) {
       return fail(std::string(k_nvml_soname) + ": not found under " + options.driver_root +
                   " (ld.so.cache and standard library directories)");
     }
     if (library) {
+      nvml_library = *library;
       auto session = Nvml::open(*library);
       if (session) {
         GPUCTK_TRY_ASSIGN(nvml, session->report());
@@ -277,8 +282,15 @@ Result<Inventory> discover(const DiscoverOptions& options) {
     }
   }
 
+  DriverFilesInput input;
+  input.driver_root = options.driver_root;
+  input.cache = std::move(cache.libraries);
+  input.library_search_paths = options.library_search_paths;
+  inv.dev_dir = under_root(options.dev_root, "/dev");
+
   if (nvml) {
     inv.gpu_source = GpuSource::nvml;
+    inv.gpus_from = "NVML (" + nvml_library + ")";
     inv.driver_version = nvml->driver_version;
     inv.cuda_version = nvml->cuda_version;
     // The module flavour is only in /proc; it is informational.
@@ -290,9 +302,10 @@ Result<Inventory> discover(const DiscoverOptions& options) {
       inv.gpus.push_back(from_nvml(gpu));
     }
   } else {
-    GPUCTK_TRY_ASSIGN(auto version, version_without_nvml(options.dev_root, options.driver_root, cache));
+    GPUCTK_TRY_ASSIGN(auto version, version_without_nvml(options.dev_root, input, nvml_tried, inv.warnings));
     inv.driver_version = version.version;
     inv.kernel_module = version.kernel_module;
+    inv.gpus_from = under_root(options.dev_root, "/proc/driver/nvidia/gpus");
     GPUCTK_TRY_ASSIGN(auto gpus, gpus_from_proc(options.dev_root, inv.warnings));
     inv.gpus = std::move(gpus);
     for (auto& gpu : inv.gpus) {
@@ -320,11 +333,7 @@ Result<Inventory> discover(const DiscoverOptions& options) {
     inv.management_nodes = std::move(nodes);
   }
 
-  DriverFilesInput input;
-  input.driver_root = options.driver_root;
   input.driver_version = inv.driver_version;
-  input.cache = std::move(cache.libraries);
-  input.library_search_paths = options.library_search_paths;
   if (auto custom = read_file(under_root(options.dev_root, "/sys/module/firmware_class/parameters/path"))) {
     input.firmware_class_path = std::string(trim(*custom));
   }

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "discover/driver_version.hpp"
 #include "discover/host_fs.hpp"
 #include "util/strings.hpp"
 
@@ -224,6 +225,73 @@ class Collector {
     return std::move(m_out);
   }
 
+  Result<LibraryVersion> find_version() {
+    LibraryVersion out;
+    constexpr std::string_view k_stems[] = {"libcuda.so.", "libnvidia-ml.so."};
+    // The cache's SONAME entries first: the libraries the dynamic linker would load.
+    std::vector<std::string> dirs;
+    const auto add_dir = [&dirs](std::string dir) {
+      if (std::ranges::find(dirs, dir) == dirs.end()) {
+        dirs.push_back(std::move(dir));
+      }
+    };
+    for (const auto stem : k_stems) {
+      for (const auto& entry : m_in.cache) {
+        if (entry.is_32bit || entry.soname != std::string(stem) + "1") {
+          continue;
+        }
+        if (auto resolved = locate(entry.path)) {
+          if (auto version = library_driver_version(basename_of(*resolved), stem)) {
+            out.version = std::move(*version);
+            out.library = std::move(*resolved);
+            return out;
+          }
+          add_dir(std::string(dirname_of(*resolved)));  // libcuda.so.1 a regular file: look beside it
+        }
+      }
+    }
+    for (const auto& dir : m_in.library_search_paths) {
+      if (auto host = locate_dir(dir)) {
+        add_dir(std::move(*host));
+      }
+    }
+    for (const auto dir : k_library_dirs) {
+      if (auto host = locate_dir(dir)) {
+        add_dir(std::move(*host));
+      }
+    }
+    // Then the directories, libcuda before libnvidia-ml: one version per library, or the driver is
+    // ambiguous (an upgrade's leftovers) and guessing would mount the wrong libraries.
+    for (const auto stem : k_stems) {
+      for (const auto& dir : dirs) {
+        GPUCTK_TRY_ASSIGN(const auto entries, list_dir(dir));
+        std::set<std::string> versions;
+        for (const auto& entry : entries) {
+          if (entry.type == DT_REG) {
+            if (auto version = library_driver_version(entry.name, stem)) {
+              versions.insert(std::move(*version));
+            }
+          }
+        }
+        if (versions.size() > 1) {
+          std::string list;
+          for (const auto& v : versions) {
+            list += (list.empty() ? "" : ", ") + std::string(stem) + v;
+          }
+          return fail(dir + ": libraries of several driver versions (" + list +
+                      "); cannot tell which is the driver's");
+        }
+        if (versions.size() == 1) {
+          out.version = *versions.begin();
+          out.library = dir + "/" + std::string(stem) + out.version;
+          return out;
+        }
+      }
+    }
+    out.searched = std::move(dirs);
+    return out;
+  }
+
  private:
   // Records a file with the need the one classifier (file_need) gives its container path.
   void add(FileKind kind, std::string host_path, std::string container_path) {
@@ -386,15 +454,24 @@ class Collector {
       }
       return end;
     };
+    std::set<std::string> linked;  // names given a link here
     for (const auto& [name, target] : links) {
       if (libraries.contains(end_of(target))) {
         m_out.links.push_back({target, container_dir + "/" + name});
+        linked.insert(name);
       }
     }
     // Links applications expect even when the host lacks them. Only when it lacks them: a link name
-    // gets one target (create-symlinks refuses a spec that gives it two).
-    if (links.contains("libcuda.so.1") && !links.contains("libcuda.so")) {
-      m_out.links.push_back({"libcuda.so.1", container_dir + "/libcuda.so"});
+    // gets one target (create-symlinks refuses a spec that gives it two). libcuda.so.1 is what every
+    // CUDA program loads, and libcuda.so what builds link against: both come with libcuda.so.<version>,
+    // whatever the host has (a copied libcuda.so.1, no links at all).
+    if (const std::string cuda = "libcuda" + m_suffix; libraries.contains(cuda)) {
+      if (!linked.contains("libcuda.so.1")) {
+        m_out.links.push_back({cuda, container_dir + "/libcuda.so.1"});
+      }
+      if (!linked.contains("libcuda.so")) {
+        m_out.links.push_back({"libcuda.so.1", container_dir + "/libcuda.so"});
+      }
     }
     if (links.contains("libGLX_nvidia.so.0") && !links.contains("libGLX_indirect.so.0")) {
       m_out.links.push_back({"libGLX_nvidia.so.0", container_dir + "/libGLX_indirect.so.0"});
@@ -650,6 +727,11 @@ bool is_ipc_directory(std::string_view container_path) {
 
 Result<DriverFiles> discover_driver_files(const DriverFilesInput& input, std::vector<std::string>& warnings) {
   return Collector(input, warnings).run();
+}
+
+Result<LibraryVersion> find_library_version(const DriverFilesInput& input,
+                                            std::vector<std::string>& warnings) {
+  return Collector(input, warnings).find_version();
 }
 
 }  // namespace gpuctk::discover

@@ -71,6 +71,20 @@ FileNeed recorded_need(const DriverFile& file);
 // daemon's socket: directories are mounted writable, sockets read-only.
 bool is_ipc_directory(std::string_view container_path);
 
+// The driver version as the library search sees it, for a host where neither NVML nor /proc says: the
+// suffix of libcuda.so.<version>, else of libnvidia-ml.so.<version>. The ld.so.cache's libcuda.so.1 and
+// libnvidia-ml.so.1 are followed first; then the directories discover_driver_files searches for 64-bit
+// libraries (--library-search-path, the built-in ones, and the directory of a cache entry that is a
+// regular file) are listed. A directory with two versions of one library is an error naming them.
+// input.driver_version is not used.
+struct LibraryVersion {
+  std::string version;                // empty: not found
+  std::string library;                // the host path it was read from
+  std::vector<std::string> searched;  // when not found: the directories looked in, in order
+};
+Result<LibraryVersion> find_library_version(const DriverFilesInput& input,
+                                            std::vector<std::string>& warnings);
+
 // Finds every driver file. Nothing found at all for the 64-bit libraries is an error (no driver under the
 // root); every other missing piece is a warning.
 Result<DriverFiles> discover_driver_files(const DriverFilesInput& input, std::vector<std::string>& warnings);

@@ -87,10 +87,13 @@ struct Inventory {
   KernelModule kernel_module = KernelModule::unknown;
   std::string cuda_version;  // "12.4"; empty when unknown (no NVML)
   GpuSource gpu_source = GpuSource::proc;
+  // Where the GPU list was read, for messages: "NVML (<library>)" or "<dev-root>/proc/driver/nvidia/gpus".
+  std::string gpus_from;
+  std::string dev_dir;  // "<dev-root>/dev", for messages
 
   std::vector<Gpu> gpus;                     // by index
   std::vector<DeviceNode> control_nodes;     // nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset
-  std::vector<DeviceNode> management_nodes;  // every other NVIDIA node: caps, IMEX channels, nvswitch
+  std::vector<DeviceNode> management_nodes;  // management mode: GPU nodes in /dev, caps, IMEX channels
   std::vector<DriverFile> files;             // sorted by container path
   std::vector<std::string> library_dirs;     // container paths of every directory with a mounted library
   std::vector<Symlink> library_links;        // SONAME and development links of the driver libraries

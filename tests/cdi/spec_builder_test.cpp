@@ -184,11 +184,13 @@ std::vector<std::string> names(const Spec& spec) {
   return out;
 }
 
-TEST(SpecBuilder, DefaultNamesAreIndexAndUuidPlusAllAndMigParentIsLeftOut) {
+TEST(SpecBuilder, DefaultNamesAreIndexAndUuidPlusAllAndMigParentIsAWholeGpuToo) {
   auto spec = build_spec(two_gpus_one_mig(), options());
   ASSERT_TRUE(spec) << spec.error().message;
-  EXPECT_EQ(names(*spec), (std::vector<std::string>{"0", "1:0", "GPU-aaaaaaaa-0000-0000-0000-000000000000",
-                                                    "MIG-cccccccc-0000-0000-0000-000000000000", "all"}));
+  EXPECT_EQ(names(*spec),
+            (std::vector<std::string>{"0", "1", "1:0", "GPU-aaaaaaaa-0000-0000-0000-000000000000",
+                                      "GPU-bbbbbbbb-0000-0000-0000-000000000000",
+                                      "MIG-cccccccc-0000-0000-0000-000000000000", "all"}));
   EXPECT_EQ(spec->kind, "nvidia.com/gpu");
   EXPECT_EQ(spec->cdi_version, "0.5.0");  // digit-first names
 }
@@ -199,8 +201,34 @@ TEST(SpecBuilder, TypeIndexStrategyAndNoAllDevice) {
   o.all_device = false;
   auto spec = build_spec(two_gpus_one_mig(), o);
   ASSERT_TRUE(spec);
-  EXPECT_EQ(names(*spec), (std::vector<std::string>{"gpu0", "mig1:0"}));
+  EXPECT_EQ(names(*spec), (std::vector<std::string>{"gpu0", "gpu1", "mig1:0"}));
   EXPECT_EQ(spec->cdi_version, "0.3.0");
+}
+
+// The device plugin's migStrategy "none" hands out a GPU in MIG mode whole, by UUID: asked for by index
+// or UUID it is its node (and DRM nodes), without the capability nodes of the MIG devices under it.
+TEST(SpecBuilder, MigEnabledGpuAskedForByIndexOrUuidIsItsWholeGpuDevice) {
+  for (const std::string id : {"1", "GPU-bbbbbbbb-0000-0000-0000-000000000000"}) {
+    auto o = options();
+    o.device_ids = {id};
+    auto spec = build_spec(two_gpus_one_mig(), o);
+    ASSERT_TRUE(spec) << id << ": " << spec.error().message;
+    EXPECT_EQ(names(*spec),
+              (std::vector<std::string>{"1", "GPU-bbbbbbbb-0000-0000-0000-000000000000", "all"}))
+        << id;
+    for (const auto& device : spec->devices) {
+      std::vector<std::string> paths;
+      for (const auto& n : device.container_edits.device_nodes) {
+        paths.push_back(n.path);
+      }
+      for (const auto& n : spec->container_edits.device_nodes) {
+        paths.push_back(n.path);
+      }
+      std::ranges::sort(paths);
+      EXPECT_EQ(paths, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidiactl"}))
+          << id << " " << device.name;
+    }
+  }
 }
 
 TEST(SpecBuilder, MigDeviceHasParentAndBothCapabilityNodes) {
@@ -219,7 +247,8 @@ TEST(SpecBuilder, AllDeviceIsTheUnionWithoutDuplicates) {
   auto spec = build_spec(two_gpus_one_mig(), options());
   ASSERT_TRUE(spec);
   const auto& all = *std::ranges::find(spec->devices, "all", &Device::name);
-  EXPECT_EQ(all.container_edits.device_nodes.size(), 4u);  // nvidia0, nvidia1, cap147, cap148
+  // nvidia0, nvidia1 (once, though GPU 1 and its MIG device both have it), cap147, cap148
+  EXPECT_EQ(all.container_edits.device_nodes.size(), 4u);
 }
 
 TEST(SpecBuilder, CommonEditsCarryControlNodesMountsHooksAndEnv) {
@@ -316,6 +345,45 @@ TEST(SpecBuilder, ManagementModeIsOneAllDeviceWithoutNodeModificationHook) {
   }
 }
 
+TEST(SpecBuilder, ManagementModeWithoutAnyNodeIsAnErrorNamingTheDirectory) {
+  auto inv = two_gpus_one_mig();
+  inv.gpus.clear();
+  inv.dev_dir = "/host/dev";
+  auto o = options();
+  o.management = true;
+  auto spec = build_spec(inv, o);
+  ASSERT_FALSE(spec);
+  EXPECT_EQ(
+      spec.error().message,
+      "no devices to generate: no NVIDIA device nodes (nvidia<N>, nvidia-caps, IMEX channels) in /host/dev");
+}
+
+// Majors that the kernel hands out when a module loads are left out (the consumer takes them from the
+// host node); the NVIDIA and DRM majors are fixed and written.
+TEST(SpecBuilder, DynamicMajorsAreLeftOutFixedOnesWritten) {
+  EXPECT_TRUE(is_fixed_major(195));
+  EXPECT_TRUE(is_fixed_major(226));
+  EXPECT_FALSE(is_fixed_major(508));
+  EXPECT_FALSE(is_fixed_major(0));
+  const auto uvm = spec_device_node({"/dev/nvidia-uvm", "/host/dev/nvidia-uvm", 'c', 508, 0, 0666, 0});
+  EXPECT_EQ(uvm.type, "c");
+  EXPECT_FALSE(uvm.major);
+  EXPECT_FALSE(uvm.minor);
+  EXPECT_EQ(uvm.file_mode, 0666u);
+  EXPECT_EQ(uvm.host_path, "/host/dev/nvidia-uvm");
+  const auto card = spec_device_node({"/dev/dri/card1", "/dev/dri/card1", 'c', 226, 1, 0660, 44});
+  EXPECT_EQ(card.major, 226);
+  EXPECT_EQ(card.minor, 1);
+  EXPECT_EQ(card.gid, 44u);
+  EXPECT_TRUE(card.host_path.empty());
+  auto spec = build_spec(two_gpus_one_mig(), options());
+  ASSERT_TRUE(spec);
+  const auto& mig = *std::ranges::find(spec->devices, "1:0", &Device::name);
+  for (const auto& n : mig.container_edits.device_nodes) {
+    EXPECT_EQ(n.major.has_value(), n.path == "/dev/nvidia1") << n.path;
+  }
+}
+
 TEST(SpecBuilder, SeparateDevRootWritesHostPathOtherwiseNot) {
   auto inv = two_gpus_one_mig();
   auto spec = build_spec(inv, options());
@@ -330,9 +398,10 @@ TEST(SpecBuilder, SeparateDevRootWritesHostPathOtherwiseNot) {
 TEST(SpecBuilder, HostWithoutGpusIsAnError) {
   auto inv = two_gpus_one_mig();
   inv.gpus.clear();
+  inv.gpus_from = "/host/proc/driver/nvidia/gpus";
   auto spec = build_spec(inv, options());
   ASSERT_FALSE(spec);
-  EXPECT_EQ(spec.error().message, "no devices to generate: the host has no GPUs");
+  EXPECT_EQ(spec.error().message, "no devices to generate: no GPUs in /host/proc/driver/nvidia/gpus");
 }
 
 TEST(SpecBuilder, NameStrategyParsing) {

@@ -128,10 +128,10 @@ TEST_F(CliCdiGenerateTest, NoDriverUnderTheRootIsOneLine) {
   const auto r =
       test::run_gpuctk({"cdi", "generate", "--driver-root", empty, "--dev-root", empty}, m_scratch);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "gpuctk: error: no NVIDIA driver version: tried NVML, " + empty +
-                       "/proc/driver/nvidia/version and "
-                       "libcuda.so.<version> in " +
-                       empty + "/etc/ld.so.cache\n");
+  EXPECT_EQ(r.err, "gpuctk: error: no NVIDIA driver version: tried " + empty +
+                       "/proc/driver/nvidia/version and libcuda.so.<version> or libnvidia-ml.so.<version> in "
+                       "the standard library directories of " +
+                       empty + " (none exists)\n");
   EXPECT_EQ(r.out, "");
 }
 

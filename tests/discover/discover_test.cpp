@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "cdi/spec_builder.hpp"
+#include "discover/device_nodes.hpp"
 #include "discover/driver_files.hpp"
 #include "discover/host_fs.hpp"
 #include "fixtures/builder/hosts.hpp"
@@ -213,9 +214,168 @@ TEST(Discover, EmptyRootHasNoDriver) {
   options.mode = Mode::automatic;
   auto inv = discover(options);
   ASSERT_FALSE(inv);
-  EXPECT_EQ(inv.error().message, "no NVIDIA driver version: tried NVML, " + empty +
-                                     "/proc/driver/nvidia/version and " + "libcuda.so.<version> in " + empty +
-                                     "/etc/ld.so.cache");
+  // Nothing of NVML exists there, so the message does not claim it was tried.
+  EXPECT_EQ(inv.error().message, "no NVIDIA driver version: tried " + empty +
+                                     "/proc/driver/nvidia/version and libcuda.so.<version> or "
+                                     "libnvidia-ml.so.<version> in the standard library directories of " +
+                                     empty + " (none exists)");
+}
+
+// --- The driver version without NVML and /proc: the library search --------------------------------
+
+namespace fs = std::filesystem;
+
+// A proc-mode host whose /proc/driver/nvidia/version is gone: the version must come from the libraries.
+fixture::Fixture without_proc_version(std::string_view host) {
+  auto f = materialise_or_die(host);
+  fs::remove(f.host.dev_path("/proc/driver/nvidia/version"));
+  return f;
+}
+
+std::vector<std::string> link_pairs(const Inventory& inv) {
+  std::vector<std::string> out;
+  for (const auto& l : inv.library_links) {
+    out.push_back(l.target + "::" + l.link);
+  }
+  return out;
+}
+
+bool has(const std::vector<std::string>& v, std::string_view s) {
+  return std::ranges::find(v, s) != v.end();
+}
+
+TEST(DiscoverDriverVersion, WithoutLdCacheTheDirectorySearchFindsLibcuda) {
+  for (const std::string host : {"t4-debian", "h100-rhel"}) {  // Debian multiarch, /usr/lib64
+    auto f = without_proc_version(host);
+    SKIP_WITHOUT_REAL_NODES(f);
+    ASSERT_FALSE(f.host.ld_cache.empty());
+    fs::remove(f.host.ld_cache);
+    auto inv = discover(options_for(f, Mode::proc));
+    ASSERT_TRUE(inv) << host << ": " << inv.error().message;
+    EXPECT_EQ(inv->driver_version, f.manifest.driver.version) << host;
+    EXPECT_EQ(inv->kernel_module, KernelModule::unknown) << host;
+    EXPECT_NE(
+        find_file(*inv,
+                  fs::path(f.host.cuda_library).parent_path().string().substr(f.host.driver_root.size()) +
+                      "/libcuda.so." + f.manifest.driver.version),
+        nullptr)
+        << host;
+  }
+}
+
+TEST(DiscoverDriverVersion, RegularFileLibcudaSo1IsLookedBesideAndGetsItsLink) {
+  auto f = without_proc_version("t4-debian");
+  SKIP_WITHOUT_REAL_NODES(f);
+  const fs::path dir = fs::path(f.host.cuda_library).parent_path();
+  const std::string version = f.manifest.driver.version;
+  fs::remove(dir / "libcuda.so.1");
+  fs::copy_file(dir / ("libcuda.so." + version), dir / "libcuda.so.1");  // a copy, as some installers do
+  auto inv = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->driver_version, version);
+  const std::string cdir = dir.string().substr(f.host.driver_root.size());
+  const auto pairs = link_pairs(*inv);
+  EXPECT_TRUE(has(pairs, "libcuda.so." + version + "::" + cdir + "/libcuda.so.1"))
+      << testing::PrintToString(pairs);
+  EXPECT_TRUE(has(pairs, "libcuda.so.1::" + cdir + "/libcuda.so"));
+  EXPECT_EQ(find_file(*inv, cdir + "/libcuda.so.1"), nullptr);  // the copy is not a driver file
+}
+
+TEST(DiscoverDriverVersion, MissingLibcudaLinksAreCreatedForTheContainer) {
+  auto f = materialise_or_die("t4-debian");
+  SKIP_WITHOUT_REAL_NODES(f);
+  const fs::path dir = fs::path(f.host.cuda_library).parent_path();
+  const std::string version = f.manifest.driver.version;
+  const std::string cdir = dir.string().substr(f.host.driver_root.size());
+  auto before = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(before) << before.error().message;
+  fs::remove(dir / "libcuda.so.1");
+  fs::remove(dir / "libcuda.so");
+  auto inv = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(inv) << inv.error().message;
+  const auto pairs = link_pairs(*inv);
+  EXPECT_TRUE(has(pairs, "libcuda.so." + version + "::" + cdir + "/libcuda.so.1"))
+      << testing::PrintToString(pairs);
+  EXPECT_TRUE(has(pairs, "libcuda.so.1::" + cdir + "/libcuda.so"));
+  // The same links as when the host had them, and each link name once.
+  EXPECT_EQ(pairs, link_pairs(*before));
+}
+
+TEST(DiscoverDriverVersion, LibnvidiaMlWhenThereIsNoLibcuda) {
+  auto f = without_proc_version("t4-debian");
+  SKIP_WITHOUT_REAL_NODES(f);
+  for (const auto& dir : f.host.library_dirs) {
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().filename().string().starts_with("libcuda.so")) {
+        fs::remove(entry.path());
+      }
+    }
+  }
+  auto inv = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->driver_version, f.manifest.driver.version);
+}
+
+TEST(DiscoverDriverVersion, TwoVersionsOfLibcudaInOneDirectoryAreAnErrorNamingBoth) {
+  auto f = without_proc_version("t4-debian");
+  SKIP_WITHOUT_REAL_NODES(f);
+  fs::remove(f.host.ld_cache);
+  const fs::path dir = fs::path(f.host.cuda_library).parent_path();
+  fs::copy_file(dir / ("libcuda.so." + f.manifest.driver.version), dir / "libcuda.so.470.256.02");
+  auto inv = discover(options_for(f, Mode::proc));
+  ASSERT_FALSE(inv);
+  EXPECT_EQ(inv.error().message, dir.string() +
+                                     ": libraries of several driver versions (libcuda.so.470.256.02, "
+                                     "libcuda.so." +
+                                     f.manifest.driver.version + "); cannot tell which is the driver's");
+}
+
+TEST(DiscoverDriverVersion, TheErrorSaysNvmlOnlyWhenNvmlWasTried) {
+  auto f = without_proc_version("t4-debian");
+  SKIP_WITHOUT_REAL_NODES(f);
+  // NVML is there but cannot initialise, and no library carries a version in its name.
+  std::ofstream(f.host.nvml_config, std::ios::app) << "fail\tinit=NVML_ERROR_DRIVER_NOT_LOADED\n";
+  const fs::path nvml = f.host.nvml_library;
+  const fs::path dir = nvml.parent_path();
+  fs::rename(nvml, dir / "libnvidia-ml.so.mock");
+  fs::remove(dir / "libnvidia-ml.so.1");
+  fs::create_symlink("libnvidia-ml.so.mock", dir / "libnvidia-ml.so.1");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().starts_with("libcuda.so")) {
+      fs::remove(entry.path());
+    }
+  }
+  const std::string proc = f.host.dev_path("/proc/driver/nvidia/version");
+  auto automatic = discover(options_for(f, Mode::automatic));
+  ASSERT_FALSE(automatic);
+  EXPECT_TRUE(automatic.error().message.starts_with("no NVIDIA driver version: tried NVML, " + proc +
+                                                    ", the ld.so.cache and libcuda.so.<version> or "
+                                                    "libnvidia-ml.so.<version> in "))
+      << automatic.error().message;
+  EXPECT_NE(automatic.error().message.find(dir.string()), std::string::npos) << automatic.error().message;
+  auto proc_mode = discover(options_for(f, Mode::proc));
+  ASSERT_FALSE(proc_mode);
+  EXPECT_TRUE(proc_mode.error().message.starts_with("no NVIDIA driver version: tried " + proc + ", the"))
+      << proc_mode.error().message;
+}
+
+TEST(Discover, NoGpusNamesWhereTheyWereLookedFor) {
+  auto f = materialise_or_die("t4-debian");
+  SKIP_WITHOUT_REAL_NODES(f);
+  fs::remove_all(f.host.dev_path("/proc/driver/nvidia/gpus"));
+  auto inv = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_TRUE(inv->gpus.empty());
+  EXPECT_EQ(inv->gpus_from, f.host.dev_path("/proc/driver/nvidia/gpus"));
+  cdi::BuildOptions build;
+  build.hook_path = "/usr/bin/gpuctk";
+  auto spec = cdi::build_spec(*inv, build);
+  ASSERT_FALSE(spec);
+  EXPECT_EQ(spec.error().message,
+            "no devices to generate: no GPUs in " + f.host.dev_path("/proc/driver/nvidia/gpus"));
+  auto nvml = discover(options_for(f, Mode::nvml));
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  EXPECT_EQ(nvml->gpus_from, "NVML (" + f.host.nvml_library + ")");
 }
 
 TEST(Discover, NvmlThatCannotInitialiseFallsBackToProcInAutoModeOnlyWithOneWarning) {
@@ -250,9 +410,12 @@ TEST(Discover, NvmlModeWithoutTheLibraryNamesWhatWasSearched) {
                                      " (ld.so.cache and standard library directories)");
 }
 
-TEST(Discover, ManagementModeAddsCapsImexAndNvswitchNodes) {
+// Management mode takes the GPU nodes from /dev, caps and IMEX channels; NVSwitch nodes stay out
+// (README, "Management specs").
+TEST(Discover, ManagementModeAddsGpuCapsAndImexNodesButNotNvswitch) {
   auto f = materialise_or_die("dgx-a100");
   SKIP_WITHOUT_REAL_NODES(f);
+  ASSERT_TRUE(fs::exists(f.host.dev_path("/dev/nvidia-nvswitchctl")));
   auto inv = discover(options_for(f, Mode::management));
   ASSERT_TRUE(inv) << inv.error().message;
   std::vector<std::string> paths;
@@ -260,10 +423,52 @@ TEST(Discover, ManagementModeAddsCapsImexAndNvswitchNodes) {
     paths.push_back(n.path);
   }
   EXPECT_TRUE(std::ranges::is_sorted(paths));
-  EXPECT_NE(std::ranges::find(paths, "/dev/nvidia-caps/nvidia-cap1"), paths.end());
-  EXPECT_NE(std::ranges::find(paths, "/dev/nvidia-caps-imex-channels/channel0"), paths.end());
-  EXPECT_NE(std::ranges::find(paths, "/dev/nvidia-nvswitchctl"), paths.end());
-  EXPECT_NE(std::ranges::find(paths, "/dev/nvidia-nvswitch0"), paths.end());
+  EXPECT_TRUE(has(paths, "/dev/nvidia-caps/nvidia-cap1"));
+  EXPECT_TRUE(has(paths, "/dev/nvidia-caps-imex-channels/channel0"));
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(has(paths, "/dev/nvidia" + std::to_string(i))) << i;
+  }
+  for (const auto& p : paths) {
+    EXPECT_FALSE(p.starts_with("/dev/nvidia-nvswitch")) << p;
+    EXPECT_NE(p, "/dev/nvidiactl");  // a control node, in the common edits
+  }
+}
+
+// Without /proc/driver/nvidia/gpus (a GPU the driver did not bring up, a driver container's /proc) the
+// management spec still has every GPU node of /dev.
+TEST(Discover, ManagementModeWithoutProcGpusStillHasEveryGpuNode) {
+  auto f = materialise_or_die("dgx-a100");
+  SKIP_WITHOUT_REAL_NODES(f);
+  fs::remove_all(f.host.dev_path("/proc/driver/nvidia/gpus"));
+  auto inv = discover(options_for(f, Mode::management));
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_TRUE(inv->gpus.empty());
+  cdi::BuildOptions build;
+  build.hook_path = "/usr/bin/gpuctk";
+  build.management = true;
+  auto spec = cdi::build_spec(*inv, build);
+  ASSERT_TRUE(spec) << spec.error().message;
+  ASSERT_EQ(spec->devices.size(), 1u);
+  std::vector<std::string> paths;
+  for (const auto& n : spec->devices[0].container_edits.device_nodes) {
+    paths.push_back(n.path);
+  }
+  for (const auto& n : spec->container_edits.device_nodes) {
+    paths.push_back(n.path);
+  }
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(has(paths, "/dev/nvidia" + std::to_string(i))) << i << testing::PrintToString(paths);
+  }
+}
+
+TEST(DeviceNodes, GpuNodeNames) {
+  EXPECT_TRUE(is_gpu_node_name("nvidia0"));
+  EXPECT_TRUE(is_gpu_node_name("nvidia17"));
+  EXPECT_FALSE(is_gpu_node_name("nvidia"));
+  EXPECT_FALSE(is_gpu_node_name("nvidiactl"));
+  EXPECT_FALSE(is_gpu_node_name("nvidia-uvm"));
+  EXPECT_FALSE(is_gpu_node_name("nvidia0a"));
+  EXPECT_FALSE(is_gpu_node_name("nvidia-nvswitch0"));
 }
 
 TEST(Discover, H100OpenModuleRhelLayoutWithGspFirmware) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -291,6 +292,64 @@ TEST_F(InjectTest, MigDevicesByIndexAndUuidOnTheDgx) {
   EXPECT_EQ(
       std::ranges::count_if(paths, [](const std::string& p) { return p.starts_with("/dev/nvidia-caps/"); }),
       2);
+}
+
+// The device plugin's migStrategy "none" hands out a GPU in MIG mode whole, by UUID; asked for by index
+// or UUID, through the installed spec or the one built in memory, it is its node and DRM nodes, without
+// the capability nodes of its MIG devices.
+TEST_F(InjectTest, MigEnabledGpuAskedForWholeByIndexOrUuidOnTheDgx) {
+  materialise("dgx-a100");
+  ASSERT_FALSE(m_fixture->manifest.gpus.at(4).mig_devices.empty());
+  const std::string uuid = m_fixture->manifest.gpus.at(4).uuid;
+  for (const bool installed : {true, false}) {
+    if (installed) {
+      install_spec();
+    } else {
+      std::filesystem::remove(m_cfg.spec_dirs[0] + "/nvidia.yaml");
+    }
+    for (const std::string& id : {std::string("4"), uuid}) {
+      auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=" + id});
+      auto result = inject(config);
+      ASSERT_TRUE(result) << id << (installed ? " installed: " : " in memory: ") << result.error().message;
+      const auto paths = device_paths(config);
+      EXPECT_NE(std::ranges::find(paths, "/dev/nvidia4"), paths.end()) << id;
+      EXPECT_NE(std::ranges::find(paths, "/dev/nvidiactl"), paths.end()) << id;
+      EXPECT_TRUE(std::ranges::any_of(paths, [](const std::string& p) { return p.starts_with("/dev/dri/"); }))
+          << id;
+      for (const auto& p : paths) {
+        EXPECT_FALSE(p.starts_with("/dev/nvidia-caps/")) << id << ": " << p;
+        EXPECT_TRUE(p == "/dev/nvidia4" || !p.starts_with("/dev/nvidia") || p.starts_with("/dev/nvidia-") ||
+                    p == "/dev/nvidiactl")
+            << id << ": " << p;
+      }
+    }
+  }
+}
+
+// The installed spec leaves dynamic majors out; the config gets the host node's numbers at injection,
+// also after the node was made again with another major (a reboot, a driver reload).
+TEST_F(InjectTest, DynamicMajorsComeFromTheHostNodeAtInjection) {
+  install_spec();
+  const std::string uvm = m_cfg.dev_root + "/dev/nvidia-uvm";
+  ASSERT_EQ(::unlink(uvm.c_str()), 0);
+  ASSERT_EQ(::mknod(uvm.c_str(), S_IFCHR | 0666, makedev(487, 0)), 0);
+  auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0"});
+  auto result = inject(config);
+  ASSERT_TRUE(result) << result.error().message;
+  bool seen = false;
+  for (const auto& d : config["linux"]["devices"]) {
+    if (d["path"] == "/dev/nvidia-uvm") {
+      seen = true;
+      EXPECT_EQ(d["major"], 487);
+      EXPECT_EQ(d["minor"], 0);
+    }
+  }
+  EXPECT_TRUE(seen);
+  bool rule = false;
+  for (const auto& r : config["linux"]["resources"]["devices"]) {
+    rule = rule || (r.contains("major") && r["major"] == 487 && r["minor"] == 0 && r["allow"] == true);
+  }
+  EXPECT_TRUE(rule) << config["linux"]["resources"]["devices"].dump();
 }
 
 // ---- MPS -----------------------------------------------------------------------------------------
