@@ -2,8 +2,12 @@
 // line with no partial file for every failure.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
@@ -34,6 +38,94 @@ class CliCdiGenerateTest : public ::testing::Test {
   std::unique_ptr<fixture::Fixture> m_fixture;
   std::string m_scratch;
 };
+
+// GPU 4 of the DGX is in MIG mode. The device plugin's migStrategy "none" hands it out whole, by UUID:
+// `cdi generate --device-ids`, the precreate hook and the shim (with /bin/true for runc) all give it,
+// as its node without the capability nodes of its MIG devices; an unknown id lists only ids that resolve.
+TEST(CliMigParent, GenerateHookAndShimGiveAMigModeGpuWhole) {
+  auto f = fixture::materialise_temp("dgx-a100");
+  ASSERT_TRUE(f) << f.error().message;
+  if (!f->host.nodes_are_real) {
+    GTEST_SKIP() << "device nodes need root to mknod";
+  }
+  const std::string scratch = f->temp.path() + "/scratch";
+  std::filesystem::create_directories(scratch + "/cdi");
+  std::filesystem::create_directories(scratch + "/bundle/rootfs");
+  const std::string uuid = f->manifest.gpus.at(4).uuid;
+  ASSERT_FALSE(f->manifest.gpus.at(4).mig_devices.empty());
+  const std::vector<std::string> roots{"--driver-root", f->host.driver_root, "--dev-root", f->host.dev_root};
+  const auto generate = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"cdi", "generate", "--mode", "proc", "--format", "json"};
+    args.insert(args.end(), roots.begin(), roots.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return test::run_gpuctk(args, scratch);
+  };
+  for (const std::string& id : {std::string("4"), uuid}) {
+    const auto r = generate({"--device-ids", id});
+    ASSERT_EQ(r.exit_code, 0) << id << ": " << r.err;
+    const auto spec = nlohmann::json::parse(r.out);
+    std::vector<std::string> names;
+    for (const auto& d : spec["devices"]) {
+      names.push_back(d["name"]);
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"4", uuid, "all"})) << id;
+    EXPECT_EQ(r.out.find("nvidia-caps"), std::string::npos) << id;
+    EXPECT_NE(r.out.find("\"/dev/nvidia4\""), std::string::npos) << id;
+  }
+  const auto unknown = generate({"--device-ids", "9"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  std::string ids;  // every GPU (MIG mode or not) and MIG device of the manifest
+  for (size_t i = 0; i < f->manifest.gpus.size(); ++i) {
+    ids += (ids.empty() ? "" : ", ") + std::to_string(i);
+    for (size_t m = 0; m < f->manifest.gpus[i].mig_devices.size(); ++m) {
+      ids += ", " + std::to_string(i) + ":" + std::to_string(m);
+    }
+  }
+  EXPECT_EQ(unknown.err,
+            "gpuctk: error: unknown device id \"9\" (devices: " + ids + ", their UUIDs, or all)\n");
+
+  // The installed spec, as the hook and the shim read it.
+  ASSERT_EQ(generate({"--output", scratch + "/cdi/nvidia.yaml"}).exit_code, 0);
+  const std::string config = scratch + "/gpuctk.yaml";
+  ASSERT_TRUE(write_file_atomic(config,
+                                "spec-dirs: [" + scratch + "/cdi]\ndriver-root: " + f->host.driver_root +
+                                    "\ndev-root: " + f->host.dev_root + "\nruntimes: [/bin/true]\n",
+                                0644));
+  const auto write_bundle = [&] {
+    const nlohmann::json c = {
+        {"ociVersion", "1.0.2"},
+        {"process", {{"args", {"/bin/true"}}, {"env", {"NVIDIA_VISIBLE_DEVICES=" + uuid}}}},
+        {"root", {{"path", "rootfs"}}}};
+    EXPECT_TRUE(write_file_atomic(scratch + "/bundle/config.json", c.dump(), 0644));
+  };
+  const auto devices = [](const nlohmann::json& c) {
+    std::vector<std::string> paths;
+    for (const auto& d : c["linux"]["devices"]) {
+      paths.push_back(d["path"]);
+    }
+    return paths;
+  };
+  const auto expect_whole_gpu4 = [&](const std::vector<std::string>& paths, const char* who) {
+    EXPECT_NE(std::ranges::find(paths, "/dev/nvidia4"), paths.end()) << who;
+    EXPECT_NE(std::ranges::find(paths, "/dev/dri/card5"), paths.end()) << who;
+    for (const auto& p : paths) {
+      EXPECT_FALSE(p.starts_with("/dev/nvidia-caps")) << who << ": " << p;
+    }
+  };
+  write_bundle();
+  const auto hook = test::run_gpuctk({"hook", "precreate", "--config", config}, scratch,
+                                     {.stdin_path = scratch + "/bundle/config.json"});
+  ASSERT_EQ(hook.exit_code, 0) << hook.err;
+  expect_whole_gpu4(devices(nlohmann::json::parse(hook.out)), "hook precreate");
+
+  const std::string shim = scratch + "/gpuctk-runtime";
+  ASSERT_EQ(::symlink(GPUCTK_BINARY, shim.c_str()), 0);
+  const auto created = test::run_gpuctk({"create", "--bundle", scratch + "/bundle", "c1"}, scratch,
+                                        {.program = shim, .env = {"GPUCTK_CONFIG=" + config}});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  expect_whole_gpu4(devices(nlohmann::json::parse(read_file(scratch + "/bundle/config.json").value())),
+                    "shim");
+}
 
 TEST_F(CliCdiGenerateTest, WritesYamlToStdoutByDefault) {
   const auto r = generate({"--hook-path", "/usr/bin/gpuctk"});
