@@ -36,7 +36,8 @@ declare -A allowed=(
   [cdi]="util discover oci"
   [hook]="util discover oci cdi rootfs cgroup"
   [install]="util discover engine"
-  [cli]="util discover oci cdi rootfs cgroup engine hook install"
+  [labels]="util discover"
+  [cli]="util discover oci cdi rootfs cgroup engine hook install labels"
 )
 for module in "${!allowed[@]}"; do
   while IFS=: read -r file line text; do

@@ -62,6 +62,9 @@ const CommandRow k_commands[] = {
      "engine runtime, CDI spec; --uninstall undoes it",
      define_install},
     {"", "info", "Show what discovery finds: driver, GPUs, MIG devices, driver files, warnings", define_info},
+    {"", "labels",
+     "Write Kubernetes node labels of the GPUs (GPU Feature Discovery's names) for NFD, or JSON",
+     define_labels},
 };
 
 }  // namespace

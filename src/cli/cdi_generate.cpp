@@ -1,10 +1,13 @@
 // gpuctk cdi generate: discover the host and write its CDI spec.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <memory>
 
 #include "cdi/codec.hpp"
 #include "cdi/spec_builder.hpp"
 #include "cdi/validate.hpp"
+#include "cdi/vendor_spec.hpp"
 #include "cli/commands.hpp"
 #include "discover/discover.hpp"
 #include "util/file.hpp"
@@ -28,14 +31,25 @@ struct GenerateArgs {
   std::string hook_path;
   std::vector<std::string> library_search_paths;
   std::vector<std::string> disabled_hooks;
+  std::string vendor_set;  // --vendor-set; empty: NVIDIA only, one spec at --output
 };
+
+// Whether --output names a directory for --vendor-set's one spec per kind: an existing directory, or a
+// path ending in '/'.
+bool output_is_directory(const GenerateArgs& args) {
+  if (args.vendor_set.empty() || args.output == "-") {
+    return false;
+  }
+  struct stat st {};
+  return args.output.ends_with('/') || (::stat(args.output.c_str(), &st) == 0 && S_ISDIR(st.st_mode));
+}
 
 // The spec's format: --format, else from the --output extension, else YAML. A mistake is a usage error.
 Result<cdi::Format> output_format(const GenerateArgs& args) {
   if (!args.format.empty()) {
     return args.format == "json" ? cdi::Format::json : cdi::Format::yaml;  // checked by check_format
   }
-  if (args.output == "-") {
+  if (args.output == "-" || output_is_directory(args)) {
     return cdi::Format::yaml;
   }
   auto format = cdi::format_for_path(args.output);
@@ -55,6 +69,56 @@ Result<void> check_format(std::string_view format) {
 Result<void> check_hook_path(std::string_view path) {
   if (!path.starts_with('/')) {
     return fail(quote(path) + " is not an absolute path");
+  }
+  return {};
+}
+
+// --vendor-set: every vendor's spec is built (and validated) before the first is written; each is then
+// written atomically, into the --output directory as <vendor>-<class>.<format>, or (one vendor) to the
+// --output file or stdout. A vendor without GPUs gets no spec and one note on stderr; a set with no GPU at
+// all is an error.
+Result<void> generate_vendor_set(const GenerateArgs& args, cdi::Format format, const cdi::BuildOptions& build,
+                                 const discover::DiscoverOptions& options) {
+  GPUCTK_TRY_ASSIGN(const auto vendors, cdi::parse_vendor_set(args.vendor_set));
+  const bool directory = output_is_directory(args);
+  if (!directory && vendors.size() > 1) {
+    return fail("--output " + quote(args.output) +
+                ": --vendor-set with several vendors writes one spec per kind into a directory; name an "
+                "existing directory");
+  }
+  GPUCTK_TRY_ASSIGN(const auto built, cdi::build_vendor_specs(vendors, options, build));
+  for (const auto& line : built.absent) {
+    std::fprintf(stderr, "gpuctk: note: %s\n", escape_for_log(line).c_str());
+  }
+  if (built.specs.empty()) {
+    std::vector<std::string_view> names;
+    for (const auto vendor : vendors) {
+      names.push_back(cdi::gpu_vendor_name(vendor));
+    }
+    return fail("no GPU of " + join(names, ", ") + " on this host: no spec written");
+  }
+  std::vector<std::pair<std::string, std::string>> files;  // path ("-": stdout), text
+  for (const auto& entry : built.specs) {
+    if (const auto problems = cdi::validate(entry.spec); !problems.empty()) {
+      return fail("generated " + entry.spec.kind + " spec is invalid: " + problems.front().where + ": " +
+                  problems.front().what);
+    }
+    std::string path = args.output;
+    if (directory) {
+      path = args.output + (args.output.ends_with('/') ? "" : "/") +
+             cdi::spec_file_name(entry.spec.kind, format);
+    }
+    files.emplace_back(std::move(path), cdi::write_spec(entry.spec, format));
+  }
+  for (const auto& [path, text] : files) {
+    if (path == "-") {
+      GPUCTK_TRY(write_stdout(text));
+    } else {
+      GPUCTK_TRY(write_file_atomic(path, text, 0644));
+    }
+  }
+  for (const auto& warning : built.warnings) {
+    std::fprintf(stderr, "gpuctk: warning: %s\n", warning.c_str());
   }
   return {};
 }
@@ -96,6 +160,9 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   options.dev_root = args.dev_root;
   options.mode = mode;
   options.library_search_paths = args.library_search_paths;
+  if (!args.vendor_set.empty()) {
+    return generate_vendor_set(args, format, build, options);
+  }
   GPUCTK_TRY_ASSIGN(auto inventory, discover::discover(options));
   auto spec = cdi::build_spec(inventory, build);
   if (!spec) {
@@ -162,6 +229,13 @@ Action define_cdi_generate(CLI::App& command) {
                   "Leave out a hook: create-symlinks, enable-cuda-compat, update-ldcache, "
                   "disable-device-node-modification, or all; repeatable")
       ->check(value_check(cdi::check_hook_name));
+  command
+      .add_option("--vendor-set", args->vendor_set,
+                  "GPU vendors to write specs for: a comma list of nvidia, amd and intel (default: NVIDIA "
+                  "only, one spec at --output). With it, --output names a directory that gets one spec per "
+                  "vendor with GPUs, named after its kind (amd.com-gpu.yaml), or a file or - for one vendor; "
+                  "a vendor without GPUs gets no spec and one note on stderr")
+      ->check(value_check(cdi::parse_vendor_set));
   return [args, &command] {
     // --output's extension is checked here: with --format it does not matter.
     auto format = output_format(*args);

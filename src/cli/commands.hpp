@@ -80,6 +80,7 @@ Action define_hook_enable_cuda_compat(CLI::App& command);
 Action define_hook_disable_device_node_modification(CLI::App& command);
 Action define_hook_chmod(CLI::App& command);
 Action define_install(CLI::App& command);
+Action define_labels(CLI::App& command);
 
 // The --config option every hook has.
 void add_config_option(CLI::App& command, std::string& config_path);

@@ -222,6 +222,8 @@ Gpu from_nvml(const NvmlGpu& n) {
   gpu.bus_id = n.bus_id;
   gpu.memory_bytes = n.memory_bytes;
   gpu.mig_enabled = n.mig_enabled;
+  gpu.mig_capable = n.mig_capable;
+  gpu.compute_capability = n.compute_capability;
   for (const auto& m : n.migs) {
     MigDevice mig;
     mig.index = m.index;
@@ -230,6 +232,7 @@ Gpu from_nvml(const NvmlGpu& n) {
     mig.uuid = m.uuid;
     mig.profile = m.profile;
     mig.memory_bytes = m.memory_bytes;
+    mig.attributes = m.attributes;
     gpu.mig_devices.push_back(std::move(mig));
   }
   return gpu;

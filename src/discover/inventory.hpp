@@ -37,6 +37,26 @@ struct Symlink {
   auto operator<=>(const Symlink&) const = default;
 };
 
+// CUDA compute capability ("8.0": major 8, minor 0), from NVML.
+struct ComputeCapability {
+  uint32_t major = 0;
+  uint32_t minor = 0;
+  bool operator==(const ComputeCapability&) const = default;
+};
+
+// What NVML reports of a MIG device's share of its GPU (nvmlDeviceGetAttributes_v2).
+struct MigAttributes {
+  uint32_t gi_slices = 0;        // GPU instance slices: the 3 of "3g.20gb"
+  uint32_t ci_slices = 0;        // compute instance slices: the 1 of "1c.3g.20gb", else gi_slices
+  uint32_t multiprocessors = 0;  // streaming multiprocessors
+  uint32_t copy_engines = 0;     // shared engines, by kind
+  uint32_t decoders = 0;
+  uint32_t encoders = 0;
+  uint32_t jpeg_engines = 0;
+  uint32_t ofa_engines = 0;
+  bool operator==(const MigAttributes&) const = default;
+};
+
 struct MigDevice {
   uint32_t index = 0;   // MIG device index under its parent (NVML); names "<gpu>:<index>"
   uint32_t gi = 0;      // GPU instance id
@@ -44,8 +64,9 @@ struct MigDevice {
   std::string uuid;     // "MIG-..."
   std::string profile;  // "3g.20gb"
   uint64_t memory_bytes = 0;
-  DeviceNode gi_access;  // /dev/nvidia-caps/nvidia-cap<N> for gpu<minor>/gi<G>/access
-  DeviceNode ci_access;  // ... for gpu<minor>/gi<G>/ci<C>/access
+  std::optional<MigAttributes> attributes;  // NVML only; unknown without nvmlDeviceGetAttributes_v2
+  DeviceNode gi_access;                     // /dev/nvidia-caps/nvidia-cap<N> for gpu<minor>/gi<G>/access
+  DeviceNode ci_access;                     // ... for gpu<minor>/gi<G>/ci<C>/access
 };
 
 struct Gpu {
@@ -56,6 +77,9 @@ struct Gpu {
   std::string bus_id;         // "0000:07:00.0"
   uint64_t memory_bytes = 0;  // 0 when unknown (proc mode)
   bool mig_enabled = false;
+  // Whether the GPU can do MIG at all (NVML's MIG mode query is supported); unknown in proc mode.
+  std::optional<bool> mig_capable;
+  std::optional<ComputeCapability> compute_capability;  // NVML only
   std::vector<MigDevice> mig_devices;
   DeviceNode node;                     // /dev/nvidia<minor>
   std::vector<DeviceNode> drm_nodes;   // /dev/dri/cardN, /dev/dri/renderDN (sorted)

@@ -30,6 +30,7 @@ struct Api {
   nvmlDeviceGetMinorNumber_fn minor = nullptr;
   nvmlDeviceGetPciInfo_v3_fn pci = nullptr;
   nvmlDeviceGetMemoryInfo_fn memory = nullptr;
+  nvmlDeviceGetCudaComputeCapability_fn compute_capability = nullptr;
   nvmlDeviceGetMigMode_fn mig_mode = nullptr;
   nvmlDeviceGetMaxMigDeviceCount_fn max_mig = nullptr;
   nvmlDeviceGetMigDeviceHandleByIndex_fn mig_handle = nullptr;
@@ -79,6 +80,7 @@ constexpr EntryPoint k_entry_points[] = {
     // Optional, informational (gpuctk info); the second column is what is unknown without it.
     entry<&Api::cuda_version>("nvmlSystemGetCudaDriverVersion", "the CUDA version"),
     entry<&Api::memory>("nvmlDeviceGetMemoryInfo", "GPU memory"),
+    entry<&Api::compute_capability>("nvmlDeviceGetCudaComputeCapability", "compute capability"),
     entry<&Api::attributes>("nvmlDeviceGetAttributes_v2", "MIG profiles and MIG memory"),
 };
 
@@ -146,6 +148,16 @@ class Query {
       GPUCTK_TRY(step(m_api.memory(device, &memory), "nvmlDeviceGetMemoryInfo"));
       gpu.memory_bytes = memory.total;
     }
+    if (m_api.compute_capability != nullptr) {
+      int cc_major = 0;
+      int cc_minor = 0;
+      GPUCTK_TRY(
+          step(m_api.compute_capability(device, &cc_major, &cc_minor), "nvmlDeviceGetCudaComputeCapability"));
+      if (cc_major > 0 && cc_minor >= 0) {
+        gpu.compute_capability =
+            ComputeCapability{static_cast<uint32_t>(cc_major), static_cast<uint32_t>(cc_minor)};
+      }
+    }
 
     unsigned current = 0;
     unsigned pending = 0;
@@ -154,6 +166,7 @@ class Query {
       return gpu;  // a GPU without MIG support
     }
     GPUCTK_TRY(step(mig_rc, "nvmlDeviceGetMigMode"));
+    gpu.mig_capable = true;
     gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
     if (!gpu.mig_enabled) {
       return gpu;
@@ -181,6 +194,16 @@ class Query {
         GPUCTK_TRY(step(m_api.attributes(mig_device, &attributes), "nvmlDeviceGetAttributes_v2"));
         mig.memory_bytes = attributes.memorySizeMB * 1024ull * 1024ull;
         mig.profile = profile_name(attributes);
+        mig.attributes = MigAttributes{
+            .gi_slices = attributes.gpuInstanceSliceCount,
+            .ci_slices = attributes.computeInstanceSliceCount,
+            .multiprocessors = attributes.multiprocessorCount,
+            .copy_engines = attributes.sharedCopyEngineCount,
+            .decoders = attributes.sharedDecoderCount,
+            .encoders = attributes.sharedEncoderCount,
+            .jpeg_engines = attributes.sharedJpegCount,
+            .ofa_engines = attributes.sharedOfaCount,
+        };
       }
       gpu.migs.push_back(std::move(mig));
     }

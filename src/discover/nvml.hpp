@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "discover/inventory.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::discover {
@@ -19,6 +20,7 @@ struct NvmlMig {
   std::string uuid;
   std::string profile;        // "3g.20gb", from the slice counts and memory size; "" when unknown
   uint64_t memory_bytes = 0;  // 0 when unknown
+  std::optional<MigAttributes> attributes;  // unknown without nvmlDeviceGetAttributes_v2
 };
 
 struct NvmlGpu {
@@ -29,6 +31,8 @@ struct NvmlGpu {
   std::string bus_id;         // canonical "0000:07:00.0"
   uint64_t memory_bytes = 0;  // 0 when unknown
   bool mig_enabled = false;
+  bool mig_capable = false;                             // nvmlDeviceGetMigMode is supported
+  std::optional<ComputeCapability> compute_capability;  // unknown without nvmlDeviceGetCudaComputeCapability
   std::vector<NvmlMig> migs;
 };
 
@@ -46,9 +50,9 @@ struct NvmlReport {
 //
 // Entry points are of two kinds. Required ones name, enumerate and place the devices (driver version,
 // GPU count, handle, UUID, name, minor, PCI bus id, MIG mode and MIG devices): a library lacking one
-// cannot serve. Optional ones only enrich the report (CUDA version, GPU memory, MIG attributes, i.e.
-// profile and memory): a library lacking them serves, those fields are unknown and the report carries
-// one warning.
+// cannot serve. Optional ones only enrich the report (CUDA version, GPU memory, compute capability, MIG
+// attributes, i.e. profile, memory, slices and engines): a library lacking them serves, those fields are
+// unknown and the report carries one warning.
 class Nvml {
  public:
   // The library at `library_path`, ready to query. Errors, each meaning "this library cannot serve":

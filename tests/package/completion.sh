@@ -23,7 +23,7 @@ expect() {
   got=$(printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ')
   [ "${got% }" = "$want" ] || fail "'$line': expected '$want', got '${got% }'"
 }
-expect "gpuctk " "--help --version cdi hook info install runtime"
+expect "gpuctk " "--help --version cdi hook info install labels runtime"
 expect "gpuctk c" "cdi"
 expect "gpuctk cdi " "--help generate inject list validate"
 expect "gpuctk hook pre" "precreate prestart"
@@ -43,7 +43,7 @@ expect "gpuctk cdi validate spec-a" "spec-a.yaml"
 
 # Every option offered is in the command's --help.
 for command in "cdi generate" "cdi list" "cdi inject" "hook precreate" "hook prestart" "hook create-symlinks" \
-  "hook update-ldcache" "hook enable-cuda-compat" "hook chmod" "runtime configure" "install" "info"; do
+  "hook update-ldcache" "hook enable-cuda-compat" "hook chmod" "runtime configure" "install" "info" "labels"; do
   read -ra COMP_WORDS <<<"gpuctk $command --"
   COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
   _gpuctk

@@ -1,0 +1,134 @@
+// gpuctk labels: node labels from discovery, as a Node Feature Discovery feature file or JSON.
+#include "labels/labels.hpp"
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "discover/discover.hpp"
+#include "labels/sharing_config.hpp"
+#include "util/file.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::cli {
+
+namespace {
+
+// NFD's local source reads every file of this directory (GFD writes "gfd" beside it).
+constexpr const char* k_default_output = "/etc/kubernetes/node-feature-discovery/features.d/gpuctk";
+// A device plugin config is a few KiB; anything near this is not one.
+constexpr size_t k_max_config_size = 1024 * 1024;
+
+struct LabelsArgs {
+  std::string output = k_default_output;
+  std::string format = "nfd";
+  std::string driver_root = "/";
+  std::string dev_root = "/";
+  std::string mode = "auto";
+  std::string config_file;
+  std::string mig_strategy;  // empty: the config file's flags.migStrategy, else none
+};
+
+Result<void> check_format(std::string_view format) {
+  if (format == "nfd" || format == "json") {
+    return {};
+  }
+  return fail("unknown format " + quote(format) + " (want nfd or json)");
+}
+
+Result<void> check_mig_strategy(std::string_view text) {
+  GPUCTK_TRY(labels::parse_mig_strategy(text));
+  return {};
+}
+
+// Runs the command on checked arguments.
+Result<void> write_labels(const LabelsArgs& args) {
+  std::optional<labels::SharingConfig> config;
+  if (!args.config_file.empty()) {
+    GPUCTK_TRY_ASSIGN(const auto text, read_file(args.config_file, k_max_config_size));
+    auto parsed = labels::parse_sharing_config(text);
+    if (!parsed) {
+      return fail_with(args.config_file, parsed.error());
+    }
+    config = std::move(*parsed);
+  }
+  labels::NvidiaOptions options;
+  options.sharing = config ? &*config : nullptr;
+  if (!args.mig_strategy.empty()) {
+    GPUCTK_TRY_ASSIGN(options.mig_strategy, labels::parse_mig_strategy(args.mig_strategy));
+  } else if (config && config->mig_strategy) {
+    options.mig_strategy = *config->mig_strategy;
+  }
+
+  GPUCTK_TRY_ASSIGN(const auto mode, discover::parse_mode(args.mode));
+  discover::DiscoverOptions discover_options;
+  discover_options.driver_root = args.driver_root;
+  discover_options.dev_root = args.dev_root;
+  discover_options.mode = mode;
+  GPUCTK_TRY_ASSIGN(const auto node, labels::discover_node(discover_options));
+  std::vector<std::string> warnings = node.warnings;
+  if (config) {
+    for (const auto& warning : config->warnings) {
+      warnings.push_back(args.config_file + ": " + warning);
+    }
+  }
+  GPUCTK_TRY_ASSIGN(const auto labels,
+                    labels::node_labels(node.nvidia, node.facts, options, warnings, node.drm));
+  if (labels.empty()) {
+    // An empty file is right for NFD (no labels), but whoever runs this wants to know why.
+    warnings.insert(warnings.end(), node.notes.begin(), node.notes.end());
+    warnings.push_back("no GPU found: no labels");
+  }
+
+  const std::string text = args.format == "json" ? labels::format_json(labels) : labels::format_nfd(labels);
+  if (args.output == "-") {
+    GPUCTK_TRY(write_stdout(text));
+  } else {
+    // NFD re-reads the file at any time: never a partial one. It outlives the boot: durable.
+    GPUCTK_TRY(write_file_atomic(args.output, text, 0644));
+  }
+  // Printed only on success, so that a failure stays one line.
+  for (const auto& warning : warnings) {
+    std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
+  }
+  return {};
+}
+
+}  // namespace
+
+Action define_labels(CLI::App& command) {
+  auto args = std::make_shared<LabelsArgs>();
+  command
+      .add_option("--output,-o", args->output,
+                  "Label file to write (atomically, mode 0644) for NFD's local source, or - for stdout")
+      ->capture_default_str();
+  command.add_option("--format", args->format, "nfd (key=value lines) or json")
+      ->capture_default_str()
+      ->check(value_check(check_format));
+  command
+      .add_option("--driver-root", args->driver_root,
+                  "Root of the driver files (libraries, binaries, ld.so.cache)")
+      ->capture_default_str();
+  command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
+  command
+      .add_option("--mode", args->mode,
+                  "auto, nvml, proc or management (proc: no memory, compute or CUDA labels)")
+      ->capture_default_str()
+      ->check(value_check(discover::parse_mode));
+  command.add_option("--config-file", args->config_file,
+                     "The NVIDIA device plugin's config file (flags.migStrategy; sharing: timeSlicing or mps "
+                     "replicas)");
+  command
+      .add_option("--mig-strategy", args->mig_strategy,
+                  "none, single or mixed (default: the config file's flags.migStrategy, else none)")
+      ->check(value_check(check_mig_strategy));
+  return [args] {
+    if (auto r = write_labels(*args); !r) {
+      return report(r.error());
+    }
+    return static_cast<int>(k_exit_ok);
+  };
+}
+
+}  // namespace gpuctk::cli

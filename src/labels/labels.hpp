@@ -1,0 +1,117 @@
+#pragma once
+// Kubernetes node labels from discovery, for Node Feature Discovery's "local" source (features.d files of
+// `key=value` lines) or as JSON.
+//
+// Each vendor has one label set, made by a pure function of what discovery found (plus the few host
+// facts below) and merged into one sorted map. NVIDIA's set has GPU Feature Discovery's (GFD's) names and
+// meanings (nvidia_labels); AMD's and Intel's sets, with the names their own node labellers use, plug in
+// beside it once discovery reports those GPUs. A value discovery does not know (memory and compute
+// capability without NVML, the CUDA version, a MIG profile) is left out, never guessed; the README lists
+// every deliberate difference from GFD.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "discover/discover.hpp"
+#include "discover/drm_gpus.hpp"
+#include "discover/inventory.hpp"
+#include "labels/sharing_config.hpp"
+#include "util/error.hpp"
+
+namespace gpuctk::labels {
+
+// Label key -> value, sorted by key: the order of both output formats.
+using Labels = std::map<std::string, std::string>;
+
+// Facts about the host that the inventory does not carry, read below the dev root (read_host_facts).
+struct HostFacts {
+  // /sys/class/dmi/id/product_name, trimmed ("DGX A100"); nullopt when unreadable or empty.
+  std::optional<std::string> machine;
+  // The PCI class of each GPU by bus id ("0000:07:00.0"): /sys/bus/pci/devices/<bus>/class, e.g.
+  // 0x030200; absent when unreadable.
+  std::map<std::string, uint32_t> pci_classes;
+};
+
+// Reads HostFacts for the GPUs of `nvidia` and `drm` below `dev_root`. Missing files are unknown facts,
+// never errors.
+HostFacts read_host_facts(const std::string& dev_root, const discover::Inventory& nvidia,
+                          const discover::DrmInventory& drm = {});
+
+// Everything labels are made from.
+struct NodeGpus {
+  discover::Inventory nvidia;  // empty when the NVIDIA driver is not loaded
+  discover::DrmInventory drm;  // AMD and Intel GPUs
+  HostFacts facts;
+  std::vector<std::string> warnings;  // discovery's
+  std::vector<std::string> notes;     // vendors without GPUs
+};
+
+// Discovers the node: NVIDIA with discover::discover(options) when <dev-root>/proc/driver/nvidia exists
+// (else a note: no NVIDIA labels), AMD and Intel with discover::discover_drm_gpus. Errors are
+// discovery's.
+Result<NodeGpus> discover_node(const discover::DiscoverOptions& options);
+
+struct NvidiaOptions {
+  MigStrategy mig_strategy = MigStrategy::none;
+  // The device plugin's configuration (--config-file); nullptr: none, i.e. no sharing.
+  const SharingConfig* sharing = nullptr;
+};
+
+// GFD's label set for the NVIDIA GPUs of `inventory` (no GPUs: no labels):
+//   nvidia.com/gpu.{count,product,memory,family,compute.major,compute.minor,replicas,sharing-strategy}
+//     of one GPU model (the first whole GPU's; see the README when a node has several models),
+//   nvidia.com/gpu.{machine,mode}, nvidia.com/cuda.driver.{major,minor,rev},
+//   nvidia.com/cuda.driver-version.{major,minor,revision,full}, nvidia.com/cuda.runtime.{major,minor},
+//   nvidia.com/cuda.runtime-version.{major,minor,full}, nvidia.com/mig.capable, nvidia.com/mps.capable,
+//   nvidia.com/mig.strategy (single and mixed), the MIG device labels of the strategy: single overrides
+//   nvidia.com/gpu.* with the one MIG profile (or marks it -MIG-INVALID), mixed adds
+//   nvidia.com/mig-<profile>.{count,product,replicas,sharing-strategy,memory,multiprocessors,slices.gi,
+//   slices.ci,engines.copy,engines.decoder,engines.encoder,engines.jpeg,engines.ofa}.
+// What GFD would log is appended to `warnings`. The one error: an MPS config on a host with a MIG-enabled
+// GPU (the device plugin refuses MPS there, and GFD fails).
+Result<Labels> nvidia_labels(const discover::Inventory& inventory, const HostFacts& facts,
+                             const NvidiaOptions& options, std::vector<std::string>& warnings);
+
+// AMD's node labeller's set, from what discovery knows of AMD GPUs (one per PCI device; partitions are
+// not GPUs here): amd.com/gpu.device-id, the labeller's way: "74a1" when every GPU has that id, else one
+// amd.com/gpu.device-id.<id> label per id with its count. Family, product name, VRAM, CU and SIMD counts,
+// firmware and driver version are not discovered yet: left out.
+Labels amd_labels(const discover::DrmInventory& drm);
+
+// The labels Intel's NFD rules give Intel GPUs (PCI class 0300 or 0380):
+// gpu.intel.com/device-id.<class>-<device>.present=true and .count=<n> per class and device id, and for
+// the data-centre GPUs those rules know gpu.intel.com/family (Max_Series, Flex_Series, A_Series),
+// gpu.intel.com/product (Max_1100, Max_1550, Flex_140, Flex_170) and gpu.intel.com/device.count (when
+// every such GPU is the same product). A GPU whose PCI class is unknown gets no device-id labels.
+Labels intel_labels(const discover::DrmInventory& drm, const HostFacts& facts);
+
+// Every vendor's label set for the node, merged (each vendor writes only its own prefix), with invalid
+// labels dropped (drop_invalid).
+Result<Labels> node_labels(const discover::Inventory& inventory, const HostFacts& facts,
+                           const NvidiaOptions& options, std::vector<std::string>& warnings,
+                           const discover::DrmInventory& drm = {});
+
+// Removes (with one warning each) the labels Kubernetes would refuse: a key that is not
+// [prefix/]name with a DNS-subdomain prefix and a name of at most 63 characters, or a value longer than
+// 63 characters or not of letters, digits, '-', '_', '.' beginning and ending with a letter or digit.
+void drop_invalid(Labels& labels, std::vector<std::string>& warnings);
+
+// GFD's sanitising of names for label values: characters other than letters, digits, '-', '_', '.' and
+// space are dropped, then runs of spaces become one '-' ("NVIDIA A100-SXM4-40GB" -> "NVIDIA-A100-SXM4-40GB").
+std::string sanitise(std::string_view text);
+
+// GFD's architecture family of a compute capability: 7.0 volta, 7.5 turing, 8.0 ampere, 8.9 ada-lovelace,
+// 9.0 hopper, 10.x and 12.x blackwell, ...; nullopt for a major GFD does not know.
+std::optional<std::string_view> architecture_family(discover::ComputeCapability capability);
+
+// NFD's local feature file: one "key=value" line per label, in key order.
+std::string format_nfd(const Labels& labels);
+
+// A JSON object of the labels, keys in order, two-space indent, a final newline.
+std::string format_json(const Labels& labels);
+
+}  // namespace gpuctk::labels

@@ -1,0 +1,71 @@
+#pragma once
+// The configuration file of NVIDIA's device plugin and GPU Feature Discovery (version v1), as far as node
+// labels depend on it: `flags.migStrategy` and the `sharing` section (time-slicing or MPS replicas).
+// YAML or JSON:
+//
+//   version: v1                      # optional; any other version is refused
+//   flags:
+//     migStrategy: mixed             # none | single | mixed; every other flag is the plugin's, ignored here
+//   sharing:
+//     timeSlicing:                   # or mps: (same shape); when both are present mps is the one in force
+//       renameByDefault: false       # true: the plugin advertises <name>.shared; the product label then
+//                                    # has no -SHARED suffix
+//       failRequestsGreaterThanOne: false
+//       resources:                   # at least one
+//         - name: gpu                # nvidia.com/ is implied; "mig-1g.5gb" for a MIG type (mixed strategy)
+//           replicas: 4              # required, at least 2
+//           devices: all             # all | a count > 0 | a list of GPU indexes, "gpu:mig" or UUIDs
+//
+// The file is checked the way the plugin checks it, so that a file the plugin refuses is refused here
+// too, with the key path in the error: "sharing.timeSlicing.resources[0].replicas: must be at least 2,
+// got 1". Keys the plugin has but labels do not depend on (other flags, `resources`, `imex`) are
+// ignored. Like the plugin, gpuctk applies replicas to every device of a resource: `devices` and
+// `rename` are checked, then ignored with a warning.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace gpuctk::labels {
+
+enum class MigStrategy { none, single, mixed };
+
+// "none", "single", "mixed"; anything else is `unknown MIG strategy "x" (want none, single or mixed)`.
+Result<MigStrategy> parse_mig_strategy(std::string_view text);
+std::string_view mig_strategy_name(MigStrategy strategy);
+
+enum class SharingStrategy { none, time_slicing, mps };
+
+// The value of nvidia.com/gpu.sharing-strategy: "none", "time-slicing", "mps".
+std::string_view sharing_strategy_name(SharingStrategy strategy);
+
+// One resource of the sharing section in force.
+struct ReplicatedResource {
+  std::string name;       // fully qualified: "nvidia.com/gpu", "nvidia.com/mig-1g.5gb"
+  uint32_t replicas = 0;  // at least 2
+  // renameByDefault: the plugin advertises the replicas as "<name>.shared", so the product label keeps
+  // the plain model name (no -SHARED suffix).
+  bool renamed = false;
+};
+
+struct SharingConfig {
+  std::optional<MigStrategy> mig_strategy;  // flags.migStrategy; nullopt when the file has none
+  // mps when the file has an mps section, else time-slicing when it has a timeSlicing section.
+  SharingStrategy strategy = SharingStrategy::none;
+  std::vector<ReplicatedResource> resources;  // of that section, in file order
+  std::vector<std::string> warnings;          // what the file asks for that is ignored
+
+  // The resource named `name` ("nvidia.com/gpu"); nullptr when the section does not replicate it.
+  [[nodiscard]] const ReplicatedResource* find(std::string_view name) const;
+};
+
+// Parses the text of a configuration file (YAML or JSON). Errors name the key path and the problem:
+// "sharing.timeSlicing: no resources", "version: unknown version \"v2\" (want v1)", or the YAML syntax
+// error with its line and column.
+Result<SharingConfig> parse_sharing_config(std::string_view text);
+
+}  // namespace gpuctk::labels

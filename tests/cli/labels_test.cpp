@@ -1,0 +1,166 @@
+// gpuctk labels as a user runs it: the NFD file (atomic, 0644), stdout, JSON, the config file and the
+// MIG strategy options, and one error line for every failure.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "cli/run_gpuctk.hpp"
+#include "fixtures/builder/hosts.hpp"
+#include "util/file.hpp"
+
+namespace gpuctk {
+namespace {
+
+class CliLabelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto f = fixture::materialise_temp("dgx-a100");
+    ASSERT_TRUE(f) << f.error().message;
+    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
+    if (!m_fixture->host.nodes_are_real) {
+      GTEST_SKIP() << "device nodes need root to mknod";
+    }
+    m_scratch = m_fixture->temp.path() + "/scratch";
+    std::filesystem::create_directories(m_scratch);
+  }
+  test::RunResult labels(std::vector<std::string> extra) {
+    std::vector<std::string> args{"labels", "--driver-root", m_fixture->host.driver_root, "--dev-root",
+                                  m_fixture->host.dev_root};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return test::run_gpuctk(args, m_scratch);
+  }
+  static std::string data(std::string_view name) {
+    return std::string(GPUCTK_SOURCE_DIR) + "/tests/data/labels/" + std::string(name);
+  }
+  static std::string golden(std::string_view name) {
+    return read_file(std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/labels/" + std::string(name))
+        .value_or("?");
+  }
+  std::unique_ptr<fixture::Fixture> m_fixture;
+  std::string m_scratch;
+};
+
+TEST_F(CliLabelsTest, WritesTheNfdFileAtomicallyWithMode0644) {
+  const std::string path = m_scratch + "/gpuctk";
+  const auto r = labels({"--output", path, "--mode", "nvml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  const auto text = read_file(path).value();
+  EXPECT_NE(text.find("nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("nvidia.com/gpu.count=8\n"), std::string::npos);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(m_scratch), {}), 1) << "no temporary file left";
+}
+
+TEST_F(CliLabelsTest, ConfigFileGivesTheMigStrategyAndSharingAndTheOptionOverridesIt) {
+  auto r = labels({"-o", "-", "--mode", "nvml", "--config-file", data("mixed-time-slicing.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The golden file has the machine label, which this host has not been given.
+  std::string expected = golden("dgx-a100.mixed-time-slicing.labels");
+  const auto machine = expected.find("nvidia.com/gpu.machine=");
+  ASSERT_NE(machine, std::string::npos);
+  expected.erase(machine, expected.find('\n', machine) + 1 - machine);
+  EXPECT_EQ(r.out, expected);
+
+  r = labels({"-o", "-", "--mode", "nvml", "--config-file", data("mixed-time-slicing.yaml"), "--mig-strategy",
+              "none"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("nvidia.com/mig"), r.out.find("nvidia.com/mig.capable"));
+  EXPECT_NE(r.out.find("nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB-SHARED\n"), std::string::npos) << r.out;
+}
+
+TEST_F(CliLabelsTest, JsonIsAnObjectOfTheSameLabels) {
+  const auto r = labels({"-o", "-", "--format", "json", "--mode", "nvml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("{\n  \"nvidia.com/cuda.driver-version.full\": \"550.54.15\",\n")) << r.out;
+  EXPECT_NE(r.out.find("  \"nvidia.com/gpu.count\": \"8\",\n"), std::string::npos);
+  EXPECT_TRUE(r.out.ends_with("\"\n}\n"));
+}
+
+TEST_F(CliLabelsTest, WarningsGoToStderrAfterSuccess) {
+  const auto r = labels({"-o", "-", "--mode", "nvml", "--mig-strategy", "single"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(
+      r.err,
+      "gpuctk: warning: mig-strategy single: GPUs with MIG enabled and disabled: nvidia.com/gpu.product is "
+      "NVIDIA-A100-SXM4-40GB-MIG-INVALID\n");
+}
+
+TEST_F(CliLabelsTest, MpsOnAMigHostIsOneErrorLineAndNoFile) {
+  const std::string path = m_scratch + "/gpuctk";
+  const auto r = labels({"-o", path, "--mode", "nvml", "--config-file", data("mps.yaml")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "gpuctk: error: MPS sharing is not supported with MIG: GPU 4 (0000:87:00.0) is in MIG mode\n");
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST_F(CliLabelsTest, BadConfigFileNamesTheFileAndTheKey) {
+  const std::string config = m_scratch + "/config.yaml";
+  ASSERT_TRUE(write_file_atomic(config,
+                                "sharing:\n  timeSlicing:\n    resources: [{name: gpu, replicas: 1}]\n", 0644,
+                                Durability::atomic_only));
+  auto r = labels({"-o", "-", "--config-file", config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpuctk: error: " + config +
+                       ": sharing.timeSlicing.resources[0].replicas: must be at least 2, got 1\n");
+  EXPECT_EQ(r.out, "");
+
+  r = labels({"-o", "-", "--config-file", m_scratch + "/missing.yaml"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpuctk: error: read " + m_scratch + "/missing.yaml: No such file or directory\n");
+}
+
+TEST_F(CliLabelsTest, UsageErrorsAreOneLineAndExit2) {
+  auto r = labels({"--format", "yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(
+      r.err,
+      "gpuctk: error: --format: unknown format \"yaml\" (want nfd or json) (see gpuctk labels --help)\n");
+  r = labels({"--mig-strategy", "all"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(
+      r.err,
+      "gpuctk: error: --mig-strategy: unknown MIG strategy \"all\" (want none, single or mixed) (see gpuctk "
+      "labels --help)\n");
+}
+
+TEST_F(CliLabelsTest, UnwritableOutputNamesThePath) {
+  const std::string path = m_scratch + "/no/such/dir/gpuctk";
+  const auto r = labels({"--output", path});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpuctk: error: write " + path + ": create temporary file in " + m_scratch +
+                       "/no/such/dir: No such file or directory\n");
+}
+
+TEST(CliLabels, AHostWithoutGpusGetsAnEmptyFileAndSaysWhy) {
+  const std::string root = std::filesystem::temp_directory_path() / "gpuctk-labels-empty";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const auto r =
+      test::run_gpuctk({"labels", "--driver-root", root, "--dev-root", root, "-o", root + "/out"}, root);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(root + "/out").value_or("?"), "");
+  EXPECT_EQ(
+      r.err,
+      "gpuctk: warning: no NVIDIA driver (" + root +
+          "/proc/driver/nvidia missing): no nvidia.com labels\ngpuctk: warning: no GPU found: no labels\n");
+  std::filesystem::remove_all(root);
+}
+
+TEST(CliLabels, HelpNamesTheDefaultOutputAndEveryOption) {
+  const std::string scratch = std::filesystem::temp_directory_path();
+  const auto r = test::run_gpuctk({"labels", "--help"}, scratch);
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* word : {"/etc/kubernetes/node-feature-discovery/features.d/gpuctk", "--format",
+                           "--config-file", "--mig-strategy", "--driver-root", "--dev-root", "--mode"}) {
+    EXPECT_NE(r.out.find(word), std::string::npos) << word;
+  }
+}
+
+}  // namespace
+}  // namespace gpuctk

@@ -1,0 +1,219 @@
+// AMD and Intel discovery: the KFD properties parser, and whole fixture hosts (an 8-GPU MI300X node with a
+// partitioned GPU, a Flex 170 node, a mixed NVIDIA + Intel host) with the ways a real host departs from
+// them (another driver bound, a missing node, KFD naming an unknown device, a malformed properties file).
+#include "discover/drm_gpus.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fixtures/builder/hosts.hpp"
+
+namespace gpuctk::discover {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<DrmVendor> k_both{DrmVendor::amd, DrmVendor::intel};
+
+fixture::Fixture materialise_or_die(std::string_view name) {
+  auto f = fixture::materialise_temp(name);
+  if (!f) {
+    ADD_FAILURE() << f.error().message;
+    std::abort();
+  }
+  return std::move(*f);
+}
+
+std::vector<std::string> paths_of(const DrmGpu& gpu) {
+  std::vector<std::string> paths;
+  for (const auto& node : gpu.nodes) {
+    paths.push_back(node.path);
+  }
+  return paths;
+}
+
+TEST(KfdProperties, ReadsTheFieldsThatMatter) {
+  const auto p = parse_kfd_properties(
+      "cpu_cores_count 0\nsimd_count 152\nlocation_id 17920\ndomain 0\ndrm_render_minor 130\n"
+      "\nunique_id 6558016433397009142\nnum_xcc 1\n");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->drm_render_minor, 130U);
+  EXPECT_EQ(p->location_id, 17920U);
+  EXPECT_EQ(p->domain, 0U);
+  EXPECT_EQ(p->unique_id, 6558016433397009142ULL);
+  EXPECT_EQ(kfd_bus_id(*p), "0000:46:00.0");  // 17920 = 0x4600: bus 0x46, device 0, function 0
+}
+
+TEST(KfdProperties, BusIdHasDeviceFunctionAndDomain) {
+  KfdProperties p;
+  p.domain = 0x10000;                          // Intel VMD domains are wider than four digits
+  p.location_id = (0xe5 << 8) | (3 << 3) | 1;  // e5:03.1
+  EXPECT_EQ(kfd_bus_id(p), "10000:e5:03.1");
+}
+
+TEST(KfdProperties, MissingFieldsAreZero) {
+  const auto p = parse_kfd_properties("cpu_cores_count 96\n");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->drm_render_minor, 0U);
+  EXPECT_EQ(p->unique_id, 0U);
+}
+
+TEST(KfdProperties, RejectsMalformedLines) {
+  EXPECT_EQ(parse_kfd_properties("simd_count 4\ndrm_render_minor\n").error().message,
+            "line 2: expected \"<name> <decimal value>\", got \"drm_render_minor\"");
+  EXPECT_EQ(parse_kfd_properties("unique_id -1\n").error().message,
+            "line 1: expected \"<name> <decimal value>\", got \"unique_id -1\"");
+  EXPECT_EQ(parse_kfd_properties("drm_render_minor 4294967296\n").error().message,
+            "line 1: drm_render_minor 4294967296 is out of range");
+}
+
+TEST(AmdUuid, IsUpperCaseHexWithPrefixAndNoPadding) {
+  EXPECT_EQ(amd_uuid(0x5b03e7c28d914af6ULL), "0x5B03E7C28D914AF6");
+  EXPECT_EQ(amd_uuid(0x1aULL), "0x1A");
+  EXPECT_EQ(amd_uuid(0), "");
+}
+
+TEST(DrmGpus, Mi300xNodeHasEightGpusAndEightPartitionsOfGpu2) {
+  auto f = materialise_or_die("mi300x-amd");
+  if (!f.host.nodes_are_real) {
+    GTEST_SKIP() << "needs root to mknod char devices";
+  }
+  const auto inv = discover_drm_gpus(f.host.dev_root, k_both);
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->warnings, std::vector<std::string>{});
+  ASSERT_EQ(inv->gpus.size(), 15U);  // 7 whole GPUs + 8 partitions
+  // By bus id, partitions by render minor.
+  const DrmGpu& first = inv->gpus[0];
+  EXPECT_EQ(first.vendor, DrmVendor::amd);
+  EXPECT_EQ(first.bus_id, "0000:05:00.0");
+  EXPECT_EQ(first.driver, "amdgpu");
+  EXPECT_EQ(first.device_id, 0x74a1);
+  EXPECT_EQ(first.uuid, "0x2C9E4B6D10F58A31");
+  EXPECT_EQ(first.kfd_gpu_id, 20413U);
+  EXPECT_EQ(first.partitions, 1U);
+  EXPECT_EQ(paths_of(first), (std::vector<std::string>{"/dev/dri/card1", "/dev/dri/renderD128"}));
+  EXPECT_EQ(first.by_path_links,
+            (std::vector<Symlink>{{"../card1", "/dev/dri/by-path/pci-0000:05:00.0-card"},
+                                  {"../renderD128", "/dev/dri/by-path/pci-0000:05:00.0-render"}}));
+  for (uint32_t p = 0; p < 8; ++p) {
+    const DrmGpu& part = inv->gpus[2 + p];
+    SCOPED_TRACE(p);
+    EXPECT_EQ(part.bus_id, "0000:46:00.0");
+    EXPECT_EQ(part.uuid, "0x5B03E7C28D914AF6");  // every partition reports its GPU's unique_id
+    EXPECT_EQ(part.partition, p);
+    EXPECT_EQ(part.partitions, 8U);
+    EXPECT_EQ(part.kfd_gpu_id, 31876U + p);
+  }
+  // Partition 0 keeps the PCI device's nodes; partition 1 is the platform device amdgpu_xcp_0.
+  EXPECT_EQ(paths_of(inv->gpus[2]), (std::vector<std::string>{"/dev/dri/card3", "/dev/dri/renderD130"}));
+  EXPECT_EQ(paths_of(inv->gpus[3]), (std::vector<std::string>{"/dev/dri/card9", "/dev/dri/renderD136"}));
+  EXPECT_EQ(inv->gpus[3].by_path_links,
+            (std::vector<Symlink>{{"../card9", "/dev/dri/by-path/platform-amdgpu_xcp_0-card"},
+                                  {"../renderD136", "/dev/dri/by-path/platform-amdgpu_xcp_0-render"}}));
+  EXPECT_EQ(inv->gpus[14].bus_id, "0000:e5:00.0");
+  ASSERT_TRUE(inv->kfd);
+  EXPECT_EQ(inv->kfd->path, "/dev/kfd");
+  EXPECT_EQ(inv->kfd->major, 235U);
+  EXPECT_EQ(inv->kfd->gid, 105U);
+  // Only the vendors asked for are looked at.
+  const auto intel_only = discover_drm_gpus(f.host.dev_root, {DrmVendor::intel});
+  ASSERT_TRUE(intel_only) << intel_only.error().message;
+  EXPECT_TRUE(intel_only->gpus.empty());
+  EXPECT_FALSE(intel_only->kfd);
+}
+
+TEST(DrmGpus, IntelHostsAndTheMixedHost) {
+  auto flex = materialise_or_die("flex170-intel");
+  auto mixed = materialise_or_die("mixed-nvidia-intel");
+  if (!flex.host.nodes_are_real) {
+    GTEST_SKIP() << "needs root to mknod char devices";
+  }
+  const auto a = discover_drm_gpus(flex.host.dev_root, k_both);
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_EQ(a->gpus.size(), 2U);
+  EXPECT_EQ(a->gpus[0].vendor, DrmVendor::intel);
+  EXPECT_EQ(a->gpus[0].driver, "i915");
+  EXPECT_EQ(a->gpus[0].uuid, "");
+  EXPECT_EQ(paths_of(a->gpus[1]), (std::vector<std::string>{"/dev/dri/card2", "/dev/dri/renderD129"}));
+  EXPECT_FALSE(a->kfd);  // no AMD GPU: /dev/kfd is not looked for, and its absence is no warning
+  EXPECT_EQ(a->warnings, std::vector<std::string>{});
+
+  // The NVIDIA GPU's DRM nodes are NVIDIA's: only the xe-driven Flex 140 is an Intel GPU.
+  const auto b = discover_drm_gpus(mixed.host.dev_root, k_both);
+  ASSERT_TRUE(b) << b.error().message;
+  ASSERT_EQ(b->gpus.size(), 1U);
+  EXPECT_EQ(b->gpus[0].driver, "xe");
+  EXPECT_EQ(b->gpus[0].bus_id, "0000:03:00.0");
+  EXPECT_EQ(paths_of(b->gpus[0]), (std::vector<std::string>{"/dev/dri/card0", "/dev/dri/renderD128"}));
+}
+
+TEST(DrmGpus, OtherDriversAreNotGpusAndMissingPiecesAreWarnings) {
+  auto f = materialise_or_die("mi300x-amd");
+  if (!f.host.nodes_are_real) {
+    GTEST_SKIP() << "needs root to mknod char devices";
+  }
+  const fs::path root = f.host.dev_root;
+  // GPU 0 handed to a VM: bound to vfio-pci, not amdgpu. Its KFD node now names no amdgpu device.
+  const fs::path gpu0 = root / "sys/devices/pci0000:05/0000:05:00.0";
+  fs::remove(gpu0 / "driver");
+  fs::create_directory_symlink("../../../bus/pci/drivers/vfio-pci", gpu0 / "driver");
+  // GPU 1's render node and /dev/kfd are gone.
+  fs::remove(root / "dev/dri/renderD129");
+  fs::remove(root / "dev/kfd");
+  const auto inv = discover_drm_gpus(f.host.dev_root, k_both);
+  ASSERT_TRUE(inv) << inv.error().message;
+  ASSERT_EQ(inv->gpus.size(), 14U);
+  EXPECT_EQ(inv->gpus[0].bus_id, "0000:26:00.0");
+  EXPECT_EQ(paths_of(inv->gpus[0]), std::vector<std::string>{"/dev/dri/card2"});
+  EXPECT_FALSE(inv->kfd);
+  const std::string r = f.host.dev_root;
+  EXPECT_EQ(inv->warnings,
+            (std::vector<std::string>{
+                "KFD GPU 20413 names 0000:05:00.0, which has no amdgpu DRM device in " + r +
+                    "/sys/class/drm; skipped",
+                r + "/dev/dri/renderD129: listed in " + r +
+                    "/sys/devices/pci0000:26/0000:26:00.0/drm but missing; not injected",
+                r + "/dev/kfd: missing (amdgpu loaded without KFD?); AMD devices get no compute node"}));
+}
+
+TEST(DrmGpus, WithoutKfdTheGpuIsWholeAndTheUuidComesFromSysfs) {
+  auto f = materialise_or_die("mi300x-amd");
+  if (!f.host.nodes_are_real) {
+    GTEST_SKIP() << "needs root to mknod char devices";
+  }
+  fs::remove(fs::path(f.host.dev_root) / "sys/class/kfd/kfd");
+  const auto inv = discover_drm_gpus(f.host.dev_root, k_both);
+  ASSERT_TRUE(inv) << inv.error().message;
+  // Without KFD nothing says GPU 2 is partitioned: its PCI device's own nodes make one GPU.
+  ASSERT_EQ(inv->gpus.size(), 8U);
+  EXPECT_EQ(inv->gpus[2].uuid, "0x5B03E7C28D914AF6");  // amdgpu's unique_id attribute (hex)
+  EXPECT_EQ(inv->gpus[2].kfd_gpu_id, 0U);
+  EXPECT_EQ(paths_of(inv->gpus[2]), (std::vector<std::string>{"/dev/dri/card3", "/dev/dri/renderD130"}));
+}
+
+TEST(DrmGpus, MalformedKfdPropertiesNameTheFile) {
+  auto f = materialise_or_die("mi300x-amd");
+  const std::string path = f.host.dev_root + "/sys/devices/virtual/kfd/kfd/topology/nodes/3/properties";
+  fs::remove(path);
+  std::ofstream(path) << "drm_render_minor 130\nlocation_id sixty\n";
+  const auto inv = discover_drm_gpus(f.host.dev_root, k_both);
+  ASSERT_FALSE(inv);
+  EXPECT_EQ(inv.error().message,
+            f.host.dev_root +
+                "/sys/devices/virtual/kfd/kfd/topology/nodes/3/properties: line 2: expected "
+                "\"<name> <decimal value>\", got \"location_id sixty\"");
+}
+
+TEST(DrmGpus, AHostWithoutDrmHasNoGpus) {
+  auto f = materialise_or_die("t4-debian");
+  const auto inv = discover_drm_gpus(f.host.dev_root, k_both);
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_TRUE(inv->gpus.empty());
+  EXPECT_EQ(inv->searched, f.host.dev_root + "/sys/class/drm");
+}
+
+}  // namespace
+}  // namespace gpuctk::discover
