@@ -85,19 +85,74 @@ Result<std::optional<uint64_t>> read_hex_attribute(const std::string& path) {
   return std::optional<uint64_t>(*value);
 }
 
+// One "<name> <decimal value>" line of a KFD topology file (kfd_topology.c prints every property so).
+struct KfdValue {
+  std::string_view name;
+  uint64_t value = 0;
+  std::string_view text;  // the value as written, for messages
+  size_t line = 0;
+
+  // The value into a 32-bit field (the kernel prints those with %u): out of range is an error.
+  Result<void> narrow(uint32_t& field) const {
+    if (value > UINT32_MAX) {
+      return fail("line " + std::to_string(line) + ": " + std::string(name) + " " + std::string(text) +
+                  " is out of range");
+    }
+    field = static_cast<uint32_t>(value);
+    return {};
+  }
+};
+
+// Calls `take(value)` for every line of `text`, blank lines skipped; a line that is not a name and
+// a decimal number is an error "line <n>: ...", as is what `take` refuses.
+template <typename Take>
+Result<void> for_each_kfd_value(std::string_view text, Take take) {
+  size_t number = 0;
+  for (const auto raw : split(text, '\n')) {
+    ++number;
+    const auto line = trim(raw);
+    if (line.empty()) {
+      continue;
+    }
+    const auto space = line.find(' ');
+    const auto name = line.substr(0, space);
+    const auto value_text = space == std::string_view::npos ? std::string_view{} : trim(line.substr(space));
+    const auto value = parse_unsigned(value_text);
+    if (name.empty() || !value) {
+      return fail("line " + std::to_string(number) + ": expected \"<name> <decimal value>\", got " +
+                  quote(line));
+    }
+    GPUCTK_TRY(take(KfdValue{name, *value, value_text, number}));
+  }
+  return {};
+}
+
 // A PCI device bound to a GPU driver, as the walk of /sys/class/drm found it.
 struct PciGpu {
   const GpuDriverRow* row = nullptr;
   std::string dir;  // host path of its sysfs directory, resolved inside the dev root
   uint16_t device_id = 0;
-  uint64_t unique_id = 0;  // amdgpu's unique_id attribute (hex); 0 when absent
+  uint64_t unique_id = 0;      // amdgpu's unique_id attribute (hex); 0 when absent
+  std::string product_name{};  // amdgpu's product_name attribute; empty when absent
 };
 
 // A KFD topology node that is a GPU.
 struct KfdGpu {
   uint32_t gpu_id = 0;
   KfdProperties properties;
+  uint64_t vram_bytes = 0;  // its first memory bank's size; 0 when unknown
 };
+
+// What a GPU's KFD node says of it, into the GPU; 0 is unknown.
+void take_kfd_facts(const KfdGpu& node, DrmGpu& gpu) {
+  gpu.kfd_gpu_id = node.gpu_id;
+  const auto known = [](auto value) { return value != 0 ? std::optional(value) : std::nullopt; };
+  gpu.vram_bytes = known(node.vram_bytes);
+  gpu.simd_count = known(node.properties.simd_count);
+  if (node.properties.simd_per_cu != 0) {
+    gpu.cu_count = known(node.properties.simd_count / node.properties.simd_per_cu);
+  }
+}
 
 class Walker {
  public:
@@ -147,6 +202,9 @@ class Walker {
       if (row->vendor == DrmVendor::amd) {
         GPUCTK_TRY_ASSIGN(const auto unique_id, read_hex_attribute(*dir + "/unique_id"));
         gpu.unique_id = unique_id.value_or(0);
+        // The board's name from its FRU EEPROM: only some server boards have the file.
+        GPUCTK_TRY_ASSIGN(const auto product_name, read_attribute(*dir + "/product_name"));
+        gpu.product_name = product_name.value_or("");
       }
       found.emplace(bus, std::move(gpu));
     }
@@ -181,7 +239,18 @@ class Walker {
       if (!properties) {
         return fail_with(path, properties.error());
       }
-      by_bus[kfd_bus_id(*properties)].push_back({*gpu_id, *properties});
+      // AMD's node labeller takes a GPU's VRAM from its first memory bank, as here.
+      const std::string bank_path = node_dir + "/mem_banks/0/properties";
+      GPUCTK_TRY_ASSIGN(const auto bank_text, read_attribute(bank_path));
+      uint64_t vram_bytes = 0;
+      if (bank_text) {
+        auto bank = parse_kfd_mem_bank(*bank_text);
+        if (!bank) {
+          return fail_with(bank_path, bank.error());
+        }
+        vram_bytes = bank->size_in_bytes;
+      }
+      by_bus[kfd_bus_id(*properties)].push_back({*gpu_id, *properties, vram_bytes});
     }
     for (auto& [bus, nodes] : by_bus) {
       std::ranges::sort(nodes, {}, [](const KfdGpu& n) { return n.properties.drm_render_minor; });
@@ -236,7 +305,7 @@ class Walker {
         continue;
       }
       DrmGpu part = base;
-      part.kfd_gpu_id = node.gpu_id;
+      take_kfd_facts(node, part);
       // udev's ID_PATH: pci-<bus> for the PCI device, platform-<name> for a platform device.
       const std::string by_path_id = base_name(*dir) == bus ? "pci-" + bus : "platform-" + base_name(*dir);
       GPUCTK_TRY(add_nodes(*dir, by_path_id, minor, part));
@@ -276,6 +345,7 @@ class Walker {
         gpu.device_id = found.device_id;
         const auto nodes = kfd.find(bus);
         if (vendor == DrmVendor::amd) {
+          gpu.product_name = found.product_name;
           const uint64_t kfd_unique_id = nodes == kfd.end() ? 0 : nodes->second.front().properties.unique_id;
           gpu.uuid = amd_uuid(kfd_unique_id != 0 ? kfd_unique_id : found.unique_id);
         }
@@ -284,7 +354,7 @@ class Walker {
           continue;
         }
         if (nodes != kfd.end()) {
-          gpu.kfd_gpu_id = nodes->second.front().gpu_id;
+          take_kfd_facts(nodes->second.front(), gpu);
         }
         GPUCTK_TRY(add_nodes(found.dir, "pci-" + bus, std::nullopt, gpu));
         m_inv.gpus.push_back(std::move(gpu));
@@ -323,47 +393,47 @@ Result<DrmInventory> discover_drm_gpus(std::string_view dev_root, const std::vec
 
 Result<KfdProperties> parse_kfd_properties(std::string_view text) {
   KfdProperties out;
-  size_t number = 0;
-  for (const auto raw : split(text, '\n')) {
-    ++number;
-    const auto line = trim(raw);
-    if (line.empty()) {
-      continue;
-    }
-    const auto space = line.find(' ');
-    const auto name = line.substr(0, space);
-    const auto value_text = space == std::string_view::npos ? std::string_view{} : trim(line.substr(space));
-    const auto value = parse_unsigned(value_text);
-    if (name.empty() || !value) {
-      return fail("line " + std::to_string(number) + ": expected \"<name> <decimal value>\", got " +
-                  quote(line));
-    }
-    const auto narrow = [&](uint32_t& field) -> Result<void> {
-      if (*value > UINT32_MAX) {
-        return fail("line " + std::to_string(number) + ": " + std::string(name) + " " +
-                    std::string(value_text) + " is out of range");
-      }
-      field = static_cast<uint32_t>(*value);
-      return {};
-    };
+  GPUCTK_TRY(for_each_kfd_value(text, [&](const KfdValue& value) -> Result<void> {
+    const auto name = value.name;
     if (name == "drm_render_minor") {
-      GPUCTK_TRY(narrow(out.drm_render_minor));
-    } else if (name == "domain") {
-      GPUCTK_TRY(narrow(out.domain));
-    } else if (name == "location_id") {
-      GPUCTK_TRY(narrow(out.location_id));
-    } else if (name == "unique_id") {
-      out.unique_id = *value;
+      return value.narrow(out.drm_render_minor);
     }
-  }
+    if (name == "domain") {
+      return value.narrow(out.domain);
+    }
+    if (name == "location_id") {
+      return value.narrow(out.location_id);
+    }
+    if (name == "simd_count") {
+      return value.narrow(out.simd_count);
+    }
+    if (name == "simd_per_cu") {
+      return value.narrow(out.simd_per_cu);
+    }
+    if (name == "unique_id") {
+      out.unique_id = value.value;
+    }
+    return {};
+  }));
+  return out;
+}
+
+Result<KfdMemBank> parse_kfd_mem_bank(std::string_view text) {
+  KfdMemBank out;
+  GPUCTK_TRY(for_each_kfd_value(text, [&](const KfdValue& value) -> Result<void> {
+    const auto name = value.name;
+    if (name == "size_in_bytes") {
+      out.size_in_bytes = value.value;
+    }
+    return {};
+  }));
   return out;
 }
 
 std::string kfd_bus_id(const KfdProperties& properties) {
   char text[32];
-  std::snprintf(text, sizeof text, "%04x:%02x:%02x.%x", properties.domain,
-                (properties.location_id >> 8) & 0xff, (properties.location_id >> 3) & 0x1f,
-                properties.location_id & 0x7);
+  std::snprintf(text, sizeof text, "%04x:%02x:%02x.0", properties.domain,
+                (properties.location_id >> 8) & 0xff, (properties.location_id >> 3) & 0x1f);
   return text;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // AMD and Intel GPUs, found through the kernel's DRM and PCI sysfs under the dev root (no vendor library,
 // no ioctl): /sys/class/drm/card<N>/device (PCI vendor, device id, bound driver, bus id, AMD's
-// unique_id) and, for AMD compute, the KFD topology /sys/class/kfd/kfd/topology/nodes/<n>/{gpu_id,
-// properties}. Every sysfs path is resolved inside the dev root (sysfs is links all the way down), every
-// read is bounded, and device nodes come from stat(2) of the nodes themselves.
+// unique_id and product_name) and, for AMD compute, the KFD topology
+// /sys/class/kfd/kfd/topology/nodes/<n>/{gpu_id,properties,mem_banks/0/properties}. Every sysfs path is
+// resolved inside the dev root (sysfs is links all the way down), every read is bounded, and device nodes
+// come from stat(2) of the nodes themselves.
 //
 // What counts as a GPU:
 //   AMD    PCI vendor 0x1002 bound to amdgpu. A GPU that KFD lists more than once (an MI300 in CPX or
@@ -38,9 +39,17 @@ struct DrmGpu {
   // own tools (amd-ctk, AMD_VISIBLE_DEVICES) spell it; the same for every partition of one GPU. Empty when
   // unknown (no KFD node and no unique_id file, or the value 0) and for Intel.
   std::string uuid;
-  uint32_t partition = 0;              // position among its GPU's partitions, by render minor
-  uint32_t partitions = 1;             // how many partitions its GPU has (1: not partitioned)
-  uint32_t kfd_gpu_id = 0;             // AMD: the KFD node's gpu_id; 0 when KFD does not list it
+  uint32_t partition = 0;   // position among its GPU's partitions, by render minor
+  uint32_t partitions = 1;  // how many partitions its GPU has (1: not partitioned)
+  uint32_t kfd_gpu_id = 0;  // AMD: the KFD node's gpu_id; 0 when KFD does not list it
+  // AMD, for AMD's node labeller's labels; empty / absent when unknown. The product name is the PCI
+  // device's sysfs product_name (the board FRU's, which only some server boards have), trimmed; the same
+  // for every partition of a GPU. The rest are this GPU's KFD node's, so a partition's own share of the
+  // GPU (its CUs, its part of the memory), and unknown without KFD; a 0 in KFD's files is unknown too.
+  std::string product_name;
+  std::optional<uint64_t> vram_bytes;  // mem_banks/0/properties: size_in_bytes
+  std::optional<uint32_t> simd_count;  // properties: simd_count
+  std::optional<uint32_t> cu_count;    // properties: simd_count / simd_per_cu (KFD multiplies the two)
   std::vector<DeviceNode> nodes;       // /dev/dri/card<N>, /dev/dri/renderD<N>, sorted by path
   std::vector<Symlink> by_path_links;  // /dev/dri/by-path/{pci-<bus>,platform-<dev>}-{card,render}, sorted
 };
@@ -66,6 +75,8 @@ struct KfdProperties {
   uint64_t unique_id = 0;         // decimal in the file; 0 when the GPU has none
   uint32_t domain = 0;            // PCI domain
   uint32_t location_id = 0;       // PCI bus << 8 | device << 3 | function
+  uint32_t simd_count = 0;        // SIMDs of the node: simd_per_cu times its active CUs
+  uint32_t simd_per_cu = 0;
 };
 
 // Parses the `properties` text: one "<name> <decimal value>" per line (the kernel's format), blank lines
@@ -73,7 +84,17 @@ struct KfdProperties {
 // of range for its field -> error "line <n>: ...".
 Result<KfdProperties> parse_kfd_properties(std::string_view text);
 
-// The PCI bus id a KFD node names: "dddd:bb:dd.f" from domain and location_id.
+// What a KFD node's memory bank file (mem_banks/<n>/properties) says that matters here: its size (0 when
+// the file lacks it). The same format and errors as parse_kfd_properties.
+struct KfdMemBank {
+  uint64_t size_in_bytes = 0;
+};
+Result<KfdMemBank> parse_kfd_mem_bank(std::string_view text);
+
+// The PCI device a KFD node belongs to: "dddd:bb:dd.0" from domain and location_id. The function is
+// always 0: a GPU is PCI function 0, and KFD puts a partition's index in location_id's function bits (an
+// MI300X in CPX mode: 0x500, 0x501, ... 0x507 for the eight partitions of 05:00.0), so the partitions of one
+// GPU name the same device, as AMD's node labeller reads them.
 std::string kfd_bus_id(const KfdProperties& properties);
 
 // AMD's spelling of a unique_id: "0x" and upper-case hex digits, no padding ("0x1A2B"); empty for 0.

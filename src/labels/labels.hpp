@@ -76,10 +76,14 @@ struct NvidiaOptions {
 Result<Labels> nvidia_labels(const discover::Inventory& inventory, const HostFacts& facts,
                              const NvidiaOptions& options, std::vector<std::string>& warnings);
 
-// AMD's node labeller's set, from what discovery knows of AMD GPUs (one per PCI device; partitions are
-// not GPUs here): amd.com/gpu.device-id, the labeller's way: "74a1" when every GPU has that id, else one
-// amd.com/gpu.device-id.<id> label per id with its count. Family, product name, VRAM, CU and SIMD counts,
-// firmware and driver version are not discovered yet: left out.
+// AMD's node labeller's set (ROCm/k8s-device-plugin, cmd/k8s-node-labeller), each label the labeller's
+// way: amd.com/gpu.<name>=<value> when every GPU with a known value has that one, else one
+// amd.com/gpu.<name>.<value>=<count> per value; GPUs whose value is unknown are not counted, and no GPU
+// with a known value means no label. Per PCI device (a partitioned GPU counts once): device-id ("74a1"),
+// product-name (sysfs product_name, spaces as '_', no parentheses: "AMD_Instinct_MI300X_OAM"). Per KFD
+// node (each partition counts, with its own share): vram (KFD's first memory bank in GiB, rounded:
+// "192G"), simd-count ("1216"), cu-count (SIMDs / SIMDs per CU: "304"). The family (an ioctl's family
+// id), firmware and driver versions are left out.
 Labels amd_labels(const discover::DrmInventory& drm);
 
 // The labels Intel's NFD rules give Intel GPUs (PCI class 0300 or 0380):

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "fixtures/builder/hosts.hpp"
+#include "util/file.hpp"
 
 namespace gpuctk::discover {
 namespace {
@@ -37,9 +38,11 @@ std::vector<std::string> paths_of(const DrmGpu& gpu) {
 
 TEST(KfdProperties, ReadsTheFieldsThatMatter) {
   const auto p = parse_kfd_properties(
-      "cpu_cores_count 0\nsimd_count 152\nlocation_id 17920\ndomain 0\ndrm_render_minor 130\n"
-      "\nunique_id 6558016433397009142\nnum_xcc 1\n");
+      "cpu_cores_count 0\nsimd_count 152\nsimd_per_cu 4\nlocation_id 17920\ndomain 0\n"
+      "drm_render_minor 130\n\nunique_id 6558016433397009142\nnum_xcc 1\n");
   ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->simd_count, 152U);
+  EXPECT_EQ(p->simd_per_cu, 4U);
   EXPECT_EQ(p->drm_render_minor, 130U);
   EXPECT_EQ(p->location_id, 17920U);
   EXPECT_EQ(p->domain, 0U);
@@ -47,11 +50,18 @@ TEST(KfdProperties, ReadsTheFieldsThatMatter) {
   EXPECT_EQ(kfd_bus_id(*p), "0000:46:00.0");  // 17920 = 0x4600: bus 0x46, device 0, function 0
 }
 
-TEST(KfdProperties, BusIdHasDeviceFunctionAndDomain) {
+TEST(KfdProperties, BusIdHasDeviceAndDomainAndFunctionZero) {
   KfdProperties p;
   p.domain = 0x10000;                          // Intel VMD domains are wider than four digits
-  p.location_id = (0xe5 << 8) | (3 << 3) | 1;  // e5:03.1
-  EXPECT_EQ(kfd_bus_id(p), "10000:e5:03.1");
+  p.location_id = (0xe5 << 8) | (3 << 3) | 0;  // e5:03.0
+  EXPECT_EQ(kfd_bus_id(p), "10000:e5:03.0");
+  // The partitions of a CPX-mode MI300X carry their index in the function bits (real topology: 1280,
+  // 1281, ...): all of them belong to PCI device 05:00.0.
+  for (uint32_t partition = 0; partition < 8; ++partition) {
+    p.domain = 0;
+    p.location_id = 0x500 | partition;
+    EXPECT_EQ(kfd_bus_id(p), "0000:05:00.0") << partition;
+  }
 }
 
 TEST(KfdProperties, MissingFieldsAreZero) {
@@ -59,6 +69,18 @@ TEST(KfdProperties, MissingFieldsAreZero) {
   ASSERT_TRUE(p) << p.error().message;
   EXPECT_EQ(p->drm_render_minor, 0U);
   EXPECT_EQ(p->unique_id, 0U);
+  EXPECT_EQ(p->simd_count, 0U);
+  EXPECT_EQ(p->simd_per_cu, 0U);
+}
+
+TEST(KfdMemBank, ReadsTheSizeAndRejectsMalformedLines) {
+  const auto bank =
+      parse_kfd_mem_bank("heap_type 1\nsize_in_bytes 206158430208\nflags 0\nwidth 8192\nmem_clk_max 1300\n");
+  ASSERT_TRUE(bank) << bank.error().message;
+  EXPECT_EQ(bank->size_in_bytes, 206158430208ULL);
+  EXPECT_EQ(parse_kfd_mem_bank("heap_type 1\n")->size_in_bytes, 0U);
+  EXPECT_EQ(parse_kfd_mem_bank("heap_type 1\nsize_in_bytes 192G\n").error().message,
+            "line 2: expected \"<name> <decimal value>\", got \"size_in_bytes 192G\"");
 }
 
 TEST(KfdProperties, RejectsMalformedLines) {
@@ -68,6 +90,8 @@ TEST(KfdProperties, RejectsMalformedLines) {
             "line 1: expected \"<name> <decimal value>\", got \"unique_id -1\"");
   EXPECT_EQ(parse_kfd_properties("drm_render_minor 4294967296\n").error().message,
             "line 1: drm_render_minor 4294967296 is out of range");
+  EXPECT_EQ(parse_kfd_properties("cpu_cores_count 0\nsimd_count 4294967296\n").error().message,
+            "line 2: simd_count 4294967296 is out of range");
 }
 
 TEST(AmdUuid, IsUpperCaseHexWithPrefixAndNoPadding) {
@@ -94,6 +118,10 @@ TEST(DrmGpus, Mi300xNodeHasEightGpusAndEightPartitionsOfGpu2) {
   EXPECT_EQ(first.uuid, "0x2C9E4B6D10F58A31");
   EXPECT_EQ(first.kfd_gpu_id, 20413U);
   EXPECT_EQ(first.partitions, 1U);
+  EXPECT_EQ(first.product_name, "AMD Instinct MI300X OAM");
+  EXPECT_EQ(first.vram_bytes, 206158430208ULL);  // 192 GiB
+  EXPECT_EQ(first.simd_count, 1216U);
+  EXPECT_EQ(first.cu_count, 304U);
   EXPECT_EQ(paths_of(first), (std::vector<std::string>{"/dev/dri/card1", "/dev/dri/renderD128"}));
   EXPECT_EQ(first.by_path_links,
             (std::vector<Symlink>{{"../card1", "/dev/dri/by-path/pci-0000:05:00.0-card"},
@@ -106,6 +134,11 @@ TEST(DrmGpus, Mi300xNodeHasEightGpusAndEightPartitionsOfGpu2) {
     EXPECT_EQ(part.partition, p);
     EXPECT_EQ(part.partitions, 8U);
     EXPECT_EQ(part.kfd_gpu_id, 31876U + p);
+    // The PCI device's product name; the partition's own KFD node's share of memory and CUs.
+    EXPECT_EQ(part.product_name, "AMD Instinct MI300X OAM");
+    EXPECT_EQ(part.vram_bytes, 25769803776ULL);  // 24 GiB
+    EXPECT_EQ(part.simd_count, 152U);
+    EXPECT_EQ(part.cu_count, 38U);
   }
   // Partition 0 keeps the PCI device's nodes; partition 1 is the platform device amdgpu_xcp_0.
   EXPECT_EQ(paths_of(inv->gpus[2]), (std::vector<std::string>{"/dev/dri/card3", "/dev/dri/renderD130"}));
@@ -191,6 +224,11 @@ TEST(DrmGpus, WithoutKfdTheGpuIsWholeAndTheUuidComesFromSysfs) {
   ASSERT_EQ(inv->gpus.size(), 8U);
   EXPECT_EQ(inv->gpus[2].uuid, "0x5B03E7C28D914AF6");  // amdgpu's unique_id attribute (hex)
   EXPECT_EQ(inv->gpus[2].kfd_gpu_id, 0U);
+  // The product name is sysfs'; memory and CU counts are KFD's: unknown.
+  EXPECT_EQ(inv->gpus[2].product_name, "AMD Instinct MI300X OAM");
+  EXPECT_EQ(inv->gpus[2].vram_bytes, std::nullopt);
+  EXPECT_EQ(inv->gpus[2].simd_count, std::nullopt);
+  EXPECT_EQ(inv->gpus[2].cu_count, std::nullopt);
   EXPECT_EQ(paths_of(inv->gpus[2]), (std::vector<std::string>{"/dev/dri/card3", "/dev/dri/renderD130"}));
 }
 
@@ -205,6 +243,64 @@ TEST(DrmGpus, MalformedKfdPropertiesNameTheFile) {
             f.host.dev_root +
                 "/sys/devices/virtual/kfd/kfd/topology/nodes/3/properties: line 2: expected "
                 "\"<name> <decimal value>\", got \"location_id sixty\"");
+}
+
+// Writes `text` over a materialised (read-only) sysfs file.
+void overwrite(const std::string& path, std::string_view text) {
+  fs::remove(path);
+  std::ofstream(path) << text;
+}
+
+TEST(DrmGpus, MissingEmptyOrZeroAmdFactsAreUnknown) {
+  auto f = materialise_or_die("mi300x-amd");
+  if (!f.host.nodes_are_real) {
+    GTEST_SKIP() << "needs root to mknod char devices";
+  }
+  const std::string r = f.host.dev_root;
+  const std::string nodes = r + "/sys/devices/virtual/kfd/kfd/topology/nodes";
+  // GPU 0 (KFD node 1): no product_name, no memory banks. GPU 1 (node 2): an empty product_name and
+  // memory bank, and no simd_per_cu. GPU 3 (node 11): 0 SIMDs and a memory bank without a size.
+  fs::remove(r + "/sys/devices/pci0000:05/0000:05:00.0/product_name");
+  fs::remove_all(nodes + "/1/mem_banks");
+  overwrite(r + "/sys/devices/pci0000:26/0000:26:00.0/product_name", "\n");
+  overwrite(nodes + "/2/mem_banks/0/properties", "");
+  auto properties = read_file(nodes + "/2/properties").value();
+  properties.erase(properties.find("simd_per_cu 4\n"), 14);
+  overwrite(nodes + "/2/properties", properties);
+  properties = read_file(nodes + "/11/properties").value();
+  properties.replace(properties.find("simd_count 1216\n"), 16, "simd_count 0\n");
+  overwrite(nodes + "/11/properties", properties);
+  overwrite(nodes + "/11/mem_banks/0/properties", "heap_type 1\nwidth 8192\n");
+  const auto inv = discover_drm_gpus(r, k_both);
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->warnings, std::vector<std::string>{});
+  ASSERT_EQ(inv->gpus.size(), 15U);
+  const DrmGpu& gpu0 = inv->gpus[0];
+  EXPECT_EQ(gpu0.product_name, "");
+  EXPECT_EQ(gpu0.vram_bytes, std::nullopt);
+  EXPECT_EQ(gpu0.simd_count, 1216U);
+  const DrmGpu& gpu1 = inv->gpus[1];
+  EXPECT_EQ(gpu1.product_name, "");
+  EXPECT_EQ(gpu1.vram_bytes, std::nullopt);
+  EXPECT_EQ(gpu1.simd_count, 1216U);
+  EXPECT_EQ(gpu1.cu_count, std::nullopt);
+  const DrmGpu& gpu3 = inv->gpus[10];
+  EXPECT_EQ(gpu3.bus_id, "0000:65:00.0");
+  EXPECT_EQ(gpu3.vram_bytes, std::nullopt);
+  EXPECT_EQ(gpu3.simd_count, std::nullopt);
+  EXPECT_EQ(gpu3.cu_count, std::nullopt);
+  EXPECT_EQ(gpu3.product_name, "AMD Instinct MI300X OAM");
+}
+
+TEST(DrmGpus, MalformedKfdMemoryBankNamesTheFile) {
+  auto f = materialise_or_die("mi300x-amd");
+  const std::string path =
+      f.host.dev_root + "/sys/devices/virtual/kfd/kfd/topology/nodes/1/mem_banks/0/properties";
+  overwrite(path, "heap_type 1\nsize_in_bytes -1\n");
+  const auto inv = discover_drm_gpus(f.host.dev_root, k_both);
+  ASSERT_FALSE(inv);
+  EXPECT_EQ(inv.error().message,
+            path + ": line 2: expected \"<name> <decimal value>\", got \"size_in_bytes -1\"");
 }
 
 TEST(DrmGpus, AHostWithoutDrmHasNoGpus) {

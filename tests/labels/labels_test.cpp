@@ -382,6 +382,87 @@ TEST(AmdLabels, OneDeviceIdIsTheValueSeveralAreCountedAndPartitionsCountOnce) {
   EXPECT_EQ(amd_labels({}), Labels{});
 }
 
+// An AMD GPU (or a partition) with what sysfs and KFD said of it; 0 / "" for unknown.
+discover::DrmGpu amd_gpu(std::string bus, std::string product, uint64_t vram_bytes, uint32_t simds,
+                         uint32_t cus, uint32_t partition = 0) {
+  auto g = drm_gpu(discover::DrmVendor::amd, std::move(bus), 0x74a1, partition);
+  g.product_name = std::move(product);
+  const auto known = [](auto v) { return v != 0 ? std::optional(v) : std::nullopt; };
+  g.vram_bytes = known(vram_bytes);
+  g.simd_count = known(simds);
+  g.cu_count = known(cus);
+  return g;
+}
+
+constexpr uint64_t k_gib = 1024ULL * 1024 * 1024;
+
+TEST(AmdLabels, ProductVramSimdsAndCusTheLabellersWay) {
+  discover::DrmInventory drm;
+  drm.gpus = {amd_gpu("0000:05:00.0", "AMD Instinct MI300X OAM", 192 * k_gib, 1216, 304),
+              amd_gpu("0000:26:00.0", "AMD Instinct MI300X OAM", 192 * k_gib, 1216, 304)};
+  EXPECT_EQ(amd_labels(drm), (Labels{{"amd.com/gpu.cu-count", "304"},
+                                     {"amd.com/gpu.device-id", "74a1"},
+                                     {"amd.com/gpu.product-name", "AMD_Instinct_MI300X_OAM"},
+                                     {"amd.com/gpu.simd-count", "1216"},
+                                     {"amd.com/gpu.vram", "192G"}}));
+  // A GPU in CPX mode: its product counts once (per PCI device), its partitions' memory and CUs each.
+  for (uint32_t p = 0; p < 2; ++p) {
+    drm.gpus.push_back(amd_gpu("0000:46:00.0", "AMD Instinct MI300X OAM", 24 * k_gib, 152, 38, p));
+  }
+  EXPECT_EQ(amd_labels(drm), (Labels{{"amd.com/gpu.cu-count.304", "2"},
+                                     {"amd.com/gpu.cu-count.38", "2"},
+                                     {"amd.com/gpu.device-id", "74a1"},
+                                     {"amd.com/gpu.product-name", "AMD_Instinct_MI300X_OAM"},
+                                     {"amd.com/gpu.simd-count.1216", "2"},
+                                     {"amd.com/gpu.simd-count.152", "2"},
+                                     {"amd.com/gpu.vram.192G", "2"},
+                                     {"amd.com/gpu.vram.24G", "2"}}));
+}
+
+TEST(AmdLabels, UnknownValuesAreNotCountedAndNoneKnownMeansNoLabel) {
+  discover::DrmInventory drm;
+  drm.gpus = {amd_gpu("0000:05:00.0", "", 0, 0, 0)};  // no product_name, no KFD
+  EXPECT_EQ(amd_labels(drm), (Labels{{"amd.com/gpu.device-id", "74a1"}}));
+  // A second GPU that is known: its values alone, as the labeller skips the GPUs it cannot read.
+  drm.gpus.push_back(amd_gpu("0000:26:00.0", "Radeon Pro W7900 (Navi 31)", 48 * k_gib, 384, 96));
+  EXPECT_EQ(amd_labels(drm), (Labels{{"amd.com/gpu.cu-count", "96"},
+                                     {"amd.com/gpu.device-id", "74a1"},
+                                     {"amd.com/gpu.product-name", "Radeon_Pro_W7900_Navi_31"},
+                                     {"amd.com/gpu.simd-count", "384"},
+                                     {"amd.com/gpu.vram", "48G"}}));
+}
+
+TEST(AmdLabels, VramIsWholeGibRoundedHalfUp) {
+  constexpr uint64_t mib = 1024ULL * 1024;
+  const std::pair<uint64_t, const char*> cases[] = {
+      {68702699520, "64G"},    // an MI210: 65520 MiB
+      {205822885888, "192G"},  // 196288 MiB: 191.69 GiB
+      {1535 * mib, "1G"},      // 1.499 GiB
+      {1536 * mib, "2G"},      // 1.5 GiB: half rounds up
+      {1536 * mib - 1, "1G"},  // whole MiB first: 1535 MiB
+      {511 * mib, "0G"},       // the labeller's "0G" for under half a GiB
+  };
+  for (const auto& [bytes, label] : cases) {
+    discover::DrmInventory drm;
+    drm.gpus = {amd_gpu("0000:05:00.0", "", bytes, 0, 0)};
+    EXPECT_EQ(amd_labels(drm).at("amd.com/gpu.vram"), label) << bytes;
+  }
+}
+
+TEST(AmdLabels, AProductNameNoLabelCanHoldIsLeftOutWithAWarning) {
+  discover::DrmInventory drm;
+  drm.gpus = {amd_gpu("0000:05:00.0", "AMD Instinct MI300X/OAM", 0, 0, 0),
+              amd_gpu("0000:26:00.0", "AMD Instinct MI300X OAM", 0, 0, 0)};
+  std::vector<std::string> warnings;
+  const auto labels = node_labels(inventory({}), {}, {}, warnings, drm).value();
+  EXPECT_EQ(labels, (Labels{{"amd.com/gpu.device-id", "74a1"},
+                            {"amd.com/gpu.product-name.AMD_Instinct_MI300X_OAM", "1"}}));
+  EXPECT_EQ(
+      warnings,
+      std::vector<std::string>{
+          "label \"amd.com/gpu.product-name.AMD_Instinct_MI300X/OAM\" left out: not a valid label name"});
+}
+
 TEST(IntelLabels, DeviceIdsByClassAndTheProductOfNfdsRules) {
   discover::DrmInventory drm;
   using discover::DrmVendor;
