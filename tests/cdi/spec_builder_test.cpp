@@ -13,6 +13,7 @@
 #include "cdi/validate.hpp"
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "golden_file.hpp"
 #include "hook/container_hooks.hpp"
 #include "util/file.hpp"
 
@@ -21,12 +22,7 @@ namespace {
 
 constexpr const char* k_hook = "/usr/local/bin/gpuctk";
 
-std::string replace_all(std::string text, std::string_view from, std::string_view to) {
-  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
-    text.replace(pos, from.size(), to);
-  }
-  return text;
-}
+using test::replace_all;
 
 struct GoldenCase {
   const char* host;
@@ -59,15 +55,7 @@ TEST_P(GoldenSpec, MatchesGoldenFileByteForByte) {
   EXPECT_TRUE(validate(*spec).empty());
   const std::string text = replace_all(write_spec(*spec, Format::yaml), f->host.root, "@ROOT@");
 
-  const std::string golden =
-      std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/" + param.host + "." + param.mode_name + ".yaml";
-  if (const char* update = std::getenv("GPUCTK_UPDATE_GOLDEN");
-      update != nullptr && update == std::string("1")) {
-    ASSERT_TRUE(write_file_atomic(golden, text, 0644));
-  }
-  auto expected = read_file(golden);
-  ASSERT_TRUE(expected) << expected.error().message;
-  EXPECT_EQ(text, *expected) << "spec differs from " << golden;
+  EXPECT_TRUE(test::matches_golden(std::string(param.host) + "." + param.mode_name + ".yaml", text));
   // The same inventory always gives the same bytes.
   EXPECT_EQ(write_spec(*build_spec(*inventory, build), Format::yaml), write_spec(*spec, Format::yaml));
 }

@@ -12,6 +12,7 @@
 #include "cdi/validate.hpp"
 #include "cdi/version.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "golden_file.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {
@@ -19,12 +20,7 @@ namespace {
 
 constexpr const char* k_hook = "/usr/local/bin/gpuctk";
 
-std::string replace_all(std::string text, std::string_view from, std::string_view to) {
-  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
-    text.replace(pos, from.size(), to);
-  }
-  return text;
-}
+using test::replace_all;
 
 BuildOptions options() {
   BuildOptions build;
@@ -72,17 +68,9 @@ TEST_P(GoldenVendorSpecs, MatchGoldenFilesByteForByte) {
     }
     EXPECT_EQ(entry.spec.cdi_version, "0.5.0");  // what podman 4.3.1 reads
     const std::string text = replace_all(write_spec(entry.spec, Format::yaml), f->host.root, "@ROOT@");
-    const std::string golden =
-        std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/" + param.host + "." + vendor + ".yaml";
-    if (const char* update = std::getenv("GPUCTK_UPDATE_GOLDEN");
-        update != nullptr && update == std::string("1")) {
-      ASSERT_TRUE(write_file_atomic(golden, text, 0644));
-    }
-    auto expected = read_file(golden);
-    ASSERT_TRUE(expected) << expected.error().message;
-    EXPECT_EQ(text, *expected) << "spec differs from " << golden;
-    // What the golden file holds reads back as the same spec.
-    const auto parsed = parse_spec(*expected, Format::yaml);
+    EXPECT_TRUE(test::matches_golden(std::string(param.host) + "." + vendor + ".yaml", text));
+    // What the golden file holds reads back as a spec.
+    const auto parsed = parse_spec(text, Format::yaml);
     ASSERT_TRUE(parsed) << parsed.error().message;
   }
   EXPECT_EQ(vendors, std::vector<std::string>(param.vendors.begin(), param.vendors.end()));

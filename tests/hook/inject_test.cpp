@@ -14,6 +14,7 @@
 #include "cdi/spec_builder.hpp"
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "golden_file.hpp"
 #include "oci/bundle.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
@@ -25,12 +26,7 @@ using nlohmann::ordered_json;
 
 const std::string k_data = std::string(GPUCTK_SOURCE_DIR) + "/tests/data/oci/";
 
-std::string replace_all(std::string text, std::string_view from, std::string_view to) {
-  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
-    text.replace(pos, from.size(), to);
-  }
-  return text;
-}
+using test::replace_all;
 
 class InjectTest : public ::testing::Test {
  protected:
@@ -107,11 +103,7 @@ TEST_F(InjectTest, GoldenConfigForGpu0WithInstalledSpec) {
   EXPECT_EQ(result->devices, (std::vector<std::string>{"nvidia.com/gpu=0"}));
   EXPECT_EQ(result->spec_source, m_cfg.spec_dirs[0] + "/nvidia.yaml");
   const std::string text = replace_all(oci::dump_config(config), m_fixture->host.root, "@ROOT@");
-  const std::string golden = std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/t4-debian.config-gpu0.json";
-  if (const char* u = std::getenv("GPUCTK_UPDATE_GOLDEN"); u != nullptr && u == std::string("1")) {
-    ASSERT_TRUE(write_file_atomic(golden, text, 0644));
-  }
-  EXPECT_EQ(text, read_file(golden).value());
+  EXPECT_TRUE(test::matches_golden("t4-debian.config-gpu0.json", text));
 }
 
 TEST_F(InjectTest, SameRequestTwiceGivesTheSameConfigAsOnce) {

@@ -11,6 +11,7 @@
 
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "golden_file.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::labels {
@@ -75,16 +76,8 @@ TEST_P(GoldenLabels, MatchGoldenFileByteForByte) {
   ASSERT_TRUE(labels) << labels.error().message;
   const std::string text = format_nfd(*labels);
 
-  const std::string golden =
-      std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/labels/" + param.host + "." + param.variant + ".labels";
-  if (const char* update = std::getenv("GPUCTK_UPDATE_GOLDEN");
-      update != nullptr && update == std::string("1")) {
-    std::filesystem::create_directories(std::filesystem::path(golden).parent_path());
-    ASSERT_TRUE(write_file_atomic(golden, text, 0644));
-  }
-  auto expected = read_file(golden);
-  ASSERT_TRUE(expected) << expected.error().message;
-  EXPECT_EQ(text, *expected) << "labels differ from " << golden;
+  EXPECT_TRUE(
+      test::matches_golden("labels/" + std::string(param.host) + "." + param.variant + ".labels", text));
   // Same input, same bytes.
   std::vector<std::string> again;
   EXPECT_EQ(format_nfd(*node_labels(node->nvidia, node->facts, nvidia, again, node->drm)), text);
