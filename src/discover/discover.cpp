@@ -79,13 +79,16 @@ std::optional<std::string> find_nvml(const std::string& driver_root, const Cache
 
 // The driver version from /proc, else from the driver libraries' file names (find_library_version).
 Result<DriverVersion> version_without_nvml(const std::string& dev_root, const DriverFilesInput& input,
-                                           bool nvml_tried, std::vector<std::string>& warnings) {
+                                           bool nvml_tried) {
   const std::string proc = under_root(dev_root, "/proc/driver/nvidia/version");
   GPUCTK_TRY_ASSIGN(const auto proc_st, lstat_path(proc));
   if (proc_st) {
     return read_parsed(proc, parse_driver_version);
   }
-  GPUCTK_TRY_ASSIGN(auto found, find_library_version(input, warnings));
+  // What the search finds wrong with a link (one leaving the root) the driver-file search that follows
+  // reports again; keeping it once, there.
+  std::vector<std::string> reported_later;
+  GPUCTK_TRY_ASSIGN(auto found, find_library_version(input, reported_later));
   if (!found.version.empty()) {
     return DriverVersion{std::move(found.version), KernelModule::unknown};
   }
@@ -305,7 +308,7 @@ Result<Inventory> discover(const DiscoverOptions& options) {
       inv.gpus.push_back(from_nvml(gpu));
     }
   } else {
-    GPUCTK_TRY_ASSIGN(auto version, version_without_nvml(options.dev_root, input, nvml_tried, inv.warnings));
+    GPUCTK_TRY_ASSIGN(auto version, version_without_nvml(options.dev_root, input, nvml_tried));
     inv.driver_version = version.version;
     inv.kernel_module = version.kernel_module;
     inv.gpus_from = under_root(options.dev_root, "/proc/driver/nvidia/gpus");
