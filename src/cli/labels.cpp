@@ -37,6 +37,19 @@ Result<void> check_format(std::string_view format) {
   return fail("unknown format " + quote(format) + " (want nfd or json)");
 }
 
+// --mode: discovery's modes except management, which shapes a spec (one "all" device), not what is on
+// the node.
+Result<void> check_mode(std::string_view text) {
+  const auto mode = discover::parse_mode(text);
+  if (!mode) {
+    return fail("unknown mode " + quote(text) + " (want auto, nvml or proc)");
+  }
+  if (*mode == discover::Mode::management) {
+    return fail("\"management\" is a spec's mode, not a discovery one (want auto, nvml or proc)");
+  }
+  return {};
+}
+
 Result<void> check_mig_strategy(std::string_view text) {
   GPUCTK_TRY(labels::parse_mig_strategy(text));
   return {};
@@ -111,11 +124,9 @@ Action define_labels(CLI::App& command) {
                   "Root of the driver files (libraries, binaries, ld.so.cache)")
       ->capture_default_str();
   command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
-  command
-      .add_option("--mode", args->mode,
-                  "auto, nvml, proc or management (proc: no memory, compute or CUDA labels)")
+  command.add_option("--mode", args->mode, "auto, nvml or proc (proc: no memory, compute or CUDA labels)")
       ->capture_default_str()
-      ->check(value_check(discover::parse_mode));
+      ->check(value_check(check_mode));
   command.add_option("--config-file", args->config_file,
                      "The NVIDIA device plugin's config file (flags.migStrategy; sharing: timeSlicing or mps "
                      "replicas)");

@@ -127,6 +127,17 @@ TEST_F(CliLabelsTest, UsageErrorsAreOneLineAndExit2) {
       r.err,
       "gpuctk: error: --mig-strategy: unknown MIG strategy \"all\" (want none, single or mixed) (see gpuctk "
       "labels --help)\n");
+  r = labels({"--mode", "management"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(
+      r.err,
+      "gpuctk: error: --mode: \"management\" is a spec's mode, not a discovery one (want auto, nvml or proc) "
+      "(see gpuctk labels --help)\n");
+  r = labels({"--mode", "fast"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(
+      r.err,
+      "gpuctk: error: --mode: unknown mode \"fast\" (want auto, nvml or proc) (see gpuctk labels --help)\n");
 }
 
 TEST_F(CliLabelsTest, UnwritableOutputNamesThePath) {
