@@ -1,7 +1,6 @@
 #include "discover/drm_gpus.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <map>
 
@@ -57,19 +56,6 @@ Result<std::optional<std::string>> read_attribute(const std::string& path) {
   }
   GPUCTK_TRY_ASSIGN(const auto text, read_file(path, k_sysfs_max_bytes));
   return std::optional<std::string>(std::string(trim(text)));
-}
-
-// "0x1002" (sysfs' vendor/device format) or bare hex digits (amdgpu's unique_id).
-std::optional<uint64_t> parse_hex(std::string_view text) {
-  if (text.starts_with("0x") || text.starts_with("0X")) {
-    text.remove_prefix(2);
-  }
-  uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 // A hex attribute of a PCI device: nothing when absent, an error naming the file when malformed.

@@ -1,7 +1,7 @@
 #include "labels/labels.hpp"
 
 #include <algorithm>
-#include <charconv>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -332,16 +332,11 @@ std::optional<uint32_t> read_pci_class(const std::string& dev_root, const std::s
   }
   // "0x030200\n"
   const auto value = trim(*text);
-  uint32_t parsed = 0;
-  const char* end = value.data() + value.size();
-  if (!value.starts_with("0x")) {
+  const auto parsed = value.starts_with("0x") ? parse_hex(value) : std::nullopt;
+  if (!parsed || *parsed > std::numeric_limits<uint32_t>::max()) {
     return std::nullopt;
   }
-  const auto [stop, ec] = std::from_chars(value.data() + 2, end, parsed, 16);
-  if (ec != std::errc() || stop != end) {
-    return std::nullopt;
-  }
-  return parsed;
+  return static_cast<uint32_t>(*parsed);
 }
 
 // Intel GPUs that Intel's NFD rules (intel-device-plugins-for-kubernetes, platform-labeling-rules)

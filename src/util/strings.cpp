@@ -48,6 +48,18 @@ std::optional<uint32_t> parse_u32(std::string_view text) {
   return static_cast<uint32_t>(*value);
 }
 
+std::optional<uint64_t> parse_hex(std::string_view text) {
+  if (text.starts_with("0x") || text.starts_with("0X")) {
+    text.remove_prefix(2);
+  }
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::string quote(std::string_view text) {
   static constexpr char k_hex[] = "0123456789abcdef";
   std::string out;

@@ -35,6 +35,10 @@ std::optional<uint64_t> parse_unsigned(std::string_view text);
 // parse_unsigned limited to 32 bits (device numbers, instance ids): nothing above UINT32_MAX.
 std::optional<uint32_t> parse_u32(std::string_view text);
 
+// The unsigned hexadecimal number that is all of `text`, with or without a "0x"/"0X" prefix (sysfs writes
+// "0x10de", amdgpu's unique_id bare digits), or nothing (empty, junk or overflow).
+std::optional<uint64_t> parse_hex(std::string_view text);
+
 // `text` with every character that is not printable ASCII escaped, quoted: "a\nb" -> "\"a\\nb\"".
 std::string quote(std::string_view text);
 

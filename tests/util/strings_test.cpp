@@ -21,6 +21,19 @@ TEST(Strings, SplitKeepsEmptyPieces) {
   EXPECT_EQ(split("", ',').size(), 1u);
 }
 
+TEST(Strings, ParseHexWithOrWithoutPrefix) {
+  EXPECT_EQ(parse_hex("0x10de"), 0x10deu);
+  EXPECT_EQ(parse_hex("0X1002"), 0x1002u);
+  EXPECT_EQ(parse_hex("5B01C4A9E8F2D3C7"), 0x5b01c4a9e8f2d3c7u);
+  EXPECT_EQ(parse_hex("ffffffffffffffff"), 0xffffffffffffffffu);
+  EXPECT_FALSE(parse_hex(""));
+  EXPECT_FALSE(parse_hex("0x"));
+  EXPECT_FALSE(parse_hex("0x10de\n"));
+  EXPECT_FALSE(parse_hex("-1"));
+  EXPECT_FALSE(parse_hex("0x0x1"));
+  EXPECT_FALSE(parse_hex("10000000000000000"));  // 65 bits
+}
+
 TEST(Strings, ParseU32StopsAt32Bits) {
   EXPECT_EQ(parse_u32("0"), 0u);
   EXPECT_EQ(parse_u32("4294967295"), 4294967295u);
