@@ -10,9 +10,10 @@ build_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev lib
   libcap-dev libbpf-dev libelf-dev zlib1g-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
   help2man)
 # binutils' readelf is not needed; ldconfig (libc-bin) builds the fixture hosts' ld.so.cache. The package
-# test (tests/package): cpack's dpkg-shlibdeps (dpkg-dev), lintian, systemd-analyze (systemd).
+# test (tests/package): cpack's dpkg-shlibdeps (dpkg-dev), lintian, systemd-analyze (systemd). The
+# real-package host (tests/realhost): debootstrap makes the Debian root its driver packages install into.
 test_packages=(libc-bin python3 runc crun podman containerd docker.io busybox-static hyperfine util-linux
-  dpkg-dev lintian systemd buildah)
+  dpkg-dev lintian systemd buildah debootstrap)
 # fuzz/ (gcc has no libFuzzer): clang, libFuzzer and the ASan/UBSan runtimes (libclang-rt), and
 # llvm-symbolizer for readable stacks in crash reports (llvm-16).
 fuzz_packages=(clang-16 libclang-rt-16-dev llvm-16)
