@@ -43,6 +43,30 @@ std::vector<std::string> regular_files(UniqueFd dir) {
   return names;
 }
 
+// The note of the compat library `name` in the folder `dir_fd`, or why it could not be read.
+Result<std::optional<CudaCompatNote>> read_compat_note(int dir_fd, const std::string& name) {
+  UniqueFd file(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!file || ::fstat(file.get(), &st) != 0) {
+    return fail_errno("open", errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail("not a regular file");
+  }
+  if (st.st_size > k_max_compat_library) {
+    return fail(std::to_string(st.st_size) + " bytes, more than the limit of " +
+                std::to_string(k_max_compat_library) + " bytes");
+  }
+  if (st.st_size == 0) {
+    return parse_cuda_compat_note({});  // mmap refuses an empty file; the parser says what it is
+  }
+  const ReadOnlyMapping mapping(file.get(), static_cast<size_t>(st.st_size));
+  if (!mapping.ok()) {
+    return fail_errno("map", errno);
+  }
+  return parse_cuda_compat_note(mapping.bytes());
+}
+
 }  // namespace
 
 Result<std::string> container_root_from_state(std::string_view state_json) {
@@ -124,40 +148,44 @@ Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Roo
   return rootfs::seal_host_program("/proc/self/fd/" + std::to_string(fd->get()));
 }
 
-Result<bool> enable_cuda_compat(const rootfs::Root& root, std::string_view host_driver_version,
-                                std::string_view compat_dir) {
-  if (host_driver_version.empty()) {
+Result<bool> enable_cuda_compat(const rootfs::Root& root, const CudaCompatHost& host,
+                                std::string_view compat_dir, const Log& log) {
+  if (auto parts = rootfs::split_container_path(compat_dir); !parts) {
+    return fail_with("--cuda-compat-container-root " + quote(compat_dir), parts.error());
+  }
+  if (host.driver_version.empty() && host.cuda_version.empty()) {
     return false;
   }
   auto dir = rootfs::open_in_root(root, compat_dir, O_RDONLY | O_DIRECTORY, rootfs::FollowLast::yes);
   if (!dir) {
     return false;  // no compat directory (or not one we may read safely): nothing to enable
   }
-  const int dir_fd = dir->get();
-  UniqueFd listing(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+  UniqueFd listing(::fcntl(dir->get(), F_DUPFD_CLOEXEC, 0));
   if (!listing) {
     return fail_errno("dup", errno);
   }
-  const auto version = compat_library_version(regular_files(std::move(listing)));
-  if (!version) {
+  const auto libraries = compat_libraries(regular_files(std::move(listing)));
+  if (libraries.size() != 1) {
+    if (libraries.size() > 1 && log.enabled(LogLevel::warning)) {
+      // A few names are enough to see the mistake; an image may hold any number.
+      constexpr size_t k_named = 4;
+      std::vector<std::string> named(libraries.begin(),
+                                     libraries.begin() + std::min(libraries.size(), k_named));
+      if (libraries.size() > k_named) {
+        named.emplace_back("...");
+      }
+      log.warning("enable-cuda-compat: " + std::to_string(libraries.size()) + " compat libraries in " +
+                  std::string(compat_dir) + " (" + join(named, ", ") + "): using none");
+    }
     return false;
   }
-  const std::string name = "libcuda.so." + *version;
-  UniqueFd file(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-      st.st_size > k_max_compat_library) {
-    return false;
+  const std::string& name = libraries.front();
+  auto note = read_compat_note(dir->get(), name);
+  if (!note && log.enabled(LogLevel::warning)) {
+    log.warning("enable-cuda-compat: ignoring the note of " + std::string(compat_dir) + "/" + name + ": " +
+                note.error().message);
   }
-  const ReadOnlyMapping mapping(file.get(), static_cast<size_t>(st.st_size));
-  if (!mapping.ok()) {
-    return fail_errno("map " + std::string(compat_dir) + "/" + name, errno);
-  }
-  auto note = parse_cuda_compat_note(mapping.bytes());
-  if (!note) {
-    return fail_with(std::string(compat_dir) + "/" + name, note.error());
-  }
-  if (!use_cuda_compat(*version, *note, host_driver_version)) {
+  if (!use_cuda_compat(compat_library_version(name), note ? *note : std::nullopt, host)) {
     return false;
   }
   GPUCTK_TRY(rootfs::write_file(root, k_cuda_compat_dropin, std::string(compat_dir) + "\n", 0644));

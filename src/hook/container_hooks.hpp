@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hook/config.hpp"
+#include "hook/cuda_compat.hpp"
 #include "hook/log.hpp"
 #include "rootfs/in_root.hpp"
 #include "util/error.hpp"
@@ -48,14 +49,18 @@ Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>
 Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root,
                                const Config& config);
 
-// enable-cuda-compat: when the image has forward-compat libraries in `compat_dir` that are newer than
-// `host_driver_version` and made for it, writes /etc/ld.so.conf.d/00-gpuctk-compat.conf (sorted before
-// update-ldcache's drop-in) naming the directory. Returns whether it did. No directory, no library, or
-// an empty host version: nothing to do.
+// enable-cuda-compat: when the image's compat folder `compat_dir` (a container path: absolute, no "." or
+// "..", resolved inside the root) holds exactly one `libcuda.so.*.*` and use_cuda_compat
+// (hook/cuda_compat.hpp) accepts it for `host`, writes /etc/ld.so.conf.d/00-gpuctk-compat.conf (sorted
+// before update-ldcache's drop-in) naming the folder. Returns whether it did. Neither host version, no
+// folder or no library: nothing to do. Several libraries: one warning in `log`, nothing done. A library
+// whose note cannot be read (not ELF, truncated, not JSON, values of the wrong type, over 512 MiB, or
+// the file cannot be opened or mapped): one warning, then the rule for a library without a note. Errors
+// only for a `compat_dir` that is not a container path and for a drop-in that cannot be written.
 inline constexpr const char* k_cuda_compat_dir = "/usr/local/cuda/compat";
 inline constexpr const char* k_cuda_compat_dropin = "/etc/ld.so.conf.d/00-gpuctk-compat.conf";
-Result<bool> enable_cuda_compat(const rootfs::Root& root, std::string_view host_driver_version,
-                                std::string_view compat_dir = k_cuda_compat_dir);
+Result<bool> enable_cuda_compat(const rootfs::Root& root, const CudaCompatHost& host,
+                                std::string_view compat_dir, const Log& log);
 
 // The text of /proc/driver/nvidia/params with `ModifyDeviceFiles: 0`, or nullopt when it already says 0
 // or does not say (nothing to hide).

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "rootfs/rootfs_test_support.hpp"
+#include "util/file.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::hook {
 namespace {
@@ -214,27 +217,132 @@ TEST(OpenLdconfig, AnAllowedImageLdconfigIsOpenedInsideTheRoot) {
 
 // --- enable_cuda_compat (the decision itself is tested in cuda_compat_test) -------------------------
 
-TEST(EnableCudaCompat, NothingToDoWithoutAVersionOrADirectory) {
-  test::TempDir temp;
-  ASSERT_FALSE(temp.path().empty());
-  const std::string root_path = temp.path() + "/rootfs";
-  make_host_dirs(root_path + "/etc");
-  auto root = rootfs::Root::open(root_path);
-  ASSERT_TRUE(root) << root.error().message;
-  auto no_version = enable_cuda_compat(*root, "");
-  ASSERT_TRUE(no_version) << no_version.error().message;
-  EXPECT_FALSE(*no_version);
-  auto no_dir = enable_cuda_compat(*root, "550.54.15");
-  ASSERT_TRUE(no_dir) << no_dir.error().message;
-  EXPECT_FALSE(*no_dir);
+// A container root for enable_cuda_compat, and a log file to see its warnings in.
+class EnableCudaCompatTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(m_temp.path().empty());
+    make_host_dirs(m_root_path + "/etc");
+    auto log = Log::open(m_log_path, LogLevel::info);
+    ASSERT_TRUE(log) << log.error().message;
+    m_log = std::move(*log);
+  }
+
+  // enable_cuda_compat on the root; "used", "not used" or "error: <message>".
+  std::string run(const CudaCompatHost& host, std::string_view compat_dir = k_cuda_compat_dir) {
+    auto root = rootfs::Root::open(m_root_path);
+    if (!root) {
+      return "error: " + root.error().message;
+    }
+    auto used = enable_cuda_compat(*root, host, compat_dir, m_log);
+    if (!used) {
+      return "error: " + used.error().message;
+    }
+    return *used ? "used" : "not used";
+  }
+
+  [[nodiscard]] std::string dropin() const {
+    return read_file(m_root_path + k_cuda_compat_dropin).value_or("<none>");
+  }
+
+  // The warnings logged so far, without time and pid.
+  [[nodiscard]] std::vector<std::string> warnings() const {
+    std::vector<std::string> out;
+    for (const auto line : split(read_file(m_log_path).value_or(""), '\n')) {
+      if (const auto at = line.find("] warning: "); at != std::string_view::npos) {
+        out.emplace_back(line.substr(at + 11));
+      }
+    }
+    return out;
+  }
+
+  test::TempDir m_temp;
+  std::string m_root_path = m_temp.path() + "/rootfs";
+  std::string m_log_path = m_temp.path() + "/gpuctk.log";
+  Log m_log;
+};
+
+TEST_F(EnableCudaCompatTest, NothingToDoWithoutAVersionOrADirectory) {
+  write_host_file(m_root_path + "/usr/local/cuda/compat/libcuda.so.999.1.1", "");
+  EXPECT_EQ(run({}), "not used");
+  std::filesystem::remove_all(m_root_path + "/usr");
+  EXPECT_EQ(run({"550.54.15", ""}), "not used");
   // A compat directory that is a link to a host directory is not one inside the root.
-  make_host_dirs(temp.path() + "/host-compat");
-  write_host_file(temp.path() + "/host-compat/libcuda.so.999.1.1", "x");
-  make_host_link(temp.path() + "/host-compat", root_path + "/usr/local/cuda/compat");
-  auto linked = enable_cuda_compat(*root, "550.54.15");
-  ASSERT_TRUE(linked) << linked.error().message;
-  EXPECT_FALSE(*linked);
-  EXPECT_EQ(host_listing(root_path + "/etc"), std::vector<std::string>{});
+  make_host_dirs(m_temp.path() + "/host-compat");
+  write_host_file(m_temp.path() + "/host-compat/libcuda.so.999.1.1", "");
+  make_host_link(m_temp.path() + "/host-compat", m_root_path + "/usr/local/cuda/compat");
+  EXPECT_EQ(run({"550.54.15", ""}), "not used");
+  EXPECT_EQ(host_listing(m_root_path + "/etc"), std::vector<std::string>{});
+  EXPECT_EQ(warnings(), std::vector<std::string>{});
+}
+
+// NVIDIA's TestCompatLibs: its libraries are empty files, so they have no readable note and the majors
+// decide. Each such library is one warning.
+TEST_F(EnableCudaCompatTest, AnUnreadableNoteWarnsOnceAndTheMajorsDecide) {
+  write_host_file(m_root_path + "/usr/local/cuda/compat/libcuda.so.333.88.99", "");
+  EXPECT_EQ(run({"222.55.66", ""}), "used");
+  EXPECT_EQ(dropin(), "/usr/local/cuda/compat\n");
+  EXPECT_EQ(warnings(),
+            std::vector<std::string>{"enable-cuda-compat: ignoring the note of "
+                                     "/usr/local/cuda/compat/libcuda.so.333.88.99: not an ELF file"});
+  ASSERT_EQ(::unlink((m_root_path + k_cuda_compat_dropin).c_str()), 0);
+  EXPECT_EQ(run({"333.55.66", ""}), "not used");  // same major
+  EXPECT_EQ(run({"99.55.66", ""}), "used");       // 333 > 99: numbers, not text
+  EXPECT_EQ(warnings().size(), 3U);
+  // With the host's CUDA version given, no usable note is no compat.
+  ASSERT_EQ(::unlink((m_root_path + k_cuda_compat_dropin).c_str()), 0);
+  EXPECT_EQ(run({"222.55.66", "12.2"}), "not used");
+  EXPECT_EQ(dropin(), "<none>");
+}
+
+TEST_F(EnableCudaCompatTest, SeveralLibrariesAreOneWarningAndNothingDone) {
+  write_host_file(m_root_path + "/usr/local/cuda/compat/libcuda.so.333.88.99", "");
+  write_host_file(m_root_path + "/usr/local/cuda/compat/libcuda.so.333.88.99.bak", "");
+  EXPECT_EQ(run({"222.55.66", ""}), "not used");
+  EXPECT_EQ(warnings(),
+            std::vector<std::string>{"enable-cuda-compat: 2 compat libraries in /usr/local/cuda/compat "
+                                     "(libcuda.so.333.88.99, libcuda.so.333.88.99.bak): using none"});
+}
+
+// NVIDIA's "symlinks are followed" and "symlinks stay in container": links are resolved inside the root;
+// the drop-in names the folder as given (ldconfig resolves it the same way inside the container).
+TEST_F(EnableCudaCompatTest, LinksInTheFolderPathStayInTheRoot) {
+  write_host_file(m_root_path + "/etc/alternatives/cuda/compat/libcuda.so.333.88.99", "");
+  make_host_link("/etc/alternatives/cuda", m_root_path + "/usr/local/cuda");
+  EXPECT_EQ(run({"222.55.66", ""}), "used");
+  EXPECT_EQ(dropin(), "/usr/local/cuda/compat\n");
+  std::filesystem::remove_all(m_root_path + "/etc/alternatives");
+  ASSERT_EQ(::unlink((m_root_path + k_cuda_compat_dropin).c_str()), 0);
+  write_host_file(m_root_path + "/compat/libcuda.so.333.88.99", "");
+  make_host_link("../../../../../../", m_root_path + "/usr/local/cuda");
+  EXPECT_EQ(run({"222.55.66", ""}), "used");
+  EXPECT_EQ(dropin(), "/usr/local/cuda/compat\n");
+}
+
+// NVIDIA's "specified compat path is used".
+TEST_F(EnableCudaCompatTest, TheFolderCanBeGiven) {
+  write_host_file(m_root_path + "/usr/local/cuda/compat/libcuda.so.111.88.99", "");
+  write_host_file(m_root_path + "/usr/local/cuda/compat-other/libcuda.so.333.88.99", "");
+  EXPECT_EQ(run({"222.55.66", ""}, "/usr/local/cuda/compat-other"), "used");
+  EXPECT_EQ(dropin(), "/usr/local/cuda/compat-other\n");
+}
+
+TEST_F(EnableCudaCompatTest, TheFolderIsAnAbsoluteContainerPath) {
+  EXPECT_EQ(
+      run({"222.55.66", ""}, "usr/local/cuda/compat"),
+      "error: --cuda-compat-container-root \"usr/local/cuda/compat\": \"usr/local/cuda/compat\": not an "
+      "absolute path");
+  EXPECT_EQ(
+      run({"222.55.66", ""}, "/usr/local/../compat"),
+      "error: --cuda-compat-container-root \"/usr/local/../compat\": \"/usr/local/../compat\": \".\" and "
+      "\"..\" are not allowed in a container path");
+  EXPECT_EQ(dropin(), "<none>");
+}
+
+TEST_F(EnableCudaCompatTest, ADropInThatCannotBeWrittenIsAnError) {
+  write_host_file(m_root_path + "/usr/local/cuda/compat/libcuda.so.333.88.99", "");
+  write_host_file(m_root_path + "/etc/ld.so.conf.d", "a file where the directory should be");
+  EXPECT_EQ(run({"222.55.66", ""}).rfind("error: ", 0), 0U);
 }
 
 // --- params_without_device_modification / disable_device_node_modification ---------------------------
