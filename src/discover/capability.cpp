@@ -74,6 +74,7 @@ constexpr LibraryRow k_libraries[] = {
     {"libglxserver_nvidia.so", Capability::display},         // X.Org GLX server extension
     {"nvidia_drv.so", Capability::display},                  // X.Org display driver
     {"libnvidia-ngx.so", Capability::ngx},                   // NGX runtime
+    {"libnvidia-api.so", Capability::graphics},              // NVAPI (DXVK-NVAPI, Proton)
 };
 
 struct BinaryRow {
@@ -84,8 +85,8 @@ struct BinaryRow {
 
 // Driver binaries worth putting in a container.
 constexpr BinaryRow k_binaries[] = {
-    {"nvidia-smi", Capability::utility, false},        // system management interface
-    {"nvidia-debugdump", Capability::utility, false},  // crash dump collection
+    {"nvidia-smi", Capability::utility, false},       // system management interface
+    {"nvidia-debugdump", Capability::utility, true},  // crash dump collection: Debian does not package it
     {"nvidia-persistenced", Capability::utility,
      false},  // persistence daemon (client side talks to its socket)
     {"nvidia-cuda-mps-control", Capability::compute, false},  // MPS control daemon

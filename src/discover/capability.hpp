@@ -53,8 +53,9 @@ std::optional<Capability> library_capability(std::string_view file_name);
 // The capability that needs the driver binary `name` (e.g. "nvidia-smi"); nothing if unknown.
 std::optional<Capability> binary_capability(std::string_view name);
 
-// Whether the driver binary `name` belongs to an optional component (IMEX): discovery does not warn when
-// such a binary is absent, since nothing is wrong with a host that lacks it.
+// Whether the driver binary `name` is optional (IMEX, a component of its own; nvidia-debugdump, which Debian
+// does not package): discovery does not warn when such a binary is absent, since nothing is wrong with a
+// host that lacks it.
 bool binary_is_optional(std::string_view name);
 
 // The names of the driver binaries discovery looks for, in table order.

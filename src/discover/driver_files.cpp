@@ -58,6 +58,16 @@ constexpr std::string_view k_own_version_libraries[] = {
     "libnvidia-egl-xlib.so.",      // EGL external platform for Xlib
 };
 
+// Driver libraries whose file name carries no version at all; each is the driver's only when it lies in
+// a directory that holds libraries of the driver's version.
+constexpr std::string_view k_unversioned_libraries[] = {
+    "libnvidia-api.so.1",  // NVAPI (Debian's libnvidia-api1 and NVIDIA's installer ship it so)
+};
+
+// Subdirectories of a library directory where loaders look for a driver file at a fixed path: GBM's
+// backends (gbm/nvidia-drm_gbm.so) and VDPAU's drivers (vdpau/libvdpau_nvidia.so.1).
+constexpr std::string_view k_loader_subdirs[] = {"", "/gbm", "/vdpau"};
+
 // Where binaries are looked for, in order (inside the driver root).
 constexpr std::string_view k_binary_dirs[] = {
     "/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin", "/usr/local/sbin",
@@ -186,6 +196,31 @@ bool is_own_version_library(std::string_view name) {
                              [&](std::string_view p) { return name.starts_with(p); });
 }
 
+bool is_unversioned_library(std::string_view name) {
+  return std::ranges::find(k_unversioned_libraries, name) != std::end(k_unversioned_libraries);
+}
+
+// The target of a link at `link_dir` (a container directory) that reaches `path` (a container path) by a
+// relative route: "../nvidia/current/libnvidia-allocator.so.1" from /usr/lib/x86_64-linux-gnu/gbm.
+std::string relative_target(std::string_view link_dir, std::string_view path) {
+  const auto from = split(link_dir, '/');
+  const auto to = split(path, '/');
+  size_t common = 0;
+  while (common < from.size() && common + 1 < to.size() && from[common] == to[common]) {
+    ++common;
+  }
+  std::string target;
+  for (size_t i = common; i < from.size(); ++i) {
+    if (!from[i].empty()) {
+      target += "../";
+    }
+  }
+  for (size_t i = common; i < to.size(); ++i) {
+    target += std::string(to[i]) + (i + 1 < to.size() ? "/" : "");
+  }
+  return target;
+}
+
 class Collector {
  public:
   Collector(const DriverFilesInput& input, std::vector<std::string>& warnings)
@@ -202,6 +237,7 @@ class Collector {
                   std::to_string(m_dirs_searched) + " directories and the ld.so.cache)");
     }
     GPUCTK_TRY(collect_libraries(true));
+    GPUCTK_TRY(collect_indirect_links());
     collect_binaries();
     collect_xorg_modules();
     collect_firmware();
@@ -394,6 +430,7 @@ class Collector {
   Result<void> collect_libraries(bool is_32bit) {
     for (const auto& dir : library_dirs(is_32bit)) {
       ++m_dirs_searched;
+      m_searched_library_dirs.push_back(dir);
       GPUCTK_TRY_ASSIGN(const bool found, collect_library_dir(dir, is_32bit));
       if (!is_32bit) {
         m_host_library_dirs64.push_back(dir);
@@ -422,19 +459,23 @@ class Collector {
       if (entry.type != DT_REG) {
         continue;
       }
-      const bool ours = entry.name.ends_with(m_suffix) || is_own_version_library(entry.name);
+      const bool ours = entry.name.ends_with(m_suffix) || is_own_version_library(entry.name) ||
+                        is_unversioned_library(entry.name);
       if (!ours || !entry.name.starts_with("lib")) {
         continue;
       }
-      add(is_32bit ? FileKind::library32 : FileKind::library, dir + "/" + entry.name,
-          container_dir + "/" + entry.name);
       libraries.insert(entry.name);
+    }
+    // A directory is the driver's when it holds a library of the driver's own version (or an EGL
+    // platform library of its own); an unversioned name alone (libnvidia-api.so.1) could be anyone's.
+    if (std::ranges::all_of(libraries, is_unversioned_library)) {
+      return false;
+    }
+    for (const auto& name : libraries) {
+      add(is_32bit ? FileKind::library32 : FileKind::library, dir + "/" + name, container_dir + "/" + name);
       if (!is_32bit) {
         ++m_libraries64;
       }
-    }
-    if (libraries.empty()) {
-      return false;
     }
     // Links in the directory that lead to a driver library (possibly through another link): the SONAME
     // links (libcuda.so.1) and development links (libcuda.so) the container needs.
@@ -494,6 +535,52 @@ class Collector {
     return true;
   }
 
+  // Links in the library directories and their loader subdirectories (gbm/, vdpau/) that reach a
+  // mounted library through links elsewhere. Debian's update-alternatives makes
+  // /usr/lib/<triplet>/libcuda.so.1 -> /etc/alternatives/nvidia--libcuda.so.1-<triplet> ->
+  // /usr/lib/<triplet>/nvidia/current/libcuda.so.1, and the loaders with a fixed path (GBM's backend,
+  // VDPAU's driver) find the driver only there. The container gets each as one link straight to the
+  // mounted file, relative, so it holds inside any root; /etc/alternatives itself is never copied. Links
+  // with a plain name are the directory's own (collect_library_dir).
+  Result<void> collect_indirect_links() {
+    std::map<std::string, std::string> mounted;  // host path -> container path of every library
+    for (const auto& file : m_out.files) {
+      if (file.kind == FileKind::library || file.kind == FileKind::library32) {
+        mounted.emplace(file.host_path, file.container_path);
+      }
+    }
+    // A link already taken as the host has it (gbm/nvidia-drm_gbm.so -> ../libnvidia-allocator.so.1 of
+    // collect_library_dir) keeps its one target.
+    std::set<std::string> linked;
+    for (const auto& link : m_out.links) {
+      linked.insert(link.link);
+    }
+    std::set<std::string> seen;
+    for (const auto& dir : m_searched_library_dirs) {
+      for (const auto sub : k_loader_subdirs) {
+        const std::string container_dir = strip_root(m_root, dir) + std::string(sub);
+        const auto host_dir = locate_dir(container_dir);
+        if (!host_dir || *host_dir != dir + std::string(sub) || !seen.insert(*host_dir).second) {
+          continue;  // missing, or itself a link (listed where it leads, if anywhere)
+        }
+        GPUCTK_TRY_ASSIGN(const auto entries, list_dir(*host_dir));
+        for (const auto& entry : entries) {
+          const std::string link = container_dir + "/" + entry.name;
+          if (entry.type != DT_LNK || linked.contains(link) ||
+              read_link(*host_dir + "/" + entry.name).value_or("").find('/') == std::string::npos) {
+            continue;
+          }
+          const auto resolved = m_resolver.resolve(link);
+          const auto it = resolved ? mounted.find(*resolved) : mounted.end();
+          if (it != mounted.end()) {
+            m_out.links.push_back({relative_target(container_dir, it->second), link});
+          }
+        }
+      }
+    }
+    return {};
+  }
+
   void collect_binaries() {
     for (const auto name : known_binaries()) {
       bool found = false;
@@ -531,7 +618,15 @@ class Collector {
           dirs.emplace_back(pattern);
         }
         for (const auto& dir : dirs) {
-          const auto host = locate(dir + "/" + name);
+          auto host = locate(dir + "/" + name);
+          if (!host && name == glx) {
+            // Debian keeps only the link libglxserver_nvidia.so in the modules directory (through
+            // update-alternatives to /usr/lib/nvidia/current): the module it leads to is this one.
+            host = locate(dir + "/libglxserver_nvidia.so");
+            if (host && basename_of(*host) != glx) {
+              host.reset();
+            }
+          }
           const auto st = host ? examine(*host) : std::nullopt;
           if (!st || !S_ISREG(st->st_mode)) {
             continue;
@@ -668,6 +763,7 @@ class Collector {
   std::vector<std::string>& m_warnings;
   DriverFiles m_out;
   std::vector<std::string> m_host_library_dirs64;       // every 64-bit library directory searched
+  std::vector<std::string> m_searched_library_dirs;     // every library directory searched, both kinds
   std::vector<std::string> m_container_library_dirs64;  // those that held driver libraries
   std::set<std::string> m_reported_links;               // links a warning has named
   size_t m_libraries64 = 0;
