@@ -571,3 +571,153 @@ e2e_expect_hook_refusal() {
   [ "$count" = 1 ] || e2e_fail "$who: expected one 'gpuctk: error: ' line from the hook, got $count: $out"
   echo "ok: $who refused nvidia.com/gpu=$device"
 }
+
+# ---- The real-package host (tests/realhost): Debian 12's real NVIDIA driver packages ----
+# Driver root: the cached Debian root in which the real packages installed themselves
+# (tests/realhost/debian_nvidia_root.sh; built once, needs the network then; never changed by a test).
+# Dev root: two GPUs' devices materialised with the packages' driver version (tests/realhost/
+# debian12-devices.yaml). The image gets the real CUDA 11.8 runtime, which belongs to the image.
+
+# e2e_real_host FIXTURE: sets driver_root, dev_root, real_version (the driver version of the fetched
+# packages), real_cudart (the cached root's libcudart.so.11.0) and real_entry (the cache entry).
+e2e_real_host() {
+  # shellcheck source=tests/realhost/lib.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/../realhost/lib.sh"
+  realhost_root
+  realhost_devices "$1" "$LAB/devices"
+  driver_root=$real_root
+  dev_root=$real_dev_root
+}
+
+# e2e_real_host_with_spec GPUCTK FIXTURE: e2e_real_host, its spec as `cdi generate` writes it with default
+# options in $LAB/cdi/nvidia.yaml, a gpuctk config $LAB/gpuctk.yaml using both (hook-path: this gpuctk;
+# log $LAB/gpuctk.log) and $LAB/bin/gpuctk-runtime, the shim's name for gpuctk. Generation must succeed
+# with exactly one line on stderr: the real NVML cannot initialise without the kernel module, so `auto`
+# falls back to /proc and says so once.
+e2e_real_host_with_spec() {
+  local gpuctk=$1 fixture=$2
+  e2e_real_host "$fixture"
+  mkdir -p "$LAB/cdi" "$LAB/bin"
+  "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" \
+    --output "$LAB/cdi/nvidia.yaml" 2>"$LAB/generate.err" ||
+    e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
+  [ "$(wc -l <"$LAB/generate.err")" = 1 ] || e2e_fail "cdi generate said more than the NVML fallback: $(cat "$LAB/generate.err")"
+  grep -q "; GPUs from /proc/driver/nvidia instead$" "$LAB/generate.err" ||
+    e2e_fail "cdi generate did not fall back to /proc: $(cat "$LAB/generate.err")"
+  cat >"$LAB/gpuctk.yaml" <<YAML
+spec-dirs: [$LAB/cdi]
+driver-root: $driver_root
+dev-root: $dev_root
+hook-path: $(realpath "$gpuctk")
+log-file: $LAB/gpuctk.log
+log-level: debug
+YAML
+  ln -s "$(realpath "$gpuctk")" "$LAB/bin/gpuctk-runtime"
+}
+
+# e2e_real_cuda_rootfs: e2e_glibc_rootfs plus what the real driver and CUDA runtime need: librt.so.1 (the
+# real libcuda, libnvidia-ml, libcudart and nvidia-smi need it), the real libcudart.so.11.0 copied from
+# the cached root into /usr/lib/x86_64-linux-gnu (the runtime belongs to the image, as in CUDA's base
+# images; the image's ld.so.cache is made again so it lists it), and /bin/cudart-probe, compiled here:
+# it dlopens libcudart.so.11.0, calls cudaGetDeviceCount and prints
+# "cudaGetDeviceCount: <code> <name>" (100 cudaErrorNoDevice: the real libcuda.so.1 loaded and reached
+# the kernel boundary; 35 cudaErrorInsufficientDriver: no libcuda.so.1 could be loaded), then where glibc
+# finds libcuda.so.1 ("libcuda.so.1 loaded from PATH", or the dlerror). Needs e2e_real_host.
+e2e_real_cuda_rootfs() {
+  e2e_glibc_rootfs
+  local root=$LAB/rootfs lib=/usr/lib/x86_64-linux-gnu
+  cp -L /lib/x86_64-linux-gnu/librt.so.1 "$root$lib/librt.so.1" || e2e_fail "could not copy librt.so.1 into the image"
+  cp -L "$real_cudart" "$root$lib/libcudart.so.11.0" || e2e_fail "could not copy $real_cudart into the image"
+  cat >"$LAB/cudart-probe.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+
+int main(void) {
+  void* cudart = dlopen("libcudart.so.11.0", RTLD_NOW);
+  if (cudart == NULL) {
+    printf("dlopen libcudart.so.11.0: %s\n", dlerror());
+    return 1;
+  }
+  int (*get_count)(int*) = (int (*)(int*))dlsym(cudart, "cudaGetDeviceCount");
+  const char* (*error_name)(int) = (const char* (*)(int))dlsym(cudart, "cudaGetErrorName");
+  if (get_count == NULL || error_name == NULL) {
+    printf("dlsym: %s\n", dlerror());
+    return 1;
+  }
+  int count = -1;
+  const int result = get_count(&count);
+  printf("cudaGetDeviceCount: %d %s\n", result, error_name(result));
+  /* The runtime unloads the driver library when it fails: load it again to say where it is found. */
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW);
+  struct link_map* map = NULL;
+  if (cuda == NULL) {
+    printf("dlopen libcuda.so.1: %s\n", dlerror());
+  } else if (dlinfo(cuda, RTLD_DI_LINKMAP, &map) == 0) {
+    printf("libcuda.so.1 loaded from %s\n", map->l_name);
+  }
+  return 0;
+}
+C
+  cc -O2 -Wall -Werror -o "$root/bin/cudart-probe" "$LAB/cudart-probe.c" -ldl ||
+    e2e_fail "could not build the CUDA runtime probe"
+  /sbin/ldconfig -X -r "$root" || e2e_fail "ldconfig -r $root failed"
+  /sbin/ldconfig -p -C "$root/etc/ld.so.cache" | grep -q "libcudart.so.11.0 (libc6,x86-64)" ||
+    e2e_fail "the image's ld.so.cache does not list libcudart.so.11.0"
+}
+
+# What a container sees of the real driver: the CUDA runtime's answer, the file libcuda.so.1 leads to and
+# whether it is a mount, the real nvidia-smi (exit status and first line), the linker cache's driver
+# entries (tab stripped), the env and GPU 0's node.
+# shellcheck disable=SC2016  # expanded in the container
+e2e_real_probe='echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"
+ls -l /dev/nvidia0 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
+/bin/cudart-probe 2>&1; echo "cudart-probe exit $?"
+if [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ]; then lib=$(readlink -f /usr/lib/x86_64-linux-gnu/libcuda.so.1)
+  echo "libcuda.so.1 is $lib"; awk -v p="$lib" '"'"'$5 == p { print "mounted " p; exit }'"'"' /proc/self/mountinfo; fi
+smi=$(nvidia-smi 2>&1); echo "nvidia-smi exit $?"; echo "$smi" | head -1 | sed "s/^/nvidia-smi: /"
+/sbin/ldconfig -p | sed -n "s/^\t//p" | grep -E "^lib(cuda|nvidia-ml)\.so\.1 "
+true'
+
+# e2e_check_real_gpu OUTPUT WHO VISIBLE: e2e_real_probe's output of a container that asked for a GPU with
+# the default capabilities (utility, compute): the real CUDA runtime reached the kernel boundary through the
+# real libcuda.so.1 (cudaErrorNoDevice, never cudaErrorInsufficientDriver), which is the mounted
+# libcuda.so.<real_version>; the real nvidia-smi found its libraries and failed only at the driver; the
+# container's ld.so.cache lists libcuda.so.1 and libnvidia-ml.so.1 of the mounted driver (in
+# /usr/lib/<triplet>, as on the host, and in nvidia/current).
+e2e_check_real_gpu() {
+  local out=$1 who=$2 visible=$3 lib=/usr/lib/x86_64-linux-gnu dir=/usr/lib/x86_64-linux-gnu/nvidia/current
+  e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=$visible"
+  e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
+  e2e_expect_line "$out" "cudaGetDeviceCount: 100 cudaErrorNoDevice"
+  e2e_expect_line "$out" "cudart-probe exit 0"
+  # As on the Debian host: /usr/lib/<triplet>/libcuda.so.1 leads into nvidia/current (there through
+  # /etc/alternatives, here through the link the spec makes), to the mounted real library.
+  e2e_expect_line "$out" "libcuda.so.1 loaded from $lib/libcuda.so.1"
+  e2e_expect_line "$out" "libcuda.so.1 is $dir/libcuda.so.$real_version"
+  e2e_expect_line "$out" "mounted $dir/libcuda.so.$real_version"
+  e2e_expect_line "$out" "nvidia-smi exit 9"
+  e2e_expect_line "$out" "nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
+  e2e_expect_line "$out" "libcuda.so.1 (libc6,x86-64) => $lib/libcuda.so.1"
+  e2e_expect_line "$out" "libcuda.so.1 (libc6,x86-64) => $dir/libcuda.so.1"
+  e2e_expect_line "$out" "libnvidia-ml.so.1 (libc6,x86-64) => $lib/libnvidia-ml.so.1"
+  e2e_expect_line "$out" "libnvidia-ml.so.1 (libc6,x86-64) => $dir/libnvidia-ml.so.1"
+  echo "ok: $who: the real CUDA runtime answered cudaErrorNoDevice, nvidia-smi failed only at the driver"
+}
+
+# e2e_check_real_nothing OUTPUT WHO: e2e_real_probe's output of a container that asked for no GPU: the
+# same image's CUDA runtime finds no libcuda.so.1 (cudaErrorInsufficientDriver: the probe can fail), there
+# is no nvidia-smi and no driver library in the linker cache.
+e2e_check_real_nothing() {
+  local out=$1 who=$2
+  e2e_expect_line "$out" "cudaGetDeviceCount: 35 cudaErrorInsufficientDriver"
+  e2e_expect_line "$out" "cudart-probe exit 0"
+  e2e_expect_line "$out" "dlopen libcuda.so.1: libcuda.so.1: cannot open shared object file: No such file or directory"
+  e2e_expect_line "$out" "nvidia-smi exit 127"
+  e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
+  e2e_expect_no_line "$out" "libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+  e2e_expect_no_line "$out" "libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1"
+  if grep -q "^libcuda.so.1 is " <<<"$out"; then e2e_fail "$who: the image has a libcuda.so.1: $out"; fi
+  echo "ok: $who: without a GPU the CUDA runtime answered cudaErrorInsufficientDriver"
+}

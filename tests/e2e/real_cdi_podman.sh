@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# End to end on the real-package host (Debian 12's real NVIDIA driver packages, tests/realhost): podman
+# 4.3.1 runs a glibc image holding the real CUDA 11.8 runtime with --device nvidia.com/gpu=0 from the spec
+# `gpuctk cdi generate` writes with default options. In the container cudaGetDeviceCount reaches the
+# kernel boundary through the real libcuda.so.1 (cudaErrorNoDevice, 100), the real nvidia-smi fails only
+# at the driver, and the container's ld.so.cache lists the mounted libcuda.so.1; the same image without
+# a device gets cudaErrorInsufficientDriver (35): the probe can fail.
+#   usage: real_cdi_podman.sh <gpuctk> <gpuctk-fixture>
+source "$(dirname "$0")/lib.sh"
+gpuctk=$1
+fixture=$2
+e2e_init
+e2e_podman_init
+e2e_real_host_with_spec "$gpuctk" "$fixture"
+e2e_real_cuda_rootfs
+
+# The spec must not collide with another nvidia.com/gpu spec: podman drops conflicting devices.
+if [ ! -d /etc/cdi ]; then
+  e2e_cleanup_add "rmdir /etc/cdi"  # runs after the spec's removal (cleanups run last first)
+fi
+mkdir -p /etc/cdi
+if grep -ls 'kind: *"\?nvidia.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json 2>/dev/null; then
+  e2e_skip "another nvidia.com/gpu spec is installed; it would conflict"
+fi
+spec=/etc/cdi/gpuctk-e2e-real-$$.yaml
+e2e_cleanup_add "rm -f '$spec'"
+cp "$LAB/cdi/nvidia.yaml" "$spec"
+
+out=$(e2e_podman_run --device nvidia.com/gpu=0 --rootfs "$(e2e_rootfs_copy gpu0)" /bin/sh -c "$e2e_real_probe" 2>&1) ||
+  e2e_fail "podman run --device nvidia.com/gpu=0 failed: $out"
+e2e_check_real_gpu "$out" "podman --device nvidia.com/gpu=0" void
+
+out=$(e2e_podman_run --rootfs "$(e2e_rootfs_copy none)" /bin/sh -c "$e2e_real_probe" 2>&1) ||
+  e2e_fail "podman run without a device failed: $out"
+e2e_check_real_nothing "$out" "podman without a device"
+echo "PASS: podman ran the real CUDA runtime on Debian's real $real_version driver from a gpuctk spec"

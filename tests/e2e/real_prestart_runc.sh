@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# End to end on the real-package host (tests/realhost): plain runc runs `gpuctk hook prestart` from
+# config.json's hooks.prestart (env GPUCTK_CONFIG only) for a process asking for GPU 0, against the spec
+# `cdi generate` writes with default options; the hook injects live into the created container, where a
+# glibc image holding the real CUDA 11.8 runtime gets cudaErrorNoDevice from the real libcuda.so.1, the
+# real nvidia-smi fails only at the driver and the linker cache lists the mounted libcuda.so.1; without the
+# request the runtime gets cudaErrorInsufficientDriver. The host's mount table is the same afterwards.
+#   usage: real_prestart_runc.sh <gpuctk> <gpuctk-fixture>
+source "$(dirname "$0")/lib.sh"
+gpuctk=$1
+fixture=$2
+e2e_init
+e2e_cleanup_add "e2e_umount_under '$LAB'"
+command -v runc >/dev/null || e2e_skip "runc is not installed"
+command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
+e2e_real_host_with_spec "$gpuctk" "$fixture"
+e2e_real_cuda_rootfs
+hook=$(realpath "$gpuctk")
+# e2e_prestart_bundle's container runs $e2e_prestart_probe: here, the real host's probe.
+e2e_prestart_probe=$e2e_real_probe
+e2e_mounts_snapshot "$LAB/mountinfo.before"
+
+run() {  # run NAME ENV: `runc run` of a prestart bundle on the image; prints runc's output, returns its status
+  local bundle id=gpuctk-e2e-real-prestart-$1-$$
+  bundle=$(e2e_prestart_bundle "$1" "$LAB/rootfs" "$2" "$hook" prestart "$LAB/gpuctk.yaml")
+  e2e_cleanup_add "runc delete -f $id"
+  runc run --bundle "$bundle" "$id" 2>&1
+}
+
+out=$(run gpu0 NVIDIA_VISIBLE_DEVICES=0) || e2e_fail "runc run with the prestart hook failed: $out"
+e2e_check_real_gpu "$out" "runc hooks.prestart" 0
+e2e_expect_mounts_unchanged "$LAB/mountinfo.before" "runc hooks.prestart"
+
+out=$(run none "") || e2e_fail "runc run with the prestart hook and no request failed: $out"
+e2e_check_real_nothing "$out" "runc hooks.prestart without a request"
+e2e_expect_mounts_unchanged "$LAB/mountinfo.before" "runc hooks.prestart without a request"
+echo "PASS: the prestart hook gave the real CUDA runtime Debian's real $real_version driver under runc"
