@@ -16,10 +16,7 @@
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 fixture=$2
-realhost_root
-LAB=$(mktemp -d /tmp/gpuctk-realhost.XXXXXX)
-trap 'rm -rf "$LAB"' EXIT
-realhost_devices "$fixture" "$LAB/devices"
+realhost_lab "$fixture"
 v=$real_version
 cur=/usr/lib/x86_64-linux-gnu/nvidia/current
 

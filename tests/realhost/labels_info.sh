@@ -7,10 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 fixture=$2
-realhost_root
-LAB=$(mktemp -d /tmp/gpuctk-realhost.XXXXXX)
-trap 'rm -rf "$LAB"' EXIT
-realhost_devices "$fixture" "$LAB/devices"
+realhost_lab "$fixture"
 v=$real_version
 IFS=. read -r major minor rev <<<"$v"
 fallback="nvml: nvmlInit_v2: Driver Not Loaded; GPUs from /proc/driver/nvidia instead"

@@ -50,6 +50,15 @@ realhost_devices() {
   real_dev_root=$(sed -n 's/^dev_root=//p' "$dir/roots")
 }
 
+# realhost_lab FIXTURE: realhost_root, a scratch directory $LAB (removed when the test exits) and the
+# devices in $LAB/devices (realhost_devices, with the fixture builder FIXTURE).
+realhost_lab() {
+  realhost_root
+  LAB=$(mktemp -d /tmp/gpuctk-realhost.XXXXXX)
+  trap 'rm -rf "$LAB"' EXIT
+  realhost_devices "$1" "$LAB/devices"
+}
+
 # realhost_package_files: the files Debian's driver packages installed in $real_root (dpkg's own lists,
 # var/lib/dpkg/info/<package>.list), one "<package> <path>" per line, directories left out. The driver's
 # packages are those built from the sources of the packages debian_nvidia_root.sh asked for, the CUDA

@@ -9,10 +9,7 @@
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 fixture=$2
-realhost_root
-LAB=$(mktemp -d /tmp/gpuctk-realhost.XXXXXX)
-trap 'rm -rf "$LAB"' EXIT
-realhost_devices "$fixture" "$LAB/devices"
+realhost_lab "$fixture"
 "$gpuctk" cdi generate --driver-root "$real_root" --dev-root "$real_dev_root" --mode proc --format json \
   --output "$LAB/spec.json" 2>"$LAB/generate.err" || realhost_fail "cdi generate failed: $(cat "$LAB/generate.err")"
 realhost_package_files >"$LAB/files"
