@@ -38,8 +38,8 @@ int run_runtime_configure(const std::vector<std::string>& args) {
       "gpuctk runtime configure"};
   app.footer(
       "The first change keeps the file's original beside it (<file>.gpuctk-backup); --remove puts it back "
-      "when nobody else changed the file since, else removes only gpuctk's keys. A file that changes is "
-      "printed again: TOML comments are not kept.");
+      "when nobody else changed the file since, else undoes gpuctk's keys one by one, giving back what they "
+      "replaced (<file>.gpuctk-replaced). A file that changes is printed again: TOML comments are not kept.");
   std::string runtime;
   std::string config;
   engine::RuntimeSettings settings;

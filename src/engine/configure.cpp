@@ -18,8 +18,10 @@ namespace gpuctk::engine {
 namespace {
 
 using EditText = Result<detail::Edit> (*)(const std::optional<std::string>& old,
-                                          const RuntimeSettings& settings);
-using RemoveText = Result<detail::Edit> (*)(const std::string& old, const RuntimeSettings& settings);
+                                          const RuntimeSettings& settings, const detail::EditInputs& inputs);
+using RemoveText = Result<detail::Edit> (*)(const std::string& old, const RuntimeSettings& settings,
+                                            const Replaced& replaced);
+using ReadSources = Result<Sources> (*)(const std::string& path);
 
 struct EngineRow {
   Engine engine;
@@ -27,18 +29,20 @@ struct EngineRow {
   std::string_view default_path;  // --config
   EditText configure;
   RemoveText remove;
+  ReadSources sources;  // nullptr: the file is the whole configuration gpuctk reads
 };
 
 constexpr EngineRow k_engines[] = {
     // containerd's own default --config.
     {Engine::containerd, "containerd", "/etc/containerd/config.toml", detail::containerd_configure,
-     detail::containerd_remove},
+     detail::containerd_remove, nullptr},
     // A drop-in of gpuctk's own in CRI-O's default --config-dir; "99-" sorts it after the usual drop-ins,
-    // so that its default runtime wins.
+    // so that its default runtime wins. CRI-O's other files are read for what the handler inherits.
     {Engine::crio, "crio", "/etc/crio/crio.conf.d/99-gpuctk.conf", detail::crio_configure,
-     detail::crio_remove},
+     detail::crio_remove, detail::crio_sources},
     // dockerd's default --config-file.
-    {Engine::docker, "docker", "/etc/docker/daemon.json", detail::docker_configure, detail::docker_remove},
+    {Engine::docker, "docker", "/etc/docker/daemon.json", detail::docker_configure, detail::docker_remove,
+     nullptr},
 };
 
 const EngineRow& row_of(Engine engine) {
@@ -73,16 +77,19 @@ Result<FileState> read_state(const std::string& path) {
   // O_NOFOLLOW: the atomic write renames over the path, which would replace a link with a file.
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) {
-    if (errno == ENOENT) {
+    const int err = errno;
+    if (err == ENOENT) {
       return FileState{};
     }
-    if (errno == ELOOP) {
+    // ELOOP is also a loop of links in a directory on the way: only a link at `path` itself is named so.
+    struct stat st {};
+    if (err == ELOOP && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
       return fail(
           "read " + path +
           ": a symbolic link (the file is replaced atomically, which would replace the link; name the "
           "file it points to)");
     }
-    return fail_errno("read " + path, errno);
+    return fail_errno("read " + path, err);
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
@@ -157,6 +164,7 @@ struct Saved {
   std::optional<FileState> backup;    // the original
   bool absent = false;                // there was no original
   std::optional<std::string> record;  // what gpuctk last wrote
+  Replaced replaced;                  // what gpuctk replaced (empty: no such file)
 };
 
 Result<Saved> read_saved(const StateFiles& files) {
@@ -168,7 +176,22 @@ Result<Saved> read_saved(const StateFiles& files) {
   GPUCTK_TRY_ASSIGN(saved.absent, exists(files.absent));
   GPUCTK_TRY_ASSIGN(FileState record, read_state(files.record));
   saved.record = std::move(record.text);
+  GPUCTK_TRY_ASSIGN(const FileState replaced, read_state(files.replaced));
+  if (replaced.text) {
+    auto parsed = parse_replaced(*replaced.text);
+    if (!parsed) {
+      return fail_with(files.replaced, parsed.error());
+    }
+    saved.replaced = std::move(*parsed);
+  }
   return saved;
+}
+
+// The record of what gpuctk replaced, written (or deleted when it says nothing) before the file it
+// describes: after a crash between the two it names a binary the file does not hold, and --remove leaves
+// that entry alone or deletes it, never restores a wrong value.
+Result<void> write_replaced(const std::string& path, const Replaced& replaced, const FileState& like) {
+  return replaced.empty() ? remove_file(path) : write_durably(path, print_replaced(replaced), like);
 }
 
 // Whether `current` is what gpuctk left, or still the original: nobody else changed the file since the
@@ -238,17 +261,25 @@ Result<void> check_runtime_path(std::string_view path) {
 }
 
 Result<std::string> configured_text(Engine engine, const std::optional<std::string>& old,
-                                    const RuntimeSettings& settings) {
+                                    const RuntimeSettings& settings, const Sources& sources) {
   GPUCTK_TRY(check_runtime_name(settings.name));
   GPUCTK_TRY(check_runtime_path(settings.runtime_path));
-  GPUCTK_TRY_ASSIGN(detail::Edit edit, row_of(engine).configure(old, settings));
+  const Replaced none;
+  GPUCTK_TRY_ASSIGN(detail::Edit edit,
+                    row_of(engine).configure(old, settings, {.sources = sources, .replaced = none}));
   return std::move(edit.text);
 }
 
-Result<std::string> removed_text(Engine engine, const std::string& old, const RuntimeSettings& settings) {
+Result<std::string> removed_text(Engine engine, const std::string& old, const RuntimeSettings& settings,
+                                 const Replaced& replaced) {
   GPUCTK_TRY(check_runtime_name(settings.name));
-  GPUCTK_TRY_ASSIGN(detail::Edit edit, row_of(engine).remove(old, settings));
+  GPUCTK_TRY_ASSIGN(detail::Edit edit, row_of(engine).remove(old, settings, replaced));
   return std::move(edit.text);
+}
+
+Result<Sources> read_sources(Engine engine, const std::string& path) {
+  const EngineRow& row = row_of(engine);
+  return row.sources != nullptr ? row.sources(path) : Result<Sources>(Sources{});
 }
 
 StateFiles state_files(Engine engine, const std::string& path) {
@@ -266,7 +297,8 @@ StateFiles state_files(Engine engine, const std::string& path) {
   const std::string base = dir + name;
   return StateFiles{.backup = base + ".gpuctk-backup",
                     .absent = base + ".gpuctk-backup-absent",
-                    .record = base + ".gpuctk-written"};
+                    .record = base + ".gpuctk-written",
+                    .replaced = base + ".gpuctk-replaced"};
 }
 
 Result<ConfigureResult> configure(Engine engine, const std::string& path, const RuntimeSettings& settings,
@@ -275,7 +307,11 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
   GPUCTK_TRY(check_runtime_name(settings.name));
   GPUCTK_TRY(check_runtime_path(settings.runtime_path));
   GPUCTK_TRY_ASSIGN(const FileState file, read_state(path));
-  auto edit = row.configure(file.text, settings);
+  GPUCTK_TRY_ASSIGN(const Sources sources, read_sources(engine, path));
+  const StateFiles files = state_files(engine, path);
+  GPUCTK_TRY_ASSIGN(const Saved saved, read_saved(files));
+  auto edit =
+      row.configure(file.text, settings, detail::EditInputs{.sources = sources, .replaced = saved.replaced});
   if (!edit) {
     return fail_with(path, edit.error());
   }
@@ -294,8 +330,6 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
   }
 
   GPUCTK_TRY(make_directory_of(path));
-  const StateFiles files = state_files(engine, path);
-  GPUCTK_TRY_ASSIGN(const Saved saved, read_saved(files));
   std::string written = path + " written";
   const bool first = !saved.backup && !saved.absent && !saved.record;
   if (first) {
@@ -313,6 +347,7 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
   } else {
     GPUCTK_TRY(remove_file(files.record));
   }
+  GPUCTK_TRY(write_replaced(files.replaced, edit->replaced, file));
   GPUCTK_TRY(write_durably(path, result.text, file));
   result.summary = with_notes(prefix + what + "; " + written, edit->notes) + "; " + restart(row);
   return result;
@@ -348,6 +383,7 @@ Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, cons
     }
     if (!dry_run) {
       GPUCTK_TRY(remove_file(files.record));
+      GPUCTK_TRY(remove_file(files.replaced));
       GPUCTK_TRY(remove_file(files.backup));
       GPUCTK_TRY(remove_file(files.absent));
     }
@@ -363,14 +399,20 @@ Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, cons
   if (!file.text) {
     result.summary = prefix + path + " unchanged: it does not exist";
   } else {
-    auto edit = row.remove(*file.text, settings);
+    auto edit = row.remove(*file.text, settings, saved.replaced);
     if (!edit) {
       return fail_with(path, edit.error());
     }
     result.changed = !edit->changes.empty();
     result.text = std::move(edit->text);
+    if (!dry_run) {
+      // What is left of the record: what it says of other runtime names.
+      GPUCTK_TRY(write_replaced(files.replaced, edit->replaced, file));
+    }
     if (!result.changed) {
-      result.summary = prefix + path + " unchanged: no runtime " + quote(settings.name) + " in it";
+      result.summary =
+          with_notes(prefix + path + " unchanged: no runtime " + quote(settings.name) + " of gpuctk's in it",
+                     edit->notes);
     } else {
       // Only a CRI-O drop-in is ever left empty: it held nothing but gpuctk's runtime.
       const bool delete_file = result.text.empty();
@@ -382,6 +424,7 @@ Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, cons
         result.summary +=
             " (it was changed since gpuctk wrote it; the original stays in " + files.backup + ")";
       }
+      result.summary = with_notes(std::move(result.summary), edit->notes);
       if (!dry_run) {
         GPUCTK_TRY(delete_file ? remove_file(path) : write_durably(path, result.text, file));
         result.summary += "; " + restart(row);

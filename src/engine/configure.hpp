@@ -1,12 +1,14 @@
 #pragma once
 // `gpuctk runtime configure`: registers gpuctk's runtime shim (gpuctk-runtime) as a named runtime of a
-// container engine by editing the engine's config file: containerd (config.toml, schema version 2 or 3),
-// CRI-O (a drop-in file that gpuctk owns) or docker (daemon.json). Knows no GPUs.
+// container engine by editing the engine's config file: containerd (config.toml, schema version 1, 2 or
+// 3), CRI-O (a drop-in file that gpuctk owns) or docker (daemon.json). Knows no GPUs.
 //
 // Rules for every engine:
 //   - every key gpuctk does not own is kept (its value, and in daemon.json its place); gpuctk owns the
-//     runtime entry of its name, and writes the default runtime and the CDI switch only when asked; a
-//     new containerd entry starts as a copy of the default runtime's when that is runc (SystemdCgroup);
+//     runtime entry of its name, and writes the default runtime and the CDI switch only when asked;
+//   - a new entry starts as a copy of the runtime it stands in for (containerd: the first runc runtime of
+//     the default, runc and crun; CRI-O: see crio.cpp, which also fills in the keys an entry of gpuctk's
+//     own drop-in lacks, since CRI-O reads it instead of the other files' entry, not over it);
 //   - a file that would not change is not written (its bytes, comments included, stay as they are);
 //   - a file that must change is parsed and printed again: TOML comments are lost then, because toml++
 //     keeps none (NVIDIA's `nvidia-ctk runtime configure` loses them too), and TOML keys come out
@@ -18,18 +20,24 @@
 // kept as the backup (an original that did not exist as an empty "absent" marker), and no later run
 // replaces them. Beside it, the record holds the exact bytes gpuctk last wrote, kept only while every
 // change since the backup was gpuctk's: a configure run that finds the file different from both the
-// record and the backup (someone edited it) deletes the record. unconfigure then:
+// record and the backup (someone edited it) deletes the record. A third file keeps what gpuctk replaced
+// key by key (replaced.hpp): the earlier values of the keys it set in an entry it took over, and the
+// earlier default runtime. unconfigure then:
 //   - file == record (or still == backup): nothing but gpuctk changed it, so the backup is put back byte
-//     for byte (an "absent" original: the file is deleted), and the backup and the record are deleted;
-//   - otherwise: only gpuctk's keys are deleted (its runtime entry, and the default runtime when it names
-//     that runtime; the CDI switch stays), the backup is kept for the administrator, the record deleted.
-//     A CRI-O drop-in left with no key at all is deleted.
+//     for byte (an "absent" original: the file is deleted), and the state files are deleted;
+//   - otherwise: only gpuctk's keys are undone: an entry gpuctk made is deleted, an entry it took over
+//     gets its earlier keys back, an entry pointed elsewhere since is left alone, the default runtime
+//     gets its earlier value back (or goes, with no record) while it names gpuctk's runtime; the CDI
+//     switch stays. The backup is kept for the administrator, the record deleted. A CRI-O drop-in left
+//     with no key at all is deleted.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "engine/replaced.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::engine {
@@ -53,7 +61,7 @@ struct RuntimeSettings {
   std::string runtime_path;  // absolute path of the gpuctk-runtime shim
   bool set_as_default = false;
   bool enable_cdi = false;
-  int containerd_version = 2;  // the schema of a new (or empty) containerd file: 2 or 3
+  int containerd_version = 2;  // the schema of a new (or empty) containerd file: 2 or 3 (1 is read only)
 };
 
 // A runtime name an engine and a RuntimeClass handler take: 1 to 63 letters, digits, '-', '_' or '.',
@@ -69,26 +77,62 @@ struct ConfigureResult {
   std::string summary;  // one line: what changed and where, or "… unchanged …"
 };
 
-// Pure: the new file text from the old one (nullopt: there is no file). Returns `old` itself when nothing
-// changes. Errors (settings, syntax with line and column, a key of the wrong type, a containerd schema
-// version other than 2 or 3) do not name the file: the file-level functions add it.
+// A file of the engine's configuration that gpuctk reads but does not write.
+struct SourceFile {
+  std::string path;
+  std::string text;
+};
+
+// The other files of the configuration that the written file belongs to, in the order the engine reads
+// them: those before it and those after it (CRI-O: crio.conf and the other drop-ins). Empty for
+// containerd and docker, whose files gpuctk edits in place.
+struct Sources {
+  std::vector<SourceFile> before;
+  std::vector<SourceFile> after;
+};
+
+// The sources of the file `path` (CRI-O; empty for the other engines). CRI-O reads its --config file
+// (default /etc/crio/crio.conf; a missing one is skipped), then every file below its --config-dir (default
+// /etc/crio/crio.conf.d) in lexical order, walking into subdirectories where their names sort, following
+// links to files (pkg/config/config.go, UpdateFromPath: filepath.Walk). gpuctk takes a file in a directory
+// "X.d" for a drop-in of the main file "X" (/etc/crio/crio.conf.d/99-gpuctk.conf: /etc/crio/crio.conf),
+// and any other file for the main file itself, with "<file>.d" as its drop-in directory. The file at
+// `path` itself is not read (gpuctk's drop-in must not feed itself). Bounded: k_max_config_file per file
+// and for all together, k_max_source_files files, k_max_source_depth directory levels. Each file must be
+// a regular file (a FIFO would block CRI-O too) and valid TOML whose runtime keys have the right types.
+// Errors name the file: "read /etc/crio/crio.conf.d/50-x.conf: Permission denied", "read
+// /etc/crio/crio.conf.d: Too many levels of symbolic links", "read /etc/crio/crio.conf.d/big.conf: larger
+// than 16777216 bytes", "/etc/crio/crio.conf: Error while parsing ... at line 3, column 7".
+Result<Sources> read_sources(Engine engine, const std::string& path);
+
+inline constexpr size_t k_max_source_files = 1024;
+inline constexpr int k_max_source_depth = 8;
+
+// Pure: the new file text from the old one (nullopt: there is no file), given the engine's other files.
+// Returns `old` itself when nothing changes. Errors (settings, syntax with line and column, a key of the
+// wrong type, a containerd schema version other than 1, 2 or 3) do not name the file: the file-level
+// functions add it; errors in a source name the source.
 Result<std::string> configured_text(Engine engine, const std::optional<std::string>& old,
-                                    const RuntimeSettings& settings);
+                                    const RuntimeSettings& settings, const Sources& sources = {});
 
-// Pure: `old` without gpuctk's keys (the runtime entry `settings.name`; the default runtime when it is
-// that name). Returns `old` itself when there is nothing to remove, "" when nothing is left of a CRI-O
+// Pure: `old` without gpuctk's keys (replaced.hpp says how, from `replaced`, the record of what gpuctk
+// replaced; with no record: the runtime entry `settings.name` is deleted, and the default runtime when it
+// is that name). Returns `old` itself when there is nothing to remove, "" when nothing is left of a CRI-O
 // drop-in. Only settings.name counts.
-Result<std::string> removed_text(Engine engine, const std::string& old, const RuntimeSettings& settings);
+Result<std::string> removed_text(Engine engine, const std::string& old, const RuntimeSettings& settings,
+                                 const Replaced& replaced = {});
 
-// The files beside a config file that hold the backup and the record (see the top of this file). They
-// are `<file>.gpuctk-backup`, `<file>.gpuctk-backup-absent` and `<file>.gpuctk-written` in the file's
-// directory, except for a CRI-O file in a directory whose name ends in ".d": CRI-O parses every file in
-// its drop-in directory, whatever the name, so they go to the parent directory instead
+// The files beside a config file that hold the backup and the records (see the top of this file). They
+// are `<file>.gpuctk-backup`, `<file>.gpuctk-backup-absent`, `<file>.gpuctk-written` and
+// `<file>.gpuctk-replaced` in the file's directory, except for a CRI-O file in a directory whose name ends in
+// ".d": CRI-O parses every file in its drop-in directory, whatever the name, so they go to the parent
+// directory instead
 // (/etc/crio/99-gpuctk.conf.gpuctk-backup for /etc/crio/crio.conf.d/99-gpuctk.conf).
 struct StateFiles {
-  std::string backup;  // the original bytes
-  std::string absent;  // empty marker: there was no original
-  std::string record;  // the bytes gpuctk last wrote
+  std::string backup;    // the original bytes
+  std::string absent;    // empty marker: there was no original
+  std::string record;    // the bytes gpuctk last wrote
+  std::string replaced;  // what gpuctk replaced, key by key (replaced.hpp)
 };
 StateFiles state_files(Engine engine, const std::string& path);
 
@@ -96,9 +140,10 @@ StateFiles state_files(Engine engine, const std::string& path);
 inline constexpr size_t k_max_config_file = size_t{16} << 20;
 
 // File level: reads `path` (a missing file is made, and so is its directory when that directory's parent
-// exists; a symbolic link is refused, since the atomic write would replace the link), keeps the backup,
-// writes the record and the new file atomically and durably with the file's mode and owner (0644 and the
-// caller for a new file). dry_run: computes the same result and writes nothing. Errors name the file.
+// exists; a symbolic link is refused, since the atomic write would replace the link) and its sources,
+// keeps the backup, writes the records and the new file atomically and durably with the file's mode and owner
+// (0644 and the caller for a new file). dry_run: computes the same result and writes nothing. Errors name the
+// file.
 Result<ConfigureResult> configure(Engine engine, const std::string& path, const RuntimeSettings& settings,
                                   bool dry_run);
 

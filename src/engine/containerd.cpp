@@ -1,6 +1,9 @@
 // containerd's config.toml. The CRI plugin's table holds the runtimes a RuntimeClass handler names, the
-// default runtime and the CDI switch; only the plugin's ID differs between the two schema versions.
+// default runtime and the CDI switch; only the plugin's ID differs between the three schema versions.
 // Read from containerd's source (github.com/containerd/containerd):
+//   - version 1 (no `version` key; containerd 1.x's first schema, deprecated by 1.3's version 2): 1.6 and
+//     1.7 still read it, plugins named by their short ID (services/server/config/config.go, Decode), and
+//     2.x migrates it (cmd/containerd/server/config/config.go, v1Migrate): plugins.cri with the same keys;
 //   - version 2 (containerd 1.6 and 1.7; 2.x still reads it): docs/cri/config.md and
 //     pkg/cri/config/config.go at v1.6.20 and v1.7.9: plugins."io.containerd.grpc.v1.cri" with
 //     containerd.runtimes.<name> (runtime_type, options.BinaryName), containerd.default_runtime_name,
@@ -8,10 +11,14 @@
 //   - version 3 (containerd 2.x): docs/cri/config.md and internal/cri/config/config.go at v2.1.4: the same
 //     keys under plugins."io.containerd.cri.v1.runtime" (where enable_cdi defaults to true).
 // containerd decodes the file over its built-in default config, whose default_runtime_name is "runc": a
-// missing key means "runc", while an empty one is an error (ValidatePluginConfig). A file without a
-// `version` key is version 1, which containerd 2 no longer reads.
+// missing key means "runc", while an empty one is an error. containerd 1.x's ValidatePluginConfig
+// (pkg/cri/config/config.go at v1.6.20) also makes a deprecated `containerd.default_runtime` table with a
+// runtime_type the default runtime, whatever default_runtime_name says, and refuses runtime_engine and
+// runtime_root on any runtime whose runtime_type is not io.containerd.runtime.v1.linux.
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "engine/engines.hpp"
 #include "engine/toml_doc.hpp"
@@ -26,6 +33,8 @@ struct Schema {
 };
 
 constexpr Schema k_schemas[] = {
+    // no `version` key (or version = 1): containerd before 1.3, still read by 1.x and migrated by 2.x
+    {1, "cri"},
     // containerd 1.6 and 1.7 (Debian 12 ships 1.6.20)
     {2, "io.containerd.grpc.v1.cri"},
     // containerd 2.x
@@ -34,8 +43,31 @@ constexpr Schema k_schemas[] = {
 
 // The runc shim v2: it runs options.BinaryName as its runc, so gpuctk-runtime sees every runc command.
 constexpr std::string_view k_runc_v2 = "io.containerd.runc.v2";
+
+// The runtime types whose options are runc's (BinaryName, SystemdCgroup, ...: runcoptions.Options), so
+// that their entry is a model for gpuctk's runc v2 entry.
+constexpr std::array<std::string_view, 2> k_runc_types = {
+    k_runc_v2,
+    // the runc shim v1 (containerd 1.x), the same options
+    "io.containerd.runc.v1",
+};
+
+// The key of a runtime entry that names the binary the runc shim runs: gpuctk's shim, in gpuctk's entry.
+constexpr std::array<std::string_view, 2> k_binary_key = {"options", "BinaryName"};
+
 // The runtime containerd uses when default_runtime_name is not set (its built-in default config).
 constexpr std::string_view k_builtin_default = "runc";
+
+// The runtimes whose entry a new one copies, after the default: NVIDIA's `nvidia-ctk runtime configure`
+// looks at the same names (pkg/config/engine/engine.go, GetLowLevelRuntimes).
+constexpr std::array<std::string_view, 2> k_model_fallbacks = {"runc", "crun"};
+
+// Keys of a runtime entry that containerd 1.x refuses beside any runtime_type but the old
+// io.containerd.runtime.v1.linux; a taken-over entry of that kind loses them when they are not empty.
+constexpr std::array<std::string_view, 2> k_linux_v1_keys = {
+    "runtime_engine",  // the runc binary of io.containerd.runtime.v1.linux
+    "runtime_root",    // its state directory
+};
 // containerd's default cdi_spec_dirs, written with enable_cdi when the file names none.
 constexpr std::array<std::string_view, 2> k_cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
 
@@ -51,7 +83,7 @@ const Schema* find_schema(int64_t version) {
 Result<const Schema*> schema_of(const toml::table& doc) {
   const toml::node* node = doc.get("version");
   if (node == nullptr) {
-    return fail("containerd config version 1 (the file has no version key) is not supported (want 2 or 3)");
+    return find_schema(1);
   }
   const auto* version = node->as_integer();
   if (version == nullptr) {
@@ -60,7 +92,7 @@ Result<const Schema*> schema_of(const toml::table& doc) {
   const Schema* schema = find_schema(version->get());
   if (schema == nullptr) {
     return fail("containerd config version " + std::to_string(version->get()) +
-                " is not supported (want 2 or 3)");
+                " is not supported (want 1, 2 or 3)");
   }
   return schema;
 }
@@ -87,27 +119,52 @@ Result<CriTables> make_cri_tables(toml::table& doc, const Schema& schema) {
   return t;
 }
 
-// A new runtime entry starts as a copy of the default runtime's entry when that one is a runc v2
-// runtime: its options (SystemdCgroup above all: with the systemd cgroup driver every runc runtime of
-// the node must use it) then hold for gpuctk's runtime too. Any other default (kata, gVisor) is no model.
+bool is_runc_type(const toml::table& entry) {
+  const auto type = entry["runtime_type"].value<std::string_view>();
+  return type && std::ranges::find(k_runc_types, *type) != k_runc_types.end();
+}
+
+// A new runtime entry starts as a copy of a runc runtime's entry: the default runtime's, else runc's,
+// else crun's, the first that is there and of a runc type. Its options (SystemdCgroup above all: with the
+// systemd cgroup driver every runc runtime of the node must use it) then hold for gpuctk's runtime too.
+// Any other runtime (kata, gVisor) is no model; with none the entry starts empty.
 toml::table new_entry(CriTables& t, std::string_view name) {
-  std::string default_name(k_builtin_default);
-  if (const toml::node* node = t.containerd->get("default_runtime_name");
-      node != nullptr && node->is_string()) {
-    default_name = node->as_string()->get();
+  const toml::node* default_name = t.containerd->get("default_runtime_name");
+  std::vector<std::string_view> candidates{
+      default_name != nullptr ? default_name->value_or(std::string_view()) : k_builtin_default};
+  candidates.insert(candidates.end(), k_model_fallbacks.begin(), k_model_fallbacks.end());
+  for (const std::string_view candidate : candidates) {
+    const toml::table* model = candidate != name ? find_table(*t.runtimes, candidate) : nullptr;
+    if (model != nullptr && is_runc_type(*model)) {
+      return *model;
+    }
   }
-  if (default_name == name) {
+  return {};
+}
+
+// Removes the io.containerd.runtime.v1.linux keys that containerd 1.x refuses beside a runc v2 entry.
+void drop_linux_v1_keys(toml::table& entry) {
+  for (const std::string_view key : k_linux_v1_keys) {
+    if (const auto value = entry[key].value<std::string_view>(); value && !value->empty()) {
+      entry.erase(key);
+    }
+  }
+}
+
+// --set-as-default writes default_runtime_name, which containerd 1.x overrides with a deprecated
+// `default_runtime` table that has a runtime_type; the setting could not take effect, so it is refused.
+Result<void> check_no_deprecated_default(CriTables& t) {
+  const toml::node* type = t.containerd->at_path("default_runtime.runtime_type").node();
+  if (type == nullptr || type->value_or(std::string_view()).empty()) {
     return {};
   }
-  toml::table* model = find_table(*t.runtimes, default_name);
-  if (model == nullptr) {
-    return {};
-  }
-  const toml::node* type = model->get("runtime_type");
-  if (type == nullptr || !type->is_string() || type->as_string()->get() != k_runc_v2) {
-    return {};
-  }
-  return *model;
+  const std::string table_path = key_path(t.containerd_path, "default_runtime");
+  return fail(key_path(table_path, "runtime_type") + " is set (at line " +
+              std::to_string(type->source().begin.line) + ", column " +
+              std::to_string(type->source().begin.column) +
+              "): containerd 1.x makes that deprecated table its default runtime whatever "
+              "default_runtime_name says; define it under " +
+              t.runtimes_path + " instead to make another runtime the default");
 }
 
 Result<void> enable_cdi(CriTables& t, std::vector<std::string>& changes) {
@@ -137,15 +194,16 @@ Result<void> enable_cdi(CriTables& t, std::vector<std::string>& changes) {
 
 }  // namespace
 
-Result<Edit> containerd_configure(const std::optional<std::string>& old, const RuntimeSettings& settings) {
+Result<Edit> containerd_configure(const std::optional<std::string>& old, const RuntimeSettings& settings,
+                                  const EditInputs& inputs) {
   toml::table doc;
   if (old) {
     GPUCTK_TRY_ASSIGN(doc, parse_toml(*old));
   }
   const Schema* schema = nullptr;
   if (doc.empty()) {
-    // No file, an empty one, or comments only: a new file of the schema asked for.
-    schema = find_schema(settings.containerd_version);
+    // No file, an empty one, or comments only: a new file of the schema asked for (2 or 3).
+    schema = settings.containerd_version >= 2 ? find_schema(settings.containerd_version) : nullptr;
     if (schema == nullptr) {
       return fail("containerd config version " + std::to_string(settings.containerd_version) +
                   " is not supported (want 2 or 3)");
@@ -156,7 +214,7 @@ Result<Edit> containerd_configure(const std::optional<std::string>& old, const R
   }
   GPUCTK_TRY_ASSIGN(CriTables t, make_cri_tables(doc, *schema));
 
-  Edit edit;
+  Edit edit{.text = {}, .changes = {}, .notes = {}, .replaced = inputs.replaced};
   const std::string entry_path = key_path(t.runtimes_path, settings.name);
   const bool added = t.runtimes->get(settings.name) == nullptr;
   if (added) {
@@ -169,19 +227,20 @@ Result<Edit> containerd_configure(const std::optional<std::string>& old, const R
   }
   const toml::table entry_before = *entry;
   GPUCTK_TRY(set_string(*entry, "runtime_type", k_runc_v2, entry_path));
+  drop_linux_v1_keys(*entry);
   GPUCTK_TRY_ASSIGN(toml::table * options, child_table(*entry, "options", entry_path));
   GPUCTK_TRY_ASSIGN(const std::string was, set_string(*options, "BinaryName", settings.runtime_path,
                                                       key_path(entry_path, "options")));
   if (added || *entry != entry_before) {
     edit.changes.push_back(runtime_phrase(settings, added, added ? "" : was));
+    note_entry(edit.replaced, settings, added ? nullptr : &entry_before, *entry, k_binary_key);
   }
 
   if (settings.set_as_default) {
-    GPUCTK_TRY_ASSIGN(const std::string before,
-                      set_string(*t.containerd, "default_runtime_name", settings.name, t.containerd_path));
-    if (before != settings.name) {
-      edit.changes.push_back(default_phrase(settings.name, before));
+    if (schema->version < 3) {
+      GPUCTK_TRY(check_no_deprecated_default(t));
     }
+    GPUCTK_TRY(set_default(*t.containerd, "default_runtime_name", settings.name, t.containerd_path, edit));
   }
   if (settings.enable_cdi) {
     GPUCTK_TRY(enable_cdi(t, edit.changes));
@@ -190,9 +249,10 @@ Result<Edit> containerd_configure(const std::optional<std::string>& old, const R
   return edit;
 }
 
-Result<Edit> containerd_remove(const std::string& old, const RuntimeSettings& settings) {
+Result<Edit> containerd_remove(const std::string& old, const RuntimeSettings& settings,
+                               const Replaced& replaced) {
   GPUCTK_TRY_ASSIGN(toml::table doc, parse_toml(old));
-  Edit edit{.text = old, .changes = {}, .notes = {}};
+  Edit edit{.text = old, .changes = {}, .notes = {}, .replaced = without(replaced, settings.name)};
   if (doc.empty()) {
     return edit;
   }
@@ -204,15 +264,10 @@ Result<Edit> containerd_remove(const std::string& old, const RuntimeSettings& se
   if (containerd == nullptr) {
     return edit;
   }
-  if (toml::table* runtimes = find_table(*containerd, "runtimes");
-      runtimes != nullptr && runtimes->erase(settings.name) != 0) {
-    edit.changes.push_back(removed_phrase(settings.name));
+  if (toml::table* runtimes = find_table(*containerd, "runtimes"); runtimes != nullptr) {
+    undo_runtime(*runtimes, settings.name, k_binary_key, replaced, edit);
   }
-  if (const toml::node* node = containerd->get("default_runtime_name");
-      node != nullptr && node->value_or(std::string_view()) == settings.name) {
-    containerd->erase("default_runtime_name");
-    edit.changes.push_back(default_unset_phrase(settings.name));
-  }
+  undo_default(*containerd, "default_runtime_name", settings.name, replaced, edit);
   if (!edit.changes.empty()) {
     edit.text = print_toml(doc);
   }

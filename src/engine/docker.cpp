@@ -3,60 +3,19 @@
 // other container; "features": {"cdi": true} turns on docker 25's CDI support (`--device vendor/class=x`).
 // nlohmann's ordered_json keeps the document's key order, so every key gpuctk does not touch stays where
 // it was.
-#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
 
 #include "engine/engines.hpp"
+#include "engine/json_doc.hpp"
 
 namespace gpuctk::engine::detail {
 
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-// daemon.json nests 3 levels; nlohmann copies, compares and prints recursively, so a deeper document is
-// refused before it is built.
-constexpr int k_max_depth = 64;
-
-// "an object", "a string", "null".
-std::string a_type(const Json& value) {
-  const std::string_view name = value.type_name();
-  if (value.is_null()) {
-    return std::string(name);
-  }
-  return (value.is_object() || value.is_array() ? "an " : "a ") + std::string(name);
-}
-
-Result<Json> parse_daemon_json(const std::string& text) {
-  // dockerd takes an empty file for an empty configuration.
-  if (trim(text).empty()) {
-    return Json::object();
-  }
-  bool too_deep = false;
-  const Json::parser_callback_t limit = [&too_deep](int depth, Json::parse_event_t /*event*/,
-                                                    Json& /*value*/) {
-    if (depth > k_max_depth) {
-      too_deep = true;
-      return false;  // not kept
-    }
-    return true;
-  };
-  Json doc;
-  try {
-    doc = Json::parse(text, limit);
-  } catch (const Json::parse_error& e) {
-    // "[json.exception.parse_error.101] parse error at line 3, column 1: syntax error ..." -> from "parse".
-    const std::string_view what = e.what();
-    const auto start = what.find("parse error");
-    return fail(std::string(start == std::string_view::npos ? what : what.substr(start)));
-  }
-  if (too_deep) {
-    return fail("nested deeper than " + std::to_string(k_max_depth) + " levels");
-  }
-  if (!doc.is_object()) {
-    return fail("the document is " + a_type(doc) + " (want an object)");
-  }
-  return doc;
-}
+// The key of a runtime entry that names the binary dockerd runs as its runc: gpuctk's shim, in gpuctk's
+// entry.
+constexpr const char* k_binary_key = "path";
 
 Error wrong_type(std::string_view path, const Json& value, std::string_view want) {
   return Error{std::string(path) + " is " + a_type(value) + " (want " + std::string(want) + ")"};
@@ -96,28 +55,77 @@ Result<std::string> print_daemon_json(const Json& doc) {
   }
 }
 
+// The string at `key` of `object`; nullopt when there is none or it is no string.
+std::optional<std::string> string_of(const Json& object, const std::string& key) {
+  const auto found = object.find(key);
+  return found != object.end() && found->is_string() ? std::optional(found->get<std::string>())
+                                                     : std::nullopt;
+}
+
+// --remove of runtime `name`'s entry as the record says (replaced.hpp).
+void undo_runtime(Json& runtimes, const std::string& name, const Replaced& replaced, Edit& edit) {
+  const auto entry = runtimes.find(name);
+  if (entry == runtimes.end()) {
+    return;
+  }
+  const std::optional<std::string> binary =
+      entry->is_object() ? string_of(*entry, k_binary_key) : std::nullopt;
+  switch (runtime_undo(replaced, name, binary)) {
+    case RuntimeUndo::erase:
+      runtimes.erase(entry);
+      edit.changes.push_back(removed_phrase(name));
+      return;
+    case RuntimeUndo::restore:
+      for (const ReplacedKey& key : replaced.runtimes.at(name).keys) {
+        // gpuctk changes only the entry's own "path"; a record that says more is not its own.
+        if (key.key.size() == 1 && key.was) {
+          (*entry)[key.key.front()] = *key.was;
+        } else if (key.key.size() == 1) {
+          entry->erase(key.key.front());
+        }
+      }
+      edit.changes.push_back(restored_phrase(name, string_of(*entry, k_binary_key).value_or("")));
+      return;
+    case RuntimeUndo::leave:
+      edit.notes.push_back(
+          left_alone_note(name, binary.value_or("nothing"), replaced.runtimes.at(name).binary));
+      return;
+  }
+}
+
 }  // namespace
 
-Result<Edit> docker_configure(const std::optional<std::string>& old, const RuntimeSettings& settings) {
+Result<Edit> docker_configure(const std::optional<std::string>& old, const RuntimeSettings& settings,
+                              const EditInputs& inputs) {
   Json doc = Json::object();
   if (old) {
-    GPUCTK_TRY_ASSIGN(doc, parse_daemon_json(*old));
+    GPUCTK_TRY_ASSIGN(doc, parse_json_object(*old));
   }
-  Edit edit;
+  Edit edit{.text = {}, .changes = {}, .notes = {}, .replaced = inputs.replaced};
   GPUCTK_TRY_ASSIGN(Json * runtimes, child_object(doc, "runtimes", "runtimes"));
   const std::string entry_path = "runtimes." + settings.name;
   const bool added = !runtimes->contains(settings.name);
   GPUCTK_TRY_ASSIGN(Json * entry, child_object(*runtimes, settings.name, entry_path));
+  const bool had_path = entry->contains(k_binary_key);
   GPUCTK_TRY_ASSIGN(const std::string was,
-                    set_string(*entry, "path", settings.runtime_path, entry_path + ".path"));
+                    set_string(*entry, k_binary_key, settings.runtime_path, entry_path + ".path"));
   if (added || was != settings.runtime_path) {
     edit.changes.push_back(runtime_phrase(settings, added, was));
+    std::vector<ReplacedKey> changed;
+    if (!added) {
+      changed.push_back(
+          ReplacedKey{.key = {k_binary_key}, .was = had_path ? std::optional(was) : std::nullopt});
+    }
+    note_runtime(edit.replaced, settings.name, settings.runtime_path,
+                 added ? std::nullopt : std::optional(was), std::move(changed));
   }
   if (settings.set_as_default) {
+    const bool had_default = doc.contains("default-runtime");
     GPUCTK_TRY_ASSIGN(const std::string before,
                       set_string(doc, "default-runtime", settings.name, "default-runtime"));
     if (before != settings.name) {
       edit.changes.push_back(default_phrase(settings.name, before));
+      note_default(edit.replaced, settings.name, had_default ? std::optional(before) : std::nullopt);
     }
   }
   if (settings.enable_cdi) {
@@ -139,17 +147,21 @@ Result<Edit> docker_configure(const std::optional<std::string>& old, const Runti
   return edit;
 }
 
-Result<Edit> docker_remove(const std::string& old, const RuntimeSettings& settings) {
-  GPUCTK_TRY_ASSIGN(Json doc, parse_daemon_json(old));
-  Edit edit{.text = old, .changes = {}, .notes = {}};
-  if (const auto runtimes = doc.find("runtimes");
-      runtimes != doc.end() && runtimes->is_object() && runtimes->erase(settings.name) != 0) {
-    edit.changes.push_back(removed_phrase(settings.name));
+Result<Edit> docker_remove(const std::string& old, const RuntimeSettings& settings,
+                           const Replaced& replaced) {
+  GPUCTK_TRY_ASSIGN(Json doc, parse_json_object(old));
+  Edit edit{.text = old, .changes = {}, .notes = {}, .replaced = without(replaced, settings.name)};
+  if (const auto runtimes = doc.find("runtimes"); runtimes != doc.end() && runtimes->is_object()) {
+    undo_runtime(*runtimes, settings.name, replaced, edit);
   }
-  if (const auto found = doc.find("default-runtime");
-      found != doc.end() && found->is_string() && found->get<std::string>() == settings.name) {
-    doc.erase("default-runtime");
-    edit.changes.push_back(default_unset_phrase(settings.name));
+  if (string_of(doc, "default-runtime") == settings.name) {
+    if (const std::optional<std::string> was = default_undo(replaced, settings.name)) {
+      doc["default-runtime"] = *was;
+      edit.changes.push_back(default_restored_phrase(*was));
+    } else {
+      doc.erase("default-runtime");
+      edit.changes.push_back(default_unset_phrase(settings.name));
+    }
   }
   if (!edit.changes.empty()) {
     GPUCTK_TRY_ASSIGN(edit.text, print_daemon_json(doc));

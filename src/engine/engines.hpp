@@ -17,14 +17,33 @@ struct Edit {
   std::string text;                  // the new text; the old text itself when `changes` is empty
   std::vector<std::string> changes;  // what changed, each a phrase of the summary
   std::vector<std::string> notes;    // said whether or not anything changed (CRI-O and --cdi)
+  Replaced replaced;                 // the record (replaced.hpp) after the edit
 };
 
-Result<Edit> containerd_configure(const std::optional<std::string>& old, const RuntimeSettings& settings);
-Result<Edit> containerd_remove(const std::string& old, const RuntimeSettings& settings);
-Result<Edit> crio_configure(const std::optional<std::string>& old, const RuntimeSettings& settings);
-Result<Edit> crio_remove(const std::string& old, const RuntimeSettings& settings);
-Result<Edit> docker_configure(const std::optional<std::string>& old, const RuntimeSettings& settings);
-Result<Edit> docker_remove(const std::string& old, const RuntimeSettings& settings);
+// What an edit reads besides the file's own text.
+struct EditInputs {
+  const Sources& sources;    // the engine's other files (CRI-O)
+  const Replaced& replaced;  // the record so far
+};
+
+Result<Edit> containerd_configure(const std::optional<std::string>& old, const RuntimeSettings& settings,
+                                  const EditInputs& inputs);
+Result<Edit> containerd_remove(const std::string& old, const RuntimeSettings& settings,
+                               const Replaced& replaced);
+Result<Edit> crio_configure(const std::optional<std::string>& old, const RuntimeSettings& settings,
+                            const EditInputs& inputs);
+Result<Edit> crio_remove(const std::string& old, const RuntimeSettings& settings, const Replaced& replaced);
+Result<Edit> docker_configure(const std::optional<std::string>& old, const RuntimeSettings& settings,
+                              const EditInputs& inputs);
+Result<Edit> docker_remove(const std::string& old, const RuntimeSettings& settings, const Replaced& replaced);
+
+// CRI-O's sources: the main file and the drop-in directory of `path` (configure.hpp, read_sources), read,
+// and checked with check_crio_sources.
+Result<Sources> crio_sources(const std::string& path);
+
+// Pure: the sources parse, and the keys crio_configure reads from them have the right types. Errors name
+// the source.
+Result<void> check_crio_sources(const Sources& sources);
 
 // The phrases of the summary, the same for every engine.
 
@@ -53,6 +72,23 @@ inline std::string removed_phrase(std::string_view name) {
 
 inline std::string default_unset_phrase(std::string_view name) {
   return "default runtime " + quote(name) + " unset";
+}
+
+// `default runtime "crun" restored`, when gpuctk's runtime was the default and `was` was before it.
+inline std::string default_restored_phrase(std::string_view was) {
+  return "default runtime " + quote(was) + " restored";
+}
+
+// `runtime "nvidia" restored (/usr/bin/nvidia-container-runtime)`: an entry gpuctk took over, put back.
+inline std::string restored_phrase(std::string_view name, std::string_view binary) {
+  return "runtime " + quote(name) + " restored" + (binary.empty() ? "" : " (" + std::string(binary) + ")");
+}
+
+// `runtime "nvidia" left alone: it runs /usr/local/bin/other now, not gpuctk's /usr/bin/gpuctk-runtime`.
+inline std::string left_alone_note(std::string_view name, std::string_view binary_now,
+                                   std::string_view ours) {
+  return "runtime " + quote(name) + " left alone: it runs " + std::string(binary_now) +
+         " now, not gpuctk's " + std::string(ours);
 }
 
 inline constexpr std::string_view k_cdi_enabled = "CDI enabled";

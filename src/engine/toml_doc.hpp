@@ -9,11 +9,16 @@
 
 #define TOML_HEADER_ONLY 1
 #define TOML_EXCEPTIONS 0
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <toml++/toml.h>
 
+#include "engine/engines.hpp"
+#include "engine/replaced.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::engine::detail {
@@ -45,5 +50,40 @@ toml::table* find_table(toml::table& parent, std::string_view key);
 // returns the earlier value ("" when there was none).
 Result<std::string> set_string(toml::table& table, std::string_view key, std::string_view value,
                                std::string_view table_path);
+
+// The keys whose values differ between `before` and `after` (a runtime entry before and after gpuctk set
+// it), each with its value in `before`, for the record (replaced.hpp): a leaf by its path, a table that
+// only `after` has by its own path (absent before). A changed leaf of `before` that is not a string is left
+// out: gpuctk only ever replaces strings.
+std::vector<ReplacedKey> changed_keys(const toml::table& before, const toml::table& after);
+
+// Puts the recorded keys back into `entry`: a string where there was one, no key where there was none;
+// a table that this leaves empty is deleted too.
+void restore_keys(toml::table& entry, const std::vector<ReplacedKey>& keys);
+
+// The string at `key` (a path) below `table`; nullopt when there is none or it is no string.
+std::optional<std::string> string_at(const toml::table& table, std::span<const std::string_view> key);
+
+// The runtime entries of containerd and CRI-O, for the record of what gpuctk replaced (replaced.hpp).
+// `binary_key` is the path of an entry's binary key: options.BinaryName, runtime_path.
+
+// configure: notes in `replaced` that gpuctk set runtime settings.name's entry from `before` (nullptr: there
+// was none) to `after`.
+void note_entry(Replaced& replaced, const RuntimeSettings& settings, const toml::table* before,
+                const toml::table& after, std::span<const std::string_view> binary_key);
+
+// configure: sets the default runtime key `key` of `table` to `name` (an error when it holds another type),
+// with the phrase and the record.
+Result<void> set_default(toml::table& table, std::string_view key, const std::string& name,
+                         std::string_view table_path, Edit& edit);
+
+// --remove: undoes runtime `name` of `runtimes` as `replaced` says (replaced.hpp), with the phrases.
+void undo_runtime(toml::table& runtimes, const std::string& name,
+                  std::span<const std::string_view> binary_key, const Replaced& replaced, Edit& edit);
+
+// --remove: the default runtime key `key` of `table`, when it names `name`, gets its earlier value back
+// (or goes, when there was none or no record says), with the phrase.
+void undo_default(toml::table& table, std::string_view key, const std::string& name, const Replaced& replaced,
+                  Edit& edit);
 
 }  // namespace gpuctk::engine::detail

@@ -9,6 +9,7 @@
 
 #include "cdi/temp_dir.hpp"
 #include "engine/data.hpp"
+#include "engine/toml_doc.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {
@@ -30,6 +31,12 @@ mode_t mode_of(const std::string& path) {
   struct stat st {};
   EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
   return st.st_mode & 07777;
+}
+
+toml::table table_of(const std::string& text) {
+  auto parsed = engine::detail::parse_toml(text);
+  EXPECT_TRUE(parsed) << parsed.error().message;
+  return parsed ? std::move(*parsed) : toml::table{};
 }
 
 ino_t inode_of(const std::string& path) {
@@ -92,6 +99,7 @@ TEST(EngineNames, StateFilesBesideTheFileButOutsideCriosDropInDirectory) {
   EXPECT_EQ(files.backup, "/etc/containerd/config.toml.gpuctk-backup");
   EXPECT_EQ(files.absent, "/etc/containerd/config.toml.gpuctk-backup-absent");
   EXPECT_EQ(files.record, "/etc/containerd/config.toml.gpuctk-written");
+  EXPECT_EQ(files.replaced, "/etc/containerd/config.toml.gpuctk-replaced");
   EXPECT_EQ(engine::state_files(Engine::crio, "/etc/crio/crio.conf.d/99-gpuctk.conf").backup,
             "/etc/crio/99-gpuctk.conf.gpuctk-backup");
   EXPECT_EQ(engine::state_files(Engine::crio, "/etc/crio/crio.conf").record,
@@ -159,8 +167,8 @@ TEST_F(EngineConfigureTest, LaterChangesNeverReplaceTheBackup) {
 }
 
 TEST_F(EngineConfigureTest, RemoveRestoresTheOriginalByteForByte) {
-  for (const char* name :
-       {"containerd-comments.toml", "containerd-1.6-default.toml", "containerd-2-default.toml"}) {
+  for (const char* name : {"containerd-comments.toml", "containerd-1.6-default.toml",
+                           "containerd-2-default.toml", "containerd-1.6-default-v1.toml"}) {
     const std::string original = test::engine_data(name);
     const std::string path = m_dir.write(name, original);
     configure(Engine::containerd, path);
@@ -175,6 +183,7 @@ TEST_F(EngineConfigureTest, RemoveRestoresTheOriginalByteForByte) {
     EXPECT_EQ(contents(path), original) << name;
     EXPECT_FALSE(exists(path + ".gpuctk-backup"));
     EXPECT_FALSE(exists(path + ".gpuctk-written"));
+    EXPECT_FALSE(exists(path + ".gpuctk-replaced"));
   }
 }
 
@@ -248,6 +257,186 @@ TEST_F(EngineConfigureTest, FileBackToTheOriginalIsGpuctksAgain) {
   EXPECT_FALSE(exists(path + ".gpuctk-backup"));
 }
 
+// An entry of gpuctk's name that was there (NVIDIA's), and another default runtime: after an unrelated
+// edit, --remove cannot restore the backup, but puts back every key gpuctk replaced, in every schema.
+TEST_F(EngineConfigureTest, RemoveAfterAForeignEditPutsBackATakenOverContainerdEntry) {
+  for (const std::string_view plugin :
+       {"cri", "\"io.containerd.grpc.v1.cri\"", "\"io.containerd.cri.v1.runtime\""}) {
+    const std::string version = plugin == "cri"                                 ? ""
+                                : plugin.find("grpc") != std::string_view::npos ? "version = 2\n"
+                                                                                : "version = 3\n";
+    const std::string table = "[plugins." + std::string(plugin) + ".containerd";
+    const std::string original = version + table + "]\n" + "default_runtime_name = \"crun\"\n" + table +
+                                 ".runtimes.crun]\n"
+                                 "runtime_type = \"io.containerd.runc.v2\"\n" +
+                                 table +
+                                 ".runtimes.crun.options]\n"
+                                 "BinaryName = \"/usr/bin/crun\"\n" +
+                                 table +
+                                 ".runtimes.nvidia]\n"
+                                 "runtime_type = \"io.containerd.runtime.v1.linux\"\n"
+                                 "runtime_engine = \"/usr/bin/nvidia-container-runtime\"\n"
+                                 "privileged_without_host_devices = true\n";
+    const std::string edit =
+        "\n[plugins." + std::string(plugin) + ".registry]\nconfig_path = \"/etc/containerd/certs.d\"\n";
+    const std::string path = m_dir.write("config.toml", original);
+    const auto settings = test::shim_settings([](auto& s) { s.set_as_default = true; });
+    configure(Engine::containerd, path, settings);
+    m_dir.write("config.toml", *contents(path) + edit);
+    const auto removed = unconfigure(Engine::containerd, path);
+    EXPECT_EQ(removed.summary,
+              "containerd: runtime \"nvidia\" restored, default runtime \"crun\" restored; " + path +
+                  " written (it was changed since gpuctk wrote it; the original stays in " + path +
+                  ".gpuctk-backup); restart containerd")
+        << plugin;
+    // What the file holds is the original with the edit, key for key (toml++ printed it again).
+    EXPECT_EQ(table_of(*contents(path)), table_of(original + edit)) << *contents(path);
+    EXPECT_NE(contents(path)->find("runtime_engine = \"/usr/bin/nvidia-container-runtime\""),
+              std::string::npos)
+        << *contents(path);
+    EXPECT_NE(contents(path)->find("default_runtime_name = \"crun\""), std::string::npos) << *contents(path);
+    EXPECT_EQ(contents(path)->find("gpuctk"), std::string::npos) << *contents(path);
+    EXPECT_FALSE(exists(path + ".gpuctk-replaced"));
+    ASSERT_EQ(::unlink((path + ".gpuctk-backup").c_str()), 0);
+  }
+}
+
+TEST_F(EngineConfigureTest, RemoveAfterAForeignEditPutsBackDockersEntryAndDefault) {
+  const std::string original =
+      R"({"default-runtime": "crun", "runtimes": {"crun": {"path": "/usr/bin/crun"}, )"
+      R"("nvidia": {"args": [], "path": "nvidia-container-runtime"}}})";
+  const std::string path = m_dir.write("daemon.json", original);
+  configure(Engine::docker, path, test::shim_settings([](auto& s) { s.set_as_default = true; }));
+  std::string edited = *contents(path);
+  edited.insert(edited.rfind('}'), ",\n    \"debug\": true\n");
+  m_dir.write("daemon.json", edited);
+  const auto removed = unconfigure(Engine::docker, path);
+  EXPECT_EQ(removed.summary,
+            "docker: runtime \"nvidia\" restored (nvidia-container-runtime), default runtime "
+            "\"crun\" restored; " +
+                path + " written (it was changed since gpuctk wrote it; the original stays in " + path +
+                ".gpuctk-backup); restart docker");
+  EXPECT_EQ(contents(path),
+            "{\n"
+            "    \"default-runtime\": \"crun\",\n"
+            "    \"runtimes\": {\n"
+            "        \"crun\": {\n"
+            "            \"path\": \"/usr/bin/crun\"\n"
+            "        },\n"
+            "        \"nvidia\": {\n"
+            "            \"args\": [],\n"
+            "            \"path\": \"nvidia-container-runtime\"\n"
+            "        }\n"
+            "    },\n"
+            "    \"debug\": true\n"
+            "}\n");
+}
+
+// The record of what gpuctk replaced, as it is kept beside the file.
+TEST_F(EngineConfigureTest, WhatWasReplacedIsKeptBesideTheFile) {
+  const std::string path = m_dir.write(
+      "daemon.json",
+      R"({"default-runtime": "crun", "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}}})");
+  configure(Engine::docker, path, test::shim_settings([](auto& s) { s.set_as_default = true; }));
+  EXPECT_EQ(contents(path + ".gpuctk-replaced"),
+            "{\n"
+            "    \"runtimes\": {\n"
+            "        \"nvidia\": {\n"
+            "            \"created\": false,\n"
+            "            \"binary\": \"/usr/bin/gpuctk-runtime\",\n"
+            "            \"keys\": [\n"
+            "                {\n"
+            "                    \"key\": [\n"
+            "                        \"path\"\n"
+            "                    ],\n"
+            "                    \"was\": \"nvidia-container-runtime\"\n"
+            "                }\n"
+            "            ]\n"
+            "        }\n"
+            "    },\n"
+            "    \"default_runtime\": {\n"
+            "        \"set\": \"nvidia\",\n"
+            "        \"was\": \"crun\"\n"
+            "    }\n"
+            "}\n");
+  m_dir.write("daemon.json.gpuctk-replaced", "[]");
+  auto result = engine::configure(Engine::docker, path, test::shim_settings(), false);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().message, path + ".gpuctk-replaced: the document is an array (want an object)");
+  m_dir.write("daemon.json.gpuctk-replaced", R"({"runtimes": {"nvidia": {"created": 1}}})");
+  result = engine::unconfigure(Engine::docker, path, test::shim_settings(), false);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().message,
+            path + ".gpuctk-replaced: not a record of gpuctk's (runtimes.nvidia.created is not a boolean)");
+}
+
+// The CRI-O handler taken over in the written file itself (crio.conf): its keys and what it lacked of
+// runc's come back as they were.
+TEST_F(EngineConfigureTest, RemoveAfterAForeignEditPutsBackATakenOverCrioHandler) {
+  const std::string original =
+      "[crio.runtime.runtimes.runc]\n"
+      "runtime_path = \"/usr/libexec/crio/runc\"\n"
+      "monitor_env = [\"PATH=/usr/bin:/bin\"]\n"
+      "\n"
+      "[crio.runtime.runtimes.nvidia]\n"
+      "runtime_path = \"/usr/bin/nvidia-container-runtime\"\n"
+      "runtime_type = \"oci\"\n";
+  const std::string path = m_dir.write("crio.conf", original);
+  const auto configured = configure(Engine::crio, path);
+  EXPECT_NE(configured.text.find(
+                "monitor_env = [ \"PATH=/usr/bin:/bin\" ]\nruntime_path = \"/usr/bin/gpuctk-runtime\""),
+            std::string::npos)
+      << configured.text;
+  m_dir.write("crio.conf", *contents(path) + "[crio.image]\npause_image = \"registry.k8s.io/pause:3.9\"\n");
+  const auto removed = unconfigure(Engine::crio, path);
+  EXPECT_EQ(removed.summary, "crio: runtime \"nvidia\" restored (/usr/bin/nvidia-container-runtime); " +
+                                 path +
+                                 " written (it was changed since gpuctk wrote it; the original stays in " +
+                                 path + ".gpuctk-backup); restart crio");
+  EXPECT_EQ(contents(path),
+            "[crio.image]\n"
+            "pause_image = \"registry.k8s.io/pause:3.9\"\n"
+            "\n"
+            "[crio.runtime.runtimes.nvidia]\n"
+            "runtime_path = \"/usr/bin/nvidia-container-runtime\"\n"
+            "runtime_type = \"oci\"\n"
+            "\n"
+            "[crio.runtime.runtimes.runc]\n"
+            "monitor_env = [ \"PATH=/usr/bin:/bin\" ]\n"
+            "runtime_path = \"/usr/libexec/crio/runc\"\n");
+}
+
+// An entry someone pointed elsewhere after gpuctk wrote it is theirs: --remove leaves it and says so; a
+// configure run then takes it over afresh, and --remove puts that back.
+TEST_F(EngineConfigureTest, AnEntryPointedElsewhereIsLeftAloneOrTakenOverAfresh) {
+  const std::string path = m_dir.path() + "/daemon.json";
+  configure(Engine::docker, path);
+  m_dir.write("daemon.json", R"({"runtimes": {"nvidia": {"path": "/opt/other"}}, "debug": true})");
+  auto removed = unconfigure(Engine::docker, path);
+  EXPECT_FALSE(removed.changed);
+  EXPECT_EQ(removed.summary,
+            "docker: " + path +
+                " unchanged: no runtime \"nvidia\" of gpuctk's in it; runtime \"nvidia\" left "
+                "alone: it runs /opt/other now, not gpuctk's /usr/bin/gpuctk-runtime");
+  EXPECT_EQ(contents(path), R"({"runtimes": {"nvidia": {"path": "/opt/other"}}, "debug": true})");
+
+  configure(Engine::docker, path);
+  m_dir.write("daemon.json", *contents(path) + "\n");
+  removed = unconfigure(Engine::docker, path);
+  EXPECT_EQ(contents(path),
+            "{\n    \"runtimes\": {\n        \"nvidia\": {\n            \"path\": \"/opt/other\"\n        }\n"
+            "    },\n    \"debug\": true\n}\n");
+}
+
+// The file's own directory a link to itself: the loop is named as what it is, not as a linked file.
+TEST_F(EngineConfigureTest, LoopingDirectoryIsNotCalledALink) {
+  const std::string dir = m_dir.path() + "/conf.d";
+  ASSERT_EQ(::symlink("conf.d", dir.c_str()), 0);
+  auto result = engine::configure(Engine::docker, dir + "/daemon.json", test::shim_settings(), false);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().message, "read " + dir + "/daemon.json: Too many levels of symbolic links");
+}
+
 TEST_F(EngineConfigureTest, EditedCrioDropInWithNothingLeftIsDeleted) {
   const std::string path = m_dir.path() + "/99-gpuctk.conf";
   configure(Engine::crio, path);
@@ -281,7 +470,6 @@ TEST_F(EngineConfigureTest, DryRunWritesNothing) {
 TEST_F(EngineConfigureTest, MalformedOrWrongTypedFilesAreLeftAlone) {
   for (const auto& [engine, name] : {std::pair{Engine::containerd, "containerd-malformed.toml"},
                                      std::pair{Engine::containerd, "containerd-wrong-type.toml"},
-                                     std::pair{Engine::containerd, "containerd-v1.toml"},
                                      std::pair{Engine::docker, "daemon-malformed.json"},
                                      std::pair{Engine::docker, "daemon-wrong-type.json"}}) {
     const std::string original = test::engine_data(name);

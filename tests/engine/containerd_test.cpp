@@ -1,4 +1,4 @@
-// containerd's config.toml (src/engine/containerd.cpp): schema versions 2 and 3, new files, real-world
+// containerd's config.toml (src/engine/containerd.cpp): schema versions 1, 2 and 3, new files, real-world
 // files kept key for key, already configured, comments, other runtimes, errors, removal.
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@ namespace {
 using engine::Engine;
 using engine::RuntimeSettings;
 
+constexpr std::string_view k_v1 = "cri";
 constexpr std::string_view k_v2 = "io.containerd.grpc.v1.cri";
 constexpr std::string_view k_v3 = "io.containerd.cri.v1.runtime";
 
@@ -132,7 +133,7 @@ TEST(EngineContainerd, AlreadyConfiguredIsUnchangedToTheByte) {
 TEST(EngineContainerd, SecondRunChangesNothing) {
   for (const char* name :
        {"containerd-1.6-default.toml", "containerd-2-default.toml", "containerd-comments.toml",
-        "containerd-kata.toml", "containerd-configured.toml"}) {
+        "containerd-kata.toml", "containerd-configured.toml", "containerd-1.6-default-v1.toml"}) {
     const auto settings = test::shim_settings([](auto& s) {
       s.set_as_default = true;
       s.enable_cdi = true;
@@ -166,7 +167,8 @@ TEST(EngineContainerd, OtherRuntimesStayAndTheNewOneTakesRuncsOptions) {
   EXPECT_EQ(after, before);
 }
 
-TEST(EngineContainerd, OnlyARuncDefaultIsAModel) {
+// The model is the first runc runtime of: the default, runc, crun. A kata default is no model, but runc is.
+TEST(EngineContainerd, AKataDefaultIsNoModelButRuncIs) {
   std::string old = test::engine_data("containerd-kata.toml");
   const std::string runc = "default_runtime_name = \"runc\"";
   const auto at = old.find(runc);
@@ -174,8 +176,143 @@ TEST(EngineContainerd, OnlyARuncDefaultIsAModel) {
   old.replace(at, runc.size(), "default_runtime_name = \"kata\"");
   toml::table after = table_of(configured_ok(old));
   toml::table expected{{"runtime_type", "io.containerd.runc.v2"},
+                       {"options", toml::table{{"BinaryName", test::k_shim}, {"SystemdCgroup", true}}}};
+  EXPECT_EQ(*(*containerd_table(after, k_v2))["runtimes"]["nvidia"].as_table(), expected);
+}
+
+TEST(EngineContainerd, WithoutARuncRuntimeTheEntryStartsEmpty) {
+  const std::string old =
+      "version = 2\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+      "default_runtime_name = \"kata\"\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.kata]\n"
+      "runtime_type = \"io.containerd.kata.v2\"\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.crun]\n"
+      "runtime_type = \"io.containerd.runsc.v1\"\n";
+  toml::table after = table_of(configured_ok(old));
+  toml::table expected{{"runtime_type", "io.containerd.runc.v2"},
                        {"options", toml::table{{"BinaryName", test::k_shim}}}};
   EXPECT_EQ(*(*containerd_table(after, k_v2))["runtimes"]["nvidia"].as_table(), expected);
+}
+
+// crun as containerd runs it: the runc v2 shim with crun as its BinaryName; its options are a model too.
+TEST(EngineContainerd, CrunIsTheLastModel) {
+  const std::string old =
+      "version = 2\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+      "default_runtime_name = \"crun\"\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.crun]\n"
+      "runtime_type = \"io.containerd.runc.v2\"\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.crun.options]\n"
+      "BinaryName = \"/usr/bin/crun\"\n"
+      "SystemdCgroup = true\n";
+  toml::table after = table_of(configured_ok(old));
+  toml::table expected{{"runtime_type", "io.containerd.runc.v2"},
+                       {"options", toml::table{{"BinaryName", test::k_shim}, {"SystemdCgroup", true}}}};
+  EXPECT_EQ(*(*containerd_table(after, k_v2))["runtimes"]["nvidia"].as_table(), expected);
+}
+
+// Schema 1 (no version key: containerd 1.x's first schema; 1.6 and 1.7 read it, 2.x migrates it): the
+// CRI plugin's table is plugins.cri; the file stays schema 1 (no version key is added).
+TEST(EngineContainerd, Version1FileGetsTheRuntimeUnderPluginsCri) {
+  const std::string old =
+      "root = \"/var/lib/containerd\"\n"
+      "\n"
+      "[plugins.cri.containerd]\n"
+      "  snapshotter = \"overlayfs\"\n"
+      "  [plugins.cri.containerd.runtimes.runc]\n"
+      "    runtime_type = \"io.containerd.runc.v2\"\n"
+      "    [plugins.cri.containerd.runtimes.runc.options]\n"
+      "      SystemdCgroup = true\n";
+  EXPECT_EQ(configured_ok(old),
+            "root = \"/var/lib/containerd\"\n"
+            "\n"
+            "[plugins.cri.containerd]\n"
+            "snapshotter = \"overlayfs\"\n"
+            "\n"
+            "    [plugins.cri.containerd.runtimes.nvidia]\n"
+            "    runtime_type = \"io.containerd.runc.v2\"\n"
+            "\n"
+            "        [plugins.cri.containerd.runtimes.nvidia.options]\n"
+            "        BinaryName = \"/usr/bin/gpuctk-runtime\"\n"
+            "        SystemdCgroup = true\n"
+            "\n"
+            "    [plugins.cri.containerd.runtimes.runc]\n"
+            "    runtime_type = \"io.containerd.runc.v2\"\n"
+            "\n"
+            "        [plugins.cri.containerd.runtimes.runc.options]\n"
+            "        SystemdCgroup = true\n");
+  const auto settings = test::shim_settings([](auto& s) {
+    s.set_as_default = true;
+    s.enable_cdi = true;
+  });
+  EXPECT_EQ(configured_ok("version = 1\n", settings),
+            "version = 1\n"
+            "\n"
+            "[plugins.cri]\n"
+            "cdi_spec_dirs = [ \"/etc/cdi\", \"/var/run/cdi\" ]\n"
+            "enable_cdi = true\n"
+            "\n"
+            "    [plugins.cri.containerd]\n"
+            "    default_runtime_name = \"nvidia\"\n"
+            "\n"
+            "        [plugins.cri.containerd.runtimes.nvidia]\n"
+            "        runtime_type = \"io.containerd.runc.v2\"\n"
+            "\n"
+            "            [plugins.cri.containerd.runtimes.nvidia.options]\n"
+            "            BinaryName = \"/usr/bin/gpuctk-runtime\"\n");
+}
+
+// containerd 1.6's `config default` written as schema 1 (plugins by their short IDs, no version key).
+TEST(EngineContainerd, Version1DefaultKeepsEveryOtherKey) {
+  const std::string old = test::engine_data("containerd-1.6-default-v1.toml");
+  toml::table before = table_of(old);
+  ASSERT_EQ(before.get("version"), nullptr);
+  toml::table after = table_of(configured_ok(old));
+  ASSERT_NE(containerd_table(after, k_v1), nullptr);
+  toml::table* runtimes = (*containerd_table(after, k_v1))["runtimes"].as_table();
+  ASSERT_NE(runtimes, nullptr);
+  toml::table expected = *(*containerd_table(before, k_v1))["runtimes"]["runc"].as_table();
+  expected["options"].as_table()->insert_or_assign("BinaryName", std::string(test::k_shim));
+  EXPECT_EQ(*(*runtimes)["nvidia"].as_table(), expected);
+  runtimes->erase("nvidia");
+  EXPECT_EQ(after, before);
+}
+
+// containerd 1.x refuses runtime_engine and runtime_root beside any runtime_type but the old
+// io.containerd.runtime.v1.linux (ValidatePluginConfig), so a taken-over entry of that kind loses them.
+TEST(EngineContainerd, ATakenOverLinuxV1EntryLosesItsEngineAndRoot) {
+  const std::string old =
+      "[plugins.cri.containerd.runtimes.nvidia]\n"
+      "runtime_type = \"io.containerd.runtime.v1.linux\"\n"
+      "runtime_engine = \"/usr/bin/nvidia-container-runtime\"\n"
+      "runtime_root = \"\"\n"
+      "privileged_without_host_devices = false\n";
+  EXPECT_EQ(configured_ok(old),
+            "[plugins.cri.containerd.runtimes.nvidia]\n"
+            "privileged_without_host_devices = false\n"
+            "runtime_root = \"\"\n"
+            "runtime_type = \"io.containerd.runc.v2\"\n"
+            "\n"
+            "    [plugins.cri.containerd.runtimes.nvidia.options]\n"
+            "    BinaryName = \"/usr/bin/gpuctk-runtime\"\n");
+}
+
+// The deprecated containerd.default_runtime table with a runtime_type is containerd 1.x's default runtime
+// whatever default_runtime_name says: --set-as-default could not take effect, so it is refused.
+TEST(EngineContainerd, DeprecatedDefaultRuntimeTableRefusesSetAsDefault) {
+  const std::string old = test::engine_data("containerd-v1.toml");
+  EXPECT_EQ(error_of(old, test::shim_settings([](auto& s) { s.set_as_default = true; })),
+            "plugins.cri.containerd.default_runtime.runtime_type is set (at line 7, column 20): containerd "
+            "1.x makes that deprecated table its default runtime whatever default_runtime_name says; define "
+            "it under plugins.cri.containerd.runtimes instead to make another runtime the default");
+  toml::table after = table_of(configured_ok(old));
+  EXPECT_EQ(after["plugins"][k_v1]["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"]
+                .value<std::string>(),
+            test::k_shim);
+  // containerd 1.6's own `config default` has the table with an empty runtime_type: no refusal.
+  EXPECT_TRUE(configured(test::engine_data("containerd-1.6-default.toml"),
+                         test::shim_settings([](auto& s) { s.set_as_default = true; })));
 }
 
 TEST(EngineContainerd, SetAsDefault) {
@@ -216,9 +353,8 @@ TEST(EngineContainerd, AnotherBinaryIsReplacedAndTheEntrysOtherKeysStay) {
 TEST(EngineContainerd, ErrorsNameTheKeyOrTheLine) {
   EXPECT_EQ(error_of(test::engine_data("containerd-malformed.toml")),
             "Error while parsing table header: expected ']', saw '\\n' at line 5, column 62");
-  EXPECT_EQ(error_of(test::engine_data("containerd-v1.toml")),
-            "containerd config version 1 (the file has no version key) is not supported (want 2 or 3)");
-  EXPECT_EQ(error_of("version = 4\n"), "containerd config version 4 is not supported (want 2 or 3)");
+  EXPECT_EQ(error_of("version = 4\n"), "containerd config version 4 is not supported (want 1, 2 or 3)");
+  EXPECT_EQ(error_of("version = 0\n"), "containerd config version 0 is not supported (want 1, 2 or 3)");
   EXPECT_EQ(error_of("version = \"2\"\n"), "version is a string (want an integer) at line 1, column 11");
   EXPECT_EQ(error_of(test::engine_data("containerd-wrong-type.toml")),
             "plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes is a string (want a table) at line 5, "
@@ -287,9 +423,18 @@ TEST(EngineContainerd, RemoveKeepsAnotherDefaultAndAFileWithoutOurRuntime) {
 
   removed = engine::removed_text(Engine::containerd, test::engine_data("containerd-v1.toml"),
                                  test::shim_settings());
-  ASSERT_FALSE(removed);
-  EXPECT_EQ(removed.error().message,
-            "containerd config version 1 (the file has no version key) is not supported (want 2 or 3)");
+  ASSERT_TRUE(removed);
+  EXPECT_EQ(*removed, test::engine_data("containerd-v1.toml"));
+}
+
+TEST(EngineContainerd, RemoveFromAVersion1File) {
+  const std::string old = test::engine_data("containerd-1.6-default-v1.toml");
+  const auto settings = test::shim_settings([](auto& s) { s.set_as_default = true; });
+  auto removed = engine::removed_text(Engine::containerd, configured_ok(old, settings), settings);
+  ASSERT_TRUE(removed) << removed.error().message;
+  toml::table expected = table_of(old);
+  containerd_table(expected, k_v1)->erase("default_runtime_name");  // it was "runc", containerd's default
+  EXPECT_EQ(table_of(*removed), expected);
 }
 
 }  // namespace
