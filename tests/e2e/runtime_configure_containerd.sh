@@ -5,6 +5,10 @@
 # starts with that file and its CRI plugin, which validates the runtimes table, loads; `containerd config dump` shows the runtime with our
 # BinaryName; a container run with that BinaryName as its runc sees GPU 0. A second configure changes
 # nothing; --remove gives back `containerd config default`'s bytes, and the dump no longer has the runtime.
+# Then the same file written in schema 1 (no version key, plugins by their short IDs, as containerd 1.x
+# before 1.3 wrote it) is configured with the command's default options: containerd 1.6 reads it, its CRI
+# plugin loads, the dump shows runtime "nvidia" with the default shim path as its BinaryName, and --remove
+# gives back the schema-1 bytes.
 #   usage: runtime_configure_containerd.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
@@ -19,6 +23,43 @@ shim=$LAB/bin/gpuctk-runtime
 
 c=$LAB/containerd
 mkdir -p "$c"
+# The daemon on a config file; its environment reaches the runc shim and gpuctk-runtime. Sets
+# containerd_pid; the CRI plugin checks the runtimes table (default_runtime_name names one of them, no
+# runtime_engine beside a runc v2 runtime): it loads, or that is an error.
+start_containerd() {
+  GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid containerd --config "$1" >"$c/containerd.log" 2>&1 &
+  containerd_pid=$!
+  e2e_cleanup_add "kill $containerd_pid; wait $containerd_pid"
+  for _ in $(seq 100); do
+    "${CTR[@]}" version >/dev/null 2>&1 && break
+    kill -0 "$containerd_pid" 2>/dev/null || e2e_fail "containerd exited: $(tail -20 "$c/containerd.log")"
+    sleep 0.1
+  done
+  "${CTR[@]}" version >/dev/null 2>&1 || e2e_fail "containerd did not come up: $(tail -20 "$c/containerd.log")"
+  plugins=$("${CTR[@]}" plugins ls 2>&1)
+  grep -qE '^io\.containerd\.grpc\.v1 +cri +[^ ]+ +ok *$' <<<"$plugins" ||
+    e2e_fail "the CRI plugin did not load with $1: $(grep cri <<<"$plugins"; grep -i 'cri' "$c/containerd.log" | tail -5)"
+}
+stop_containerd() {
+  kill "$containerd_pid"
+  wait "$containerd_pid" 2>/dev/null || true
+}
+e2e_cleanup_add "rmdir /run/containerd/runc/default /run/containerd/runc /run/containerd/fifo /run/containerd/s /run/containerd 2>/dev/null"
+e2e_cleanup_add "find /sys/fs/cgroup -depth -type d -name 'gpuctk-e2e-*' -exec rmdir {} + 2>/dev/null; rmdir /sys/fs/cgroup/*/default 2>/dev/null"
+CTR=(ctr --address "$c/containerd.sock")
+# containerd's own reading of a config file (`config dump`: defaults merged in, printed in schema 2
+# whatever the file's): sets dump, and binary to the BinaryName of runtime "nvidia", which must be a runc
+# v2 runtime.
+dump_binary() {
+  local table
+  dump=$(containerd --config "$1" config dump 2>&1) || e2e_fail "containerd config dump of $1 failed: $dump"
+  table=$(awk '/^ *\[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia\]/ { on = 1; next }
+    on && /^ *\[/ && !/runtimes.nvidia.options\]/ { on = 0 } on' <<<"$dump")
+  grep -qx ' *runtime_type = "io.containerd.runc.v2"' <<<"$table" ||
+    e2e_fail "the dump of $1 has no runc v2 runtime \"nvidia\": $dump"
+  binary=$(sed -n 's/^ *BinaryName = "\(.*\)"$/\1/p' <<<"$table")
+}
+
 containerd config default |
   sed -e "s|^root = .*|root = \"$c/root\"|" -e "s|^state = .*|state = \"$c/state\"|" \
     -e "s|address = \"/run/containerd/containerd.sock\"|address = \"$c/containerd.sock\"|" \
@@ -38,34 +79,12 @@ out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml"
   e2e_fail "the second run was not a no-op: $out"
 echo "ok: configured, and a second run changes nothing"
 
-# containerd reads the file back: the dump is its own view of the config, defaults merged in.
-dump=$(containerd --config "$c/config.toml" config dump 2>&1) || e2e_fail "containerd config dump failed: $dump"
-runtime_table=$(awk '/^ *\[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia\]/ { on = 1; next }
-  on && /^ *\[/ && !/runtimes.nvidia.options\]/ { on = 0 } on' <<<"$dump")
-grep -qx ' *runtime_type = "io.containerd.runc.v2"' <<<"$runtime_table" ||
-  e2e_fail "the dump has no runc v2 runtime \"nvidia\": $dump"
-binary=$(sed -n 's/^ *BinaryName = "\(.*\)"$/\1/p' <<<"$runtime_table")
+dump_binary "$c/config.toml"
 [ "$binary" = "$shim" ] || e2e_fail "the dump's BinaryName of \"nvidia\" is '$binary', not $shim"
 grep -qx ' *default_runtime_name = "nvidia"' <<<"$dump" || e2e_fail "the dump's default runtime is not nvidia"
 echo "ok: containerd config dump shows runtime \"nvidia\" with BinaryName $binary, the default runtime"
 
-# The daemon on that file; its environment reaches the runc shim and gpuctk-runtime.
-GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid containerd --config "$c/config.toml" >"$c/containerd.log" 2>&1 &
-containerd_pid=$!
-e2e_cleanup_add "rmdir /run/containerd/runc/default /run/containerd/runc /run/containerd/fifo /run/containerd/s /run/containerd 2>/dev/null"
-e2e_cleanup_add "find /sys/fs/cgroup -depth -type d -name 'gpuctk-e2e-*' -exec rmdir {} + 2>/dev/null; rmdir /sys/fs/cgroup/*/default 2>/dev/null"
-e2e_cleanup_add "kill $containerd_pid; wait $containerd_pid"
-CTR=(ctr --address "$c/containerd.sock")
-for _ in $(seq 100); do
-  "${CTR[@]}" version >/dev/null 2>&1 && break
-  kill -0 "$containerd_pid" 2>/dev/null || e2e_fail "containerd exited: $(tail -20 "$c/containerd.log")"
-  sleep 0.1
-done
-"${CTR[@]}" version >/dev/null 2>&1 || e2e_fail "containerd did not come up: $(tail -20 "$c/containerd.log")"
-# The CRI plugin checks that default_runtime_name names a runtime of the table; it loads or it is an error.
-plugins=$("${CTR[@]}" plugins ls 2>&1)
-grep -qE '^io\.containerd\.grpc\.v1 +cri +[^ ]+ +ok *$' <<<"$plugins" ||
-  e2e_fail "the CRI plugin did not load with the configured file: $(grep cri <<<"$plugins"; grep -i 'cri' "$c/containerd.log" | tail -5)"
+start_containerd "$c/config.toml"
 echo "ok: containerd 1.6 runs on the configured file and its CRI plugin loads"
 
 name=gpuctk-e2e-configured-$$
@@ -77,8 +96,7 @@ out=$("${CTR[@]}" run --rm --env NVIDIA_VISIBLE_DEVICES=0 --runc-binary "$binary
   e2e_fail "ctr run with the configured BinaryName failed: $out"
 e2e_expect_line "$out" "crw-rw-rw- 195, 0"
 echo "ok: a container run by the configured BinaryName sees /dev/nvidia0 (195:0)"
-kill "$containerd_pid"
-wait "$containerd_pid" 2>/dev/null || true
+stop_containerd
 
 out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --remove 2>&1) ||
   e2e_fail "runtime configure --remove failed: $out"
@@ -90,4 +108,30 @@ cmp -s "$c/config.toml" "$LAB/config.toml.original" || e2e_fail "--remove did no
 dump=$(containerd --config "$c/config.toml" config dump 2>&1) || e2e_fail "containerd config dump failed: $dump"
 if grep -q 'runtimes.nvidia' <<<"$dump"; then e2e_fail "the runtime is still in the dump after --remove"; fi
 echo "ok: --remove restored containerd config default's bytes"
-echo "PASS: gpuctk runtime configure wired gpuctk-runtime into containerd 1.6 and took it out again"
+
+# Schema 1: the same file with no version key and every plugin by its short ID ("cri", "overlayfs", ...).
+v1=$c/config-v1.toml
+sed -e '/^version = 2$/d' -e 's/plugins\."io\.containerd\.[a-z.]*\.v[0-9]\.\([^"]*\)"/plugins.\1/g' \
+  "$LAB/config.toml.original" >"$v1"
+grep -q '^ *\[plugins\.cri\.containerd\.runtimes\.runc\]' "$v1" && ! grep -q '^version' "$v1" ||
+  e2e_fail "could not write the file in schema 1"
+cp "$v1" "$LAB/config-v1.toml.original"
+out=$("$gpuctk" runtime configure --runtime containerd --config "$v1" 2>"$LAB/configure-v1.err") ||
+  e2e_fail "runtime configure of a schema-1 file failed: $out $(cat "$LAB/configure-v1.err")"
+default_shim=$(sed -n 's/^containerd: runtime "nvidia" (\(.*\)) added; .*/\1/p' <<<"$out")
+[ -n "$default_shim" ] && [ "$out" = "containerd: runtime \"nvidia\" ($default_shim) added; $v1 written (the original kept as $v1.gpuctk-backup); restart containerd" ] ||
+  e2e_fail "unexpected output for the schema-1 file: $out"
+! grep -q '^version' "$v1" || e2e_fail "the schema-1 file got a version key: $(grep '^version' "$v1")"
+dump_binary "$v1"
+[ "$binary" = "$default_shim" ] || e2e_fail "the dump's BinaryName of \"nvidia\" is '$binary', not $default_shim"
+echo "ok: containerd config dump reads runtime \"nvidia\" with BinaryName $binary from the schema-1 file"
+start_containerd "$v1"
+stop_containerd
+echo "ok: containerd 1.6 runs on the configured schema-1 file and its CRI plugin loads"
+out=$("$gpuctk" runtime configure --runtime containerd --config "$v1" --remove 2>&1) ||
+  e2e_fail "runtime configure --remove of the schema-1 file failed: $out"
+[ "$out" = "containerd: $v1 restored from $v1.gpuctk-backup; restart containerd" ] ||
+  e2e_fail "unexpected output of --remove for the schema-1 file: $out"
+cmp -s "$v1" "$LAB/config-v1.toml.original" || e2e_fail "--remove did not give back the schema-1 bytes"
+echo "ok: --remove restored the schema-1 bytes"
+echo "PASS: gpuctk runtime configure wired gpuctk-runtime into containerd 1.6 (schemas 2 and 1) and took it out again"
