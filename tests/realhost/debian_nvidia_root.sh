@@ -31,13 +31,16 @@ sources=(
 
 # The driver's user space, one package per line with the capability it serves (what gpuctk must find).
 # Left out: nvidia-driver / nvidia-kernel-dkms (the kernel module: no use without the kernel, and dkms
-# pulls a compiler), nvidia-settings and nvidia-xconfig (desktop tools, not driver files), the i386
-# packages (Debian ships the 32-bit libraries only with multiarch enabled; not part of this root).
+# pulls a compiler), nvidia-settings and nvidia-xconfig (desktop configuration tools, which gpuctk does not
+# mount), the i386 packages (Debian installs them only with the i386 architecture added; the 32-bit layout
+# is the a10-debian-packaged fixture's). Debian 12 does not package nvidia-debugdump, nvidia-imex, the
+# fabric manager or libnvidia-nscq.
 packages=(
   libcuda1                  # compute: libcuda.so.1, libcuda.so
   libnvidia-ptxjitcompiler1 # compute
   libnvidia-nvvm4           # compute
   libnvidia-pkcs11-openssl3 # compute (confidential computing's PKCS#11)
+  libcudadebugger1          # compute: the CUDA debugger's backend (cuda-gdb)
   nvidia-cuda-mps           # compute: nvidia-cuda-mps-control / -server
   libcudart11.0             # the CUDA 11.8 runtime: an image's, copied into the test image, never mounted
   libnvidia-ml1             # utility: NVML

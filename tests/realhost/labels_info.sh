@@ -46,7 +46,7 @@ GPUs:        2
   GPU 0  NVIDIA A10  0000:17:00.0  /dev/nvidia0  GPU-4f0d2c6e-8a1b-4c3d-9e5f-6a7b8c9d0e1f
   GPU 1  NVIDIA A10  0000:65:00.0  /dev/nvidia1  GPU-7a1e3b5c-2d4f-4a6b-8c0d-1e2f3a4b5c6d
 Control:     /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia-modeset
-Libraries:   compute 6, graphics 15, ngx 1, utility 2, video 4
+Libraries:   compute 7, graphics 15, ngx 1, utility 2, video 4
 Other files: binary 4, config 7, firmware 2, xorg_module 2
 Lib dirs:    /usr/lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu/nvidia/current
 Warnings:    1
