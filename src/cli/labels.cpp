@@ -2,11 +2,13 @@
 #include "labels/labels.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
 #include "cli/commands.hpp"
 #include "discover/discover.hpp"
+#include "install/install.hpp"
 #include "labels/sharing_config.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
@@ -98,7 +100,12 @@ Result<void> write_labels(const LabelsArgs& args) {
   if (args.output == "-") {
     GPUCTK_TRY(write_stdout(text));
   } else {
-    // NFD re-reads the file at any time: never a partial one. It outlives the boot: durable.
+    // A node without NFD yet has no features.d: made (0755), as GPU Feature Discovery makes it, so the
+    // labels are there when NFD starts. NFD re-reads the file at any time: never a partial one. It
+    // outlives the boot: durable.
+    if (const auto dir = std::filesystem::path(args.output).parent_path(); !dir.empty()) {
+      GPUCTK_TRY(install::make_dirs(dir.string()));
+    }
     GPUCTK_TRY(write_file_atomic(args.output, text, 0644));
   }
   // Printed only on success, so that a failure stays one line.

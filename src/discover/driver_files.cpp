@@ -518,7 +518,11 @@ class Collector {
       m_out.links.push_back({"libGLX_nvidia.so.0", container_dir + "/libGLX_indirect.so.0"});
     }
     // gbm/nvidia-drm_gbm.so -> ../libnvidia-allocator.so.1: the GBM loader's backend is a link one
-    // directory down that climbs back to a driver library here (so gbm/ must be a real directory).
+    // directory down that climbs back to a driver library here (so gbm/ must be a real directory). It
+    // comes with the allocator whatever the host has, as nvidia-ctk makes it (Debian's packages keep
+    // their backend link beside the library, not in gbm/); a link the host has here is taken as it is.
+    const std::string gbm_link = container_dir + "/gbm/nvidia-drm_gbm.so";
+    bool gbm_linked = false;
     if (auto gbm = locate_dir(container_dir + "/gbm"); gbm && *gbm == dir + "/gbm") {
       GPUCTK_TRY_ASSIGN(const auto gbm_entries, list_dir(*gbm));
       for (const auto& entry : gbm_entries) {
@@ -529,8 +533,12 @@ class Collector {
         if (target && target->starts_with("../") && target->find('/', 3) == std::string::npos &&
             libraries.contains(end_of(target->substr(3)))) {
           m_out.links.push_back({*target, strip_root(m_root, *gbm) + "/" + entry.name});
+          gbm_linked = gbm_linked || entry.name == "nvidia-drm_gbm.so";
         }
       }
+    }
+    if (libraries.contains("libnvidia-allocator" + m_suffix) && !gbm_linked) {
+      m_out.links.push_back({"../libnvidia-allocator.so.1", gbm_link});
     }
     return true;
   }

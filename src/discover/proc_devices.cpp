@@ -23,7 +23,7 @@ std::optional<uint32_t> CharDevices::major(std::string_view name) const {
 }
 
 std::optional<uint32_t> CharDevices::nvidia_gpu_major() const {
-  for (const auto name : {k_nvidia_frontend, k_nvidia, k_nvidiactl}) {
+  for (const auto name : {k_nvidia, k_nvidia_frontend}) {
     if (const auto found = major(name)) {
       return found;
     }

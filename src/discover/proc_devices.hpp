@@ -33,8 +33,9 @@ struct CharDevices {
 
   // The major registered under `name`, if any.
   [[nodiscard]] std::optional<uint32_t> major(std::string_view name) const;
-  // The major of /dev/nvidia<N> and /dev/nvidiactl: "nvidia-frontend" (drivers before 550.40), else
-  // "nvidia", else "nvidiactl" (later drivers); 195 on every driver so far.
+  // The major of /dev/nvidia<N>, /dev/nvidiactl and /dev/nvidia-modeset as nvidia-ctk reads it: "nvidia",
+  // else "nvidia-frontend" (drivers before 550.40); "nvidiactl" alone is not looked up. 195 on every
+  // driver so far.
   [[nodiscard]] std::optional<uint32_t> nvidia_gpu_major() const;
   bool operator==(const CharDevices&) const = default;
 };

@@ -140,12 +140,24 @@ TEST_F(CliLabelsTest, UsageErrorsAreOneLineAndExit2) {
       "gpuctk: error: --mode: unknown mode \"fast\" (want auto, nvml or proc) (see gpuctk labels --help)\n");
 }
 
+// A node without NFD yet has no features.d: it is made (0755) as GPU Feature Discovery makes it.
+TEST_F(CliLabelsTest, AMissingFeaturesDirectoryIsMade) {
+  const std::string dir = m_scratch + "/etc/kubernetes/node-feature-discovery/features.d";
+  const auto r = labels({"--output", dir + "/gpuctk"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_NE(read_file(dir + "/gpuctk").value_or(""), "");
+}
+
 TEST_F(CliLabelsTest, UnwritableOutputNamesThePath) {
-  const std::string path = m_scratch + "/no/such/dir/gpuctk";
+  ASSERT_TRUE(write_file_atomic(m_scratch + "/file", "x", 0644));
+  const std::string path = m_scratch + "/file/features.d/gpuctk";
   const auto r = labels({"--output", path});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "gpuctk: error: write " + path + ": create temporary file in " + m_scratch +
-                       "/no/such/dir: No such file or directory\n");
+  EXPECT_EQ(r.err, "gpuctk: error: stat " + m_scratch + "/file/features.d: Not a directory\n");
 }
 
 TEST(CliLabels, AHostWithoutGpusGetsAnEmptyFileAndSaysWhy) {

@@ -301,6 +301,32 @@ TEST(DiscoverDriverVersion, MissingLibcudaLinksAreCreatedForTheContainer) {
   EXPECT_EQ(pairs, link_pairs(*before));
 }
 
+// The GBM backend link comes with libnvidia-allocator.so.<version>, as nvidia-ctk makes it, whether or not
+// the host has one (Debian's packages keep theirs beside the library, not in gbm/), and once.
+TEST(DiscoverDriverVersion, GbmLinkComesWithTheAllocatorWhateverTheHostHas) {
+  auto f = materialise_or_die("t4-debian");
+  SKIP_WITHOUT_REAL_NODES(f);
+  const fs::path dir = fs::path(f.host.cuda_library).parent_path();
+  const std::string cdir = dir.string().substr(f.host.driver_root.size());
+  const std::string gbm = "../libnvidia-allocator.so.1::" + cdir + "/gbm/nvidia-drm_gbm.so";
+  auto before = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(before) << before.error().message;
+  ASSERT_TRUE(has(link_pairs(*before), gbm)) << testing::PrintToString(link_pairs(*before));
+  fs::remove_all(dir / "gbm");
+  auto inv = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(link_pairs(*inv), link_pairs(*before));
+  // No allocator, no link.
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().starts_with("libnvidia-allocator.so")) {
+      fs::remove(entry.path());
+    }
+  }
+  auto without = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(without) << without.error().message;
+  EXPECT_FALSE(has(link_pairs(*without), gbm));
+}
+
 TEST(DiscoverDriverVersion, LibnvidiaMlWhenThereIsNoLibcuda) {
   auto f = without_proc_version("t4-debian");
   SKIP_WITHOUT_REAL_NODES(f);

@@ -101,6 +101,17 @@ TEST(ProcDevices, NvidiaMajorsOfAnOlderDriver) {
   EXPECT_EQ(devices->major(k_nvidia_nvswitch), std::nullopt);
 }
 
+// The GPU and control nodes' major as nvidia-ctk reads it: the "nvidia" entry, else "nvidia-frontend"
+// (drivers before 550.40); "nvidiactl" alone is not looked up.
+TEST(ProcDevices, GpuMajorIsNvidiaThenNvidiaFrontend) {
+  auto devices = parse_proc_devices("Character devices:\n194 nvidia-frontend\n195 nvidia\n");
+  ASSERT_TRUE(devices) << devices.error().message;
+  EXPECT_EQ(devices->nvidia_gpu_major(), 195u);
+  devices = parse_proc_devices("Character devices:\n195 nvidiactl\n195 nvidia-modeset\n");
+  ASSERT_TRUE(devices) << devices.error().message;
+  EXPECT_EQ(devices->nvidia_gpu_major(), std::nullopt);
+}
+
 TEST(ProcDevices, HostWithoutNvidiaDriver) {
   const auto devices = parse_proc_devices("Character devices:\n  1 mem\n\nBlock devices:\n  7 loop\n");
   ASSERT_TRUE(devices) << devices.error().message;
