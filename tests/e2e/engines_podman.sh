@@ -23,14 +23,26 @@ e2e_init
 e2e_cleanup_add "e2e_umount_under '$LAB'"
 command -v cc >/dev/null || e2e_skip "no C compiler (cc) to build the image's programs"
 command -v debootstrap >/dev/null || e2e_skip "debootstrap is not installed (scripts/deps.sh test)"
-out=$(bash "$engines_dir/engines.sh" podman) || e2e_fail "engines.sh podman could not provide the Debian 13 root"
+out=$(bash "$engines_dir/engines.sh" podman) || exit 1  # engines.sh said why, in its one FAIL line
 trixie=$(sed -n 's/^root=//p' <<<"$out")
 podman_version=$(sed -n 's/^podman_version=//p' <<<"$out")
 crun_version=$(sed -n 's/^crun_version=//p' <<<"$out")
 echo "engines: podman $podman_version, crun $crun_version (Debian trixie root $trixie)"
 
-# gpuctk as the root sees it: a copy in the lab, which is bound in at its own path.
+# gpuctk as the root sees it: a copy in the lab, which is bound in at its own path. A release build needs
+# only the C library, which the root has (newer); a sanitizer build also needs its runtime libraries: those
+# the root lacks go into the overlay's upper layer (the cached root stays as it is).
 cp "$gpuctk" "$LAB/gpuctk"
+mkdir -p "$LAB/upper" "$LAB/work"
+# (Into usr/lib/<triplet>, a directory the loader searches by default: the root's /lib is a link there.)
+libdir=/usr/lib/x86_64-linux-gnu
+mkdir -p "$LAB/upper$libdir"
+for lib in $(ldd "$gpuctk" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'); do
+  if [ ! -e "$trixie$libdir/${lib##*/}" ]; then
+    cp -L "$lib" "$LAB/upper$libdir/${lib##*/}"
+    echo "engines: ${lib##*/} copied into the root for this gpuctk"
+  fi
+done
 engines_real_host "$LAB/gpuctk" "$fixture"
 e2e_real_cuda_rootfs
 mkdir -p "$LAB/hooks-precreate" "$LAB/hooks-prestart" "$LAB/out"
@@ -78,7 +90,7 @@ SH
 # then pivot_root (with chroot, update-ldcache's sandbox cannot bind the container's root: the README
 # says why).
 new=$LAB/newroot
-mkdir -p "$new" "$LAB/upper" "$LAB/work"
+mkdir -p "$new"
 e2e_mounts_snapshot "$LAB/mountinfo.before"
 # podman's cgroup parent (cgroupfs driver) on the host's hierarchies: removed afterwards when this run made it.
 if ! compgen -G '/sys/fs/cgroup/*/libpod_parent' >/dev/null; then
