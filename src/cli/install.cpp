@@ -1,6 +1,7 @@
 // gpuctk install: what NVIDIA's toolkit container does on a node, from a privileged pod that sees the
 // node's root at --host-root. Installs this binary and its links, the config file, the engine's runtime
-// entry and the CDI spec; --uninstall undoes it; --watch keeps the spec current and, with
+// entry and the CDI spec, and restarts the engine when its config changed (--restart-mode,
+// install/restart.hpp); --uninstall undoes it; --watch keeps the spec current and, with
 // --uninstall-on-exit, undoes everything on SIGTERM (so deleting the DaemonSet cleans the node).
 #include "install/install.hpp"
 
@@ -22,6 +23,7 @@
 #include "discover/discover.hpp"
 #include "engine/configure.hpp"
 #include "hook/config.hpp"
+#include "install/restart.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
 #include "util/strings.hpp"
@@ -47,6 +49,9 @@ struct InstallArgs {
   bool uninstall = false;
   unsigned watch_seconds = 0;
   bool uninstall_on_exit = false;
+  std::string restart_mode = "auto";  // install::parse_restart_mode
+  std::string engine_unit;            // default: the engine's (install::default_unit)
+  std::string engine_socket;          // on the node; default: the engine's (install::default_socket)
 };
 
 // Every path of the installation, as the pod sees it (`pod`) and as the node does.
@@ -168,6 +173,38 @@ Result<void> install_spec(const InstallArgs& args, const Layout& layout, bool qu
   return say_step(change, "wrote", layout.pod_spec, "spec: ");
 }
 
+// After the engine's config file at `path` (as the pod sees it) changed, or when an earlier restart is
+// still pending: the engine is restarted as --restart-mode says, with one line saying what was done. The
+// pending marker is written before the restart is tried and removed once it succeeded (or once nothing is
+// to be done by gpuctk), so that a failed restart is tried again by the next run.
+Result<void> restart_if_changed(const InstallArgs& args, engine::Engine which, const std::string& path,
+                                bool changed) {
+  const std::string pending = engine::state_files(which, path).restart;
+  const bool was_pending = ::access(pending.c_str(), F_OK) == 0;
+  if (!changed && !was_pending) {
+    return {};
+  }
+  const std::string name(engine::engine_name(which));
+  const std::string why = name + ": " + (changed ? "config changed" : "restart pending from an earlier run");
+  GPUCTK_TRY_ASSIGN(const auto mode, install::parse_restart_mode(args.restart_mode));
+  GPUCTK_TRY_ASSIGN(const auto plan,
+                    install::plan_restart(mode, which, install::node_runs_systemd(args.host_root)));
+  if (plan.action == install::RestartAction::none) {
+    GPUCTK_TRY(install::remove_file(pending));
+    return say(why + "; not restarted (" + plan.reason + "): restart " + name + " for it to take effect");
+  }
+  GPUCTK_TRY(install::put_file(pending, "", 0644));
+  const install::RestartTarget target{
+      .engine = which,
+      .host_root = args.host_root,
+      .unit = args.engine_unit.empty() ? std::string(install::default_unit(which)) : args.engine_unit,
+      .socket =
+          args.engine_socket.empty() ? std::string(install::default_socket(which)) : args.engine_socket};
+  GPUCTK_TRY_ASSIGN(const auto done, install::restart_engine(plan, target));
+  GPUCTK_TRY(install::remove_file(pending));
+  return say(why + "; " + done);
+}
+
 Result<void> do_install(const InstallArgs& args, const Layout& layout) {
   GPUCTK_TRY_ASSIGN(const auto self, self_exe_path());
   if (self.ends_with(" (deleted)")) {
@@ -183,14 +220,16 @@ Result<void> do_install(const InstallArgs& args, const Layout& layout) {
   GPUCTK_TRY_ASSIGN(
       change, install::put_file_if_missing(layout.pod_config, layout.config_text, args.overwrite_config));
   GPUCTK_TRY(say_step(change, "wrote", layout.pod_config));
-  if (!args.no_runtime_config) {
-    GPUCTK_TRY_ASSIGN(const auto which, engine::parse_engine(args.runtime));
-    GPUCTK_TRY_ASSIGN(const auto path, runtime_config_path(args, which));
-    GPUCTK_TRY_ASSIGN(const auto result,
-                      engine::configure(which, path, runtime_settings(args, layout), false));
-    GPUCTK_TRY(say(result.summary));
+  if (args.no_runtime_config) {
+    return install_spec(args, layout, false);
   }
-  return install_spec(args, layout, false);
+  GPUCTK_TRY_ASSIGN(const auto which, engine::parse_engine(args.runtime));
+  GPUCTK_TRY_ASSIGN(const auto path, runtime_config_path(args, which));
+  GPUCTK_TRY_ASSIGN(const auto result, engine::configure(which, path, runtime_settings(args, layout), false));
+  GPUCTK_TRY(say(result.summary));
+  // The spec is in place before the engine starts again.
+  GPUCTK_TRY(install_spec(args, layout, false));
+  return restart_if_changed(args, which, path, result.changed);
 }
 
 // The reverse of do_install, in reverse order; it goes on after a failed step so that as much as can be
@@ -217,7 +256,8 @@ Result<void> do_uninstall(const InstallArgs& args, const Layout& layout) {
       GPUCTK_TRY_ASSIGN(const auto path, runtime_config_path(args, which));
       GPUCTK_TRY_ASSIGN(const auto result,
                         engine::unconfigure(which, path, runtime_settings(args, layout), false));
-      return say(result.summary);
+      GPUCTK_TRY(say(result.summary));
+      return restart_if_changed(args, which, path, result.changed);
     }());
   }
   step(removed(install::remove_file_if_same(layout.pod_config, layout.config_text), layout.pod_config));
@@ -343,6 +383,22 @@ Action define_install(CLI::App& command) {
       ->capture_default_str();
   command.add_flag("--uninstall-on-exit", args->uninstall_on_exit,
                    "With --watch: uninstall on SIGTERM or SIGINT (a DaemonSet's pods being deleted)");
+  command
+      .add_option(
+          "--restart-mode", args->restart_mode,
+          "After the engine's config changed: auto (systemd when the node runs it, else signal for docker), "
+          "systemd (the node's systemctl restart), signal (containerd SIGTERM, dockerd SIGHUP; needs "
+          "hostPID), none")
+      ->type_name("MODE")
+      ->capture_default_str()
+      ->check(value_check(install::parse_restart_mode));
+  command.add_option("--engine-unit", args->engine_unit,
+                     "The engine's systemd unit (default: containerd.service, crio.service, docker.service)");
+  command
+      .add_option(
+          "--engine-socket", args->engine_socket,
+          "The engine's socket on the node, for --restart-mode signal (default: the engine's usual one)")
+      ->check(value_check(check_absolute));
   return [args, &command] {
     if (args->runtime.empty() && !args->no_runtime_config) {
       return usage_error(command, "missing option --runtime (or --no-runtime-config)");

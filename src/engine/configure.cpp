@@ -298,7 +298,8 @@ StateFiles state_files(Engine engine, const std::string& path) {
   return StateFiles{.backup = base + ".gpuctk-backup",
                     .absent = base + ".gpuctk-backup-absent",
                     .record = base + ".gpuctk-written",
-                    .replaced = base + ".gpuctk-replaced"};
+                    .replaced = base + ".gpuctk-replaced",
+                    .restart = base + ".gpuctk-restart"};
 }
 
 Result<ConfigureResult> configure(Engine engine, const std::string& path, const RuntimeSettings& settings,

@@ -123,16 +123,17 @@ Result<std::string> removed_text(Engine engine, const std::string& old, const Ru
                                  const Replaced& replaced = {});
 
 // The files beside a config file that hold the backup and the records (see the top of this file). They
-// are `<file>.gpuctk-backup`, `<file>.gpuctk-backup-absent`, `<file>.gpuctk-written` and
-// `<file>.gpuctk-replaced` in the file's directory, except for a CRI-O file in a directory whose name ends in
-// ".d": CRI-O parses every file in its drop-in directory, whatever the name, so they go to the parent
-// directory instead
+// are `<file>.gpuctk-backup`, `<file>.gpuctk-backup-absent`, `<file>.gpuctk-written`,
+// `<file>.gpuctk-replaced` and `<file>.gpuctk-restart` in the file's directory, except for a CRI-O file in
+// a directory whose name ends in ".d": CRI-O parses every file in its drop-in directory, whatever the
+// name, so they go to the parent directory instead
 // (/etc/crio/99-gpuctk.conf.gpuctk-backup for /etc/crio/crio.conf.d/99-gpuctk.conf).
 struct StateFiles {
   std::string backup;    // the original bytes
   std::string absent;    // empty marker: there was no original
   std::string record;    // the bytes gpuctk last wrote
   std::string replaced;  // what gpuctk replaced, key by key (replaced.hpp)
+  std::string restart;   // empty marker: the engine has not read the file since it changed (`gpuctk install`)
 };
 StateFiles state_files(Engine engine, const std::string& path);
 

@@ -15,6 +15,7 @@
 
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "install/fake_engine.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {
@@ -87,7 +88,9 @@ TEST_F(CliInstallTest, InstallsBinaryLinksConfigRuntimeAndSpecWithNodePaths) {
                        at("/etc/gpuctk/config.yaml") + "\ncontainerd: " +
                        r.out.substr(r.out.find("containerd: ") + 12,
                                     r.out.find("\nspec: ") - r.out.find("containerd: ") - 12) +
-                       "\nspec: wrote " + at("/run/cdi/nvidia.yaml") + "\n");
+                       "\nspec: wrote " + at("/run/cdi/nvidia.yaml") +
+                       "\ncontainerd: config changed; not restarted (the node runs no systemd): restart "
+                       "containerd for it to take effect\n");
 
   struct stat st {};
   ASSERT_EQ(::stat(at("/usr/local/gpuctk/bin/gpuctk").c_str(), &st), 0);
@@ -210,6 +213,71 @@ TEST_F(CliInstallTest, NoDriverIsOneLineAndNoSpecUnlessRequired) {
             "gpuctk: error: spec: no NVIDIA driver (" + empty + "/proc/driver/nvidia/version is missing)\n");
 }
 
+// The engine is restarted when (and only when) its config changed: a process serving containerd's socket
+// below the host root gets SIGTERM from the first install, nothing from the second, SIGTERM again from the
+// uninstall that restores the file.
+TEST_F(CliInstallTest, RestartsTheEngineOnlyWhenItsConfigChanged) {
+  fs::create_directories(at("/run/containerd"));
+  const std::string socket = at("/run/containerd/containerd.sock");
+  const std::string line = "containerd: config changed; sent SIGTERM to containerd (pid ";
+  const std::string effect =
+      ", serving /run/containerd/containerd.sock): it stops gracefully and its supervisor starts it again "
+      "with the new config\n";
+  {
+    test::FakeEngine engine(socket);
+    const auto r = install({"--restart-mode", "signal"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(r.out.ends_with("\nspec: wrote " + at("/run/cdi/nvidia.yaml") + "\n" + line +
+                                std::to_string(engine.pid()) + effect))
+        << r.out;
+    EXPECT_EQ(engine.wait(), SIGTERM);
+  }
+  {
+    test::FakeEngine engine(socket);
+    const auto r = install({"--restart-mode", "signal"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(r.out.ends_with("\nspec: unchanged " + at("/run/cdi/nvidia.yaml") + "\n")) << r.out;
+    EXPECT_TRUE(engine.running()) << "an unchanged config restarts nothing";
+    const auto u = install({"--uninstall", "--restart-mode", "signal"});
+    ASSERT_EQ(u.exit_code, 0) << u.err;
+    EXPECT_NE(u.out.find("\n" + line + std::to_string(engine.pid()) + effect + "removed "), std::string::npos)
+        << u.out;
+    EXPECT_EQ(engine.wait(), SIGTERM);
+  }
+  EXPECT_EQ(read_file(at(k_containerd_toml)).value(), m_original_toml);
+  EXPECT_FALSE(fs::exists(at(k_containerd_toml) + ".gpuctk-restart"));
+}
+
+// A restart that failed stays pending: the next run, which finds the config unchanged, restarts the engine.
+TEST_F(CliInstallTest, AFailedRestartIsTriedAgainByTheNextRun) {
+  fs::create_directories(at("/run/containerd"));
+  const std::string socket = at("/run/containerd/containerd.sock");
+  auto r = install({"--restart-mode", "signal"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpuctk: error: connect " + socket + ": No such file or directory\n");
+  EXPECT_TRUE(fs::exists(at(k_containerd_toml) + ".gpuctk-restart"));
+  test::FakeEngine engine(socket);
+  r = install({"--restart-mode", "signal"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(
+      r.out.ends_with("containerd: restart pending from an earlier run; sent SIGTERM to containerd (pid " +
+                      std::to_string(engine.pid()) +
+                      ", serving /run/containerd/containerd.sock): it stops gracefully and its "
+                      "supervisor starts it again with the new config\n"))
+      << r.out;
+  EXPECT_EQ(engine.wait(), SIGTERM);
+  EXPECT_FALSE(fs::exists(at(k_containerd_toml) + ".gpuctk-restart"));
+}
+
+TEST_F(CliInstallTest, RestartModeNoneSaysTheEngineMustBeRestarted) {
+  const auto r = install({"--restart-mode", "none"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(
+      r.out.ends_with("\ncontainerd: config changed; not restarted (--restart-mode none): restart "
+                      "containerd for it to take effect\n"))
+      << r.out;
+}
+
 TEST_F(CliInstallTest, UsageErrors) {
   auto r = test::run_gpuctk({"install", "--host-root", m_root}, m_scratch);
   EXPECT_EQ(r.exit_code, 2);
@@ -224,6 +292,16 @@ TEST_F(CliInstallTest, UsageErrors) {
       r.err,
       "gpuctk: error: --runtime: unknown runtime \"podman\" (want containerd, crio or docker) (see gpuctk "
       "install --help)\n");
+  r = install({"--restart-mode", "reload"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpuctk: error: --restart-mode: unknown restart mode \"reload\" (want auto, systemd, signal or "
+            "none) (see gpuctk install --help)\n");
+  r = install({"--restart-mode", "signal", "--engine-socket", "run/x.sock"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpuctk: error: --engine-socket: \"run/x.sock\" is not an absolute path (see gpuctk install "
+            "--help)\n");
   EXPECT_FALSE(fs::exists(at("/usr/local/gpuctk"))) << "a usage error installs nothing";
 }
 

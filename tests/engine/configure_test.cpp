@@ -100,8 +100,11 @@ TEST(EngineNames, StateFilesBesideTheFileButOutsideCriosDropInDirectory) {
   EXPECT_EQ(files.absent, "/etc/containerd/config.toml.gpuctk-backup-absent");
   EXPECT_EQ(files.record, "/etc/containerd/config.toml.gpuctk-written");
   EXPECT_EQ(files.replaced, "/etc/containerd/config.toml.gpuctk-replaced");
+  EXPECT_EQ(files.restart, "/etc/containerd/config.toml.gpuctk-restart");
   EXPECT_EQ(engine::state_files(Engine::crio, "/etc/crio/crio.conf.d/99-gpuctk.conf").backup,
             "/etc/crio/99-gpuctk.conf.gpuctk-backup");
+  EXPECT_EQ(engine::state_files(Engine::crio, "/etc/crio/crio.conf.d/99-gpuctk.conf").restart,
+            "/etc/crio/99-gpuctk.conf.gpuctk-restart");
   EXPECT_EQ(engine::state_files(Engine::crio, "/etc/crio/crio.conf").record,
             "/etc/crio/crio.conf.gpuctk-written");
   EXPECT_EQ(engine::state_files(Engine::crio, "crio.conf.d/x.conf").backup, "./x.conf.gpuctk-backup");
