@@ -1,5 +1,6 @@
 // gpuctk hook update-ldcache --folder DIR...: the driver's library directories in the container's
-// linker cache, written by the host's ldconfig run in a sandbox on the container root.
+// dynamic loader search: its linker cache (glibc), written by the host's ldconfig run in a sandbox on the
+// container root, and musl's path file.
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -23,18 +24,21 @@ Action define_hook_update_ldcache(CLI::App& command) {
   command.add_option("--folder", args->folders, "A library directory of the container to add to its cache")
       ->type_name("DIR");
   command.footer(
-      "A createContainer hook: reads the OCI state on stdin. Writes /etc/ld.so.conf.d drop-ins in the "
-      "container and runs ldconfig in new namespaces, pivoted into the container root, with no_new_privs, "
-      "three capabilities and a seccomp allow-list.");
+      "A createContainer hook: reads the OCI state on stdin. Folders the image's own configuration does not "
+      "name go in an /etc/ld.so.conf.d drop-in of the container, then ldconfig runs in new namespaces, "
+      "pivoted into the container root, with no_new_privs, three capabilities and a seccomp allow-list. A "
+      "musl image (/lib/ld-musl-<arch>.so.1) gets them in /etc/ld-musl-<arch>.path instead, and no "
+      "ldconfig run.");
   return [args] {
     return run_container_hook(
         args->config_path, "update-ldcache",
-        [&](const rootfs::Root& root, const hook::Config& cfg, const hook::Log&) -> Result<void> {
+        [args](const rootfs::Root& root, const hook::Config& cfg, const hook::Log&) -> Result<void> {
           if (args->folders.size() > hook::k_max_hook_args) {
             return fail("too many folders");
           }
-          GPUCTK_TRY_ASSIGN(auto ldconfig, hook::open_ldconfig(args->ldconfig_path, root, cfg));
-          return rootfs::update_ld_cache(root, args->folders, ldconfig);
+          // ldconfig is opened only for an image that runs it: a musl image runs none.
+          return rootfs::update_library_search(
+              root, args->folders, [&] { return hook::open_ldconfig(args->ldconfig_path, root, cfg); });
         });
   };
 }

@@ -1,39 +1,175 @@
 #include "rootfs/ld_cache_update.hpp"
 
+#include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <optional>
+#include <set>
+#include <span>
 
+#include "rootfs/linker_config.hpp"
 #include "rootfs/sandbox.hpp"
 
 namespace gpuctk::rootfs {
 
 namespace {
 
-// The library directories an image may keep its own libraries in, in the order glibc searches them.
-#if defined(__x86_64__)
-#define GPUCTK_TRIPLET "x86_64-linux-gnu"
-#elif defined(__aarch64__)
+// The directories an image's own ldconfig adds after everything its configuration names, in its order.
+// Debian's glibc (and so Ubuntu's) has its multiarch directories first and no lib64 (what its ldconfig
+// -v lists for an empty configuration); upstream glibc turns its /lib64 and /usr/lib64 into lib, lib64
+// and the other ABI's directory (libx32 on x86-64, libilp32 on arm64) of each.
+#if defined(__aarch64__)
 #define GPUCTK_TRIPLET "aarch64-linux-gnu"
+#define GPUCTK_OTHER_ABI "ilp32"
 #else
-#define GPUCTK_TRIPLET ""
+#define GPUCTK_TRIPLET "x86_64-linux-gnu"
+#define GPUCTK_OTHER_ABI "x32"
 #endif
-constexpr const char* k_system_dirs[] = {
-    "/lib/" GPUCTK_TRIPLET,      // Debian-like multiarch
-    "/usr/lib/" GPUCTK_TRIPLET,  // Debian-like multiarch
-    "/lib64",                    // RHEL-like
-    "/usr/lib64",                // RHEL-like
+constexpr const char* k_debian_system_dirs[] = {
+    "/lib/" GPUCTK_TRIPLET,      // multiarch
+    "/usr/lib/" GPUCTK_TRIPLET,  // multiarch
     "/lib",
     "/usr/lib",
 };
+constexpr const char* k_glibc_system_dirs[] = {
+    "/lib",     "/lib64",     "/lib" GPUCTK_OTHER_ABI,      // from /lib64
+    "/usr/lib", "/usr/lib64", "/usr/lib" GPUCTK_OTHER_ABI,  // from /usr/lib64
+};
+// What makes an image Debian-like (Debian, Ubuntu and their derivatives), as NVIDIA's hook tells too.
+constexpr const char* k_debian_marker = "/etc/debian_version";
 
 constexpr const char* k_ld_conf_dir = "/etc/ld.so.conf.d";
 constexpr const char* k_ld_cache_temp = "/etc/ld.so.cache~";  // ldconfig writes here, then renames
 
 bool is_dir_in_root(const Root& root, std::string_view path) {
   return open_in_root(root, path, O_PATH | O_DIRECTORY, FollowLast::yes).has_value();
+}
+
+// The image's system directories (see above) that exist.
+std::vector<std::string> image_system_dirs(const Root& root) {
+  const auto marker = open_in_root(root, k_debian_marker, O_PATH, FollowLast::yes);
+  struct stat st {};
+  const bool debian = marker && ::fstat(marker->get(), &st) == 0 && S_ISREG(st.st_mode);
+  std::vector<std::string> dirs;
+  for (const char* dir : debian ? std::span<const char* const>(k_debian_system_dirs)
+                                : std::span<const char* const>(k_glibc_system_dirs)) {
+    if (is_dir_in_root(root, dir)) {
+      dirs.emplace_back(dir);
+    }
+  }
+  return dirs;
+}
+
+// `folders` checked (container paths, no newline: they become lines of a file) without duplicates.
+Result<std::vector<std::string>> checked_folders(const std::vector<std::string>& folders) {
+  std::vector<std::string> unique;
+  for (const auto& folder : folders) {
+    if (auto parts = split_container_path(folder); !parts) {
+      return fail_with("--folder", parts.error());
+    }
+    if (folder.find('\n') != std::string::npos) {
+      return fail("--folder " + folder + ": contains a newline");
+    }
+    if (std::ranges::find(unique, folder) == unique.end()) {
+      unique.push_back(folder);
+    }
+  }
+  return unique;
+}
+
+// The members of `folders` that are none of `known` (paths of the image, compared as the directories
+// they lead to, or as text where there is none), nor an earlier member: what the loader does not search
+// yet.
+std::vector<std::string> new_folders(const Root& root, const std::vector<std::string>& folders,
+                                     const std::vector<std::string>& known) {
+  std::set<FileId> ids;
+  for (const auto& dir : known) {
+    if (auto id = directory_id(root, dir)) {
+      ids.insert(*id);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& folder : folders) {
+    const auto id = directory_id(root, folder);
+    if (id ? !ids.insert(*id).second : std::ranges::find(known, folder) != known.end()) {
+      continue;
+    }
+    out.push_back(folder);
+  }
+  return out;
+}
+
+// The identity of the file `path` when it is one (to leave gpuctk's own drop-ins out of the image's
+// configuration).
+std::optional<FileId> file_id(const Root& root, std::string_view path) {
+  auto fd = open_in_root(root, path, O_PATH, FollowLast::no);
+  struct stat st {};
+  if (!fd || ::fstat(fd->get(), &st) != 0) {
+    return std::nullopt;
+  }
+  return FileId{st.st_dev, st.st_ino};
+}
+
+// The ELF class and machine of the libraries this build's loader (and so the image's musl) loads.
+#if defined(__aarch64__)
+constexpr unsigned char k_elf_class = ELFCLASS64;
+constexpr uint16_t k_elf_machine = EM_AARCH64;
+#else
+constexpr unsigned char k_elf_class = ELFCLASS64;
+constexpr uint16_t k_elf_machine = EM_X86_64;
+#endif
+// How many entries of a folder are looked at to tell whose libraries it holds.
+constexpr size_t k_max_folder_scan = 4096;
+
+// Whether the folder `dir` of the image holds shared libraries ("*.so*" regular files, links not
+// followed) and all of them are for another machine, such as the driver's 32-bit libraries. musl takes
+// the first file of the wanted name on its path and fails on a foreign one instead of searching on, so
+// such a folder listed first would hide the libraries it can load.
+bool holds_only_foreign_libraries(const Root& root, const std::string& dir) {
+  auto fd = open_in_root(root, dir, O_RDONLY | O_DIRECTORY, FollowLast::yes);
+  if (!fd) {
+    return false;
+  }
+  DIR* stream = ::fdopendir(fd->get());
+  if (stream == nullptr) {
+    return false;
+  }
+  fd->release();
+  size_t ours = 0;
+  size_t foreign = 0;
+  size_t seen = 0;
+  while (const dirent* entry = ::readdir(stream)) {
+    if (++seen > k_max_folder_scan || ours > 0) {
+      break;
+    }
+    if (std::string_view(entry->d_name).find(".so") == std::string_view::npos) {
+      continue;
+    }
+    // Opened as a path first: nothing but a regular file is ever opened for reading.
+    const UniqueFd path(::openat(::dirfd(stream), entry->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st {};
+    if (!path || ::fstat(path.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    const std::string self = "/proc/self/fd/" + std::to_string(path.get());
+    const UniqueFd file(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    unsigned char header[EI_NIDENT + 4]{};
+    if (!file || ::pread(file.get(), header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
+        std::memcmp(header, ELFMAG, SELFMAG) != 0) {
+      continue;
+    }
+    const auto machine =
+        static_cast<uint16_t>(header[EI_NIDENT + 2] | (header[EI_NIDENT + 3] << 8));  // little-endian
+    (header[EI_CLASS] == k_elf_class && machine == k_elf_machine ? ours : foreign) += 1;
+  }
+  ::closedir(stream);
+  return foreign > 0 && ours == 0;
 }
 
 }  // namespace
@@ -55,18 +191,7 @@ Result<void> remove_file(const Root& root, std::string_view path) {
 
 Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
                              const UniqueFd& ldconfig) {
-  std::vector<std::string> unique;
-  for (const auto& folder : folders) {
-    if (auto parts = split_container_path(folder); !parts) {
-      return fail_with("--folder", parts.error());
-    }
-    if (folder.find('\n') != std::string::npos) {
-      return fail("--folder " + folder + ": contains a newline");
-    }
-    if (std::ranges::find(unique, folder) == unique.end()) {
-      unique.push_back(folder);
-    }
-  }
+  GPUCTK_TRY_ASSIGN(const auto unique, checked_folders(folders));
   if (!is_dir_in_root(root, "/etc")) {
     return fail(
         "the container has no /etc directory, so its linker cache cannot be updated (container root " +
@@ -96,31 +221,116 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
     }
     created.emplace_back(k_ld_so_conf);
   }
+  // What the image's loader searches already: its configuration (as ldconfig reads it now, without
+  // gpuctk's own drop-ins, which a restarted container still has) and its system directories.
+  std::vector<FileId> ours;
+  for (const char* path : {k_ld_conf_dropin, k_ld_conf_system_dropin}) {
+    if (auto id = file_id(root, path)) {
+      ours.push_back(*id);
+    }
+  }
+  auto known = configured_library_dirs(root, k_ld_so_conf, ours);
+  if (!known) {
+    return undo(known.error());
+  }
+  const auto system = image_system_dirs(root);
+  known->insert(known->end(), system.begin(), system.end());
+  const auto added = new_folders(root, unique, *known);
   std::string text;
-  for (const auto& folder : unique) {
+  for (const auto& folder : added) {
     text.append(folder).append("\n");
   }
-  if (!unique.empty()) {
-    if (auto r = write_file(root, k_ld_conf_dropin, text, 0644); !r) {
-      return undo(r.error());
-    }
-    created.emplace_back(k_ld_conf_dropin);
-  }
-  std::string system;
-  for (const char* dir : k_system_dirs) {
-    if (is_dir_in_root(root, dir)) {
-      system.append(dir).append("\n");
-    }
-  }
-  if (!system.empty()) {
-    if (auto r = write_file(root, k_ld_conf_system_dropin, system, 0644); !r) {
-      return undo(r.error());
-    }
-    created.emplace_back(k_ld_conf_system_dropin);
-  }
-  if (auto r = run_sandboxed(root, ldconfig, {"ldconfig", "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache"});
+  if (auto r = added.empty() ? remove_file(root, k_ld_conf_dropin)
+                             : write_file(root, k_ld_conf_dropin, text, 0644);
       !r) {
     return undo(r.error());
+  }
+  if (!added.empty()) {
+    created.emplace_back(k_ld_conf_dropin);
+  }
+  if (auto r = remove_file(root, k_ld_conf_system_dropin); !r) {
+    return undo(r.error());
+  }
+  // The configuration this run reads: the image's, then the new folders again (they are found there
+  // only if the image's ld.so.conf includes ld.so.conf.d; a second mention changes nothing), then the
+  // system directories, last as the image's own ldconfig adds them.
+  const std::string run_conf = std::string("/etc/") + temporary_name("ld.so.conf");
+  std::string run_text = std::string("include ") + k_ld_so_conf + "\n" + text;
+  for (const auto& dir : system) {
+    run_text.append(dir).append("\n");
+  }
+  if (auto r = write_file(root, run_conf, run_text, 0644); !r) {
+    return undo(r.error());
+  }
+  created.push_back(run_conf);
+  if (auto r = run_sandboxed(root, ldconfig, {"ldconfig", "-f", run_conf, "-C", "/etc/ld.so.cache"}); !r) {
+    return undo(r.error());
+  }
+  return remove_file(root, run_conf);
+}
+
+Result<bool> update_musl_path(const Root& root, const std::vector<std::string>& folders) {
+  GPUCTK_TRY_ASSIGN(const auto unique, checked_folders(folders));
+  if (!is_dir_in_root(root, "/etc")) {
+    return fail(
+        "the container has no /etc directory, so its musl path file cannot be updated (container root " +
+        root.path() + ")");
+  }
+  GPUCTK_TRY_ASSIGN(const auto file, read_image_file(root, k_musl_path_file, k_max_conf_size));
+  if (file.kind == FileKind::directory) {
+    return fail(std::string(k_musl_path_file) + " in container root " + root.path() + ": is a directory");
+  }
+  const std::string_view listed =
+      file.kind == FileKind::regular ? std::string_view(file.text) : k_musl_default_path;
+  std::vector<std::string> known;
+  for (const auto dir : parse_musl_path(listed)) {
+    known.emplace_back(dir);
+  }
+  std::vector<std::string> added;
+  for (auto& folder : new_folders(root, unique, known)) {
+    if (!holds_only_foreign_libraries(root, folder)) {
+      added.push_back(std::move(folder));
+    }
+  }
+  if (added.empty()) {
+    return false;
+  }
+  std::string text;
+  for (const auto& folder : added) {
+    text.append(folder).append("\n");
+  }
+  if (file.kind == FileKind::regular) {
+    text += file.text;  // the image's own list, byte for byte
+  } else {
+    for (const auto& dir : known) {
+      text.append(dir).append("\n");
+    }
+  }
+  GPUCTK_TRY(write_file(root, k_musl_path_file, text, 0644));
+  return true;
+}
+
+ImageLibc image_libc(const Root& root) {
+  const auto has = [&](const char* loader) {
+    return open_in_root(root, loader, O_PATH, FollowLast::yes).has_value();
+  };
+  const bool glibc = has(k_glibc_loader);
+  const bool musl = has(k_musl_loader);
+  if (glibc && musl) {
+    return ImageLibc::glibc_and_musl;
+  }
+  return glibc ? ImageLibc::glibc : musl ? ImageLibc::musl : ImageLibc::neither;
+}
+
+Result<void> update_library_search(const Root& root, const std::vector<std::string>& folders,
+                                   const LdconfigOpener& open_ldconfig) {
+  const ImageLibc libc = image_libc(root);
+  if (libc != ImageLibc::musl) {
+    GPUCTK_TRY_ASSIGN(const auto ldconfig, open_ldconfig());
+    GPUCTK_TRY(update_ld_cache(root, folders, ldconfig));
+  }
+  if (libc == ImageLibc::musl || libc == ImageLibc::glibc_and_musl) {
+    GPUCTK_TRY(update_musl_path(root, folders));
   }
   return {};
 }

@@ -1,7 +1,12 @@
 #pragma once
-// Updating the dynamic linker cache of a container root: drop-in files in its /etc/ld.so.conf.d, then
-// a host ldconfig run in the sandbox (rootfs/sandbox.hpp) over the root. Knows nothing of GPUs.
+// Making a container's dynamic loader find libraries in more folders (the driver's), without changing
+// the order in which it finds the image's own libraries:
+//   - glibc: a drop-in file in the image's /etc/ld.so.conf.d naming the folders the image's configuration
+//     does not name already, then a host ldconfig run in the sandbox (rootfs/sandbox.hpp) over the root;
+//   - musl (which reads no ld.so.cache): the folders in its path file.
+// Knows nothing of GPUs.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,23 +16,67 @@
 
 namespace gpuctk::rootfs {
 
-// The drop-in file naming `folders`. Named "00-gpuctk-…" so it comes before the image's own files;
-// anything that must win over it (a CUDA forward-compat directory) sorts before it.
+// The drop-in file naming the folders the image does not configure. Named "00-gpuctk-…" so that it
+// comes before the image's own files: a driver library wins over an image's copy of the same SONAME in
+// another folder. Anything that must win over it (a CUDA forward-compat directory) sorts before it.
 inline constexpr const char* k_ld_conf_dropin = "/etc/ld.so.conf.d/00-gpuctk-driver.conf";
-// The drop-in naming the image's own system directories (those that exist): a host ldconfig built for
-// another distribution does not know them by default, and would leave the image's libraries out.
+// The drop-in older gpuctk releases wrote with the image's system folders; removed when found (its
+// folders came before lines and files the image's configuration has after the drop-ins).
 inline constexpr const char* k_ld_conf_system_dropin = "/etc/ld.so.conf.d/zz-gpuctk-system.conf";
 
-// What update_ld_cache writes besides the drop-ins when missing.
+// What update_ld_cache writes besides the drop-in when missing.
 inline constexpr const char* k_ld_so_conf = "/etc/ld.so.conf";
 inline constexpr const char* k_ld_so_conf_text = "include /etc/ld.so.conf.d/*.conf\n";
 
-// Writes the drop-ins (and /etc/ld.so.conf when missing) and runs `ldconfig` (a sealed program, see
-// seal_program) as `ldconfig -f /etc/ld.so.conf -C /etc/ld.so.cache` in the sandbox. `folders` are
-// container paths (absolute, no "." or ".."). A root without an /etc directory, or one that cannot be
-// written (read-only), is an error of one line; on any error the files this call created are removed.
+// The loaders that tell which C library an image's programs use, and musl's path file (musl's loader
+// reads <its directory>/../etc/ld-musl-<arch>.path, so /etc's for the standard /lib/ld-musl-<arch>.so.1).
+#if defined(__aarch64__)
+inline constexpr const char* k_glibc_loader = "/lib/ld-linux-aarch64.so.1";
+inline constexpr const char* k_musl_loader = "/lib/ld-musl-aarch64.so.1";
+inline constexpr const char* k_musl_path_file = "/etc/ld-musl-aarch64.path";
+#else
+inline constexpr const char* k_glibc_loader = "/lib64/ld-linux-x86-64.so.2";
+inline constexpr const char* k_musl_loader = "/lib/ld-musl-x86_64.so.1";
+inline constexpr const char* k_musl_path_file = "/etc/ld-musl-x86_64.path";
+#endif
+// What musl searches when it has no path file.
+inline constexpr const char* k_musl_default_path = "/lib:/usr/local/lib:/usr/lib";
+
+// glibc: writes the drop-in (only when some of `folders` is not configured by the image already; a
+// stale one is removed otherwise) and /etc/ld.so.conf when missing, then runs `ldconfig` (a sealed
+// program, see seal_host_program) in the sandbox as `ldconfig -f <conf> -C /etc/ld.so.cache`, where
+// <conf> is a temporary file in /etc (removed afterwards) that includes /etc/ld.so.conf and then names
+// the new folders and the image's system folders: the ones its own ldconfig adds after everything its
+// configuration names, which a host ldconfig built for another distribution would not know. So the image's
+// folders keep their order: glibc resolves every library of the image as the image's own ldconfig
+// would have it resolved. `folders` are container paths (absolute, no "." or ".."). The image's
+// configuration is read (see configured_library_dirs) before anything but a missing /etc/ld.so.conf is
+// written; its errors, a root without an /etc directory, or one that cannot be written (read-only) are
+// errors of one line; on any error the files this call created are removed.
 Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
                              const UniqueFd& ldconfig);
+
+// musl: adds the folders its path file (k_musl_path_file) does not list yet, ahead of what it lists (as
+// the drop-in comes first for glibc); starting from k_musl_default_path when there is no file, so the
+// image's own libraries still resolve. A folder whose libraries are all for another machine (the
+// driver's 32-bit ones) is left out: musl stops at the first file of a wanted name and cannot load it.
+// Replaced atomically (a symlink there is replaced, never followed out of the root). Returns whether the file
+// changed (nothing to add: untouched). Errors: a root without /etc, bad folders (as above), a path file that
+// is a directory, not a regular file or larger than k_max_conf_size.
+Result<bool> update_musl_path(const Root& root, const std::vector<std::string>& folders);
+
+// The C libraries an image's programs load with, from the loaders it holds (k_glibc_loader,
+// k_musl_loader; links followed inside the root).
+enum class ImageLibc { glibc, musl, glibc_and_musl, neither };
+ImageLibc image_libc(const Root& root);
+
+// update-ldcache for any image: update_ld_cache when the image has glibc's loader or neither (a static
+// image: as before musl was known), update_musl_path when it has musl's, both for an image with both
+// (e.g. Alpine with glibc compatibility packages). A musl-only image runs no ldconfig: musl reads no
+// ld.so.cache, and `open_ldconfig` is not called.
+using LdconfigOpener = std::function<Result<UniqueFd>()>;
+Result<void> update_library_search(const Root& root, const std::vector<std::string>& folders,
+                                   const LdconfigOpener& open_ldconfig);
 
 // Removes the file `path` inside `root` (never following a symlink as its last component). Missing is fine.
 Result<void> remove_file(const Root& root, std::string_view path);

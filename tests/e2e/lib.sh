@@ -238,16 +238,17 @@ e2e_image_lib_line="libgpuctk-e2e-image.so.1 (libc6,x86-64) => /opt/e2e-image/li
 # libcuda.so.1 and gets the fixture's CUDA version from it, that the container's own ld.so.cache (made
 # by the update-ldcache hook) lists libcuda.so.1 and libnvidia-ml.so.1 in the driver's directory and
 # still lists the image's own library, and that GPU 0's by-path links exist and reach its DRM nodes.
-# glibc finds libcuda.so.1 through that cache, so as /usr/lib/x86_64-linux-gnu/libcuda.so.1 (the
-# hook's --folder); without the hook's cache it would find it on the default path, through the image's
-# /lib link, as /lib/x86_64-linux-gnu/libcuda.so.1.
+# The hook's --folder /usr/lib/x86_64-linux-gnu is the image's own multiarch folder, which its
+# x86_64-linux-gnu.conf names first as /lib/x86_64-linux-gnu (through the /lib -> usr/lib link): the hook
+# leaves it where the image puts it, so the cache, like the image's own ldconfig, names the libraries by
+# that path, and glibc loads them by it.
 e2e_check_t4_driver_loads() {
   local out=$1
-  e2e_expect_line "$out" "libcuda.so.1 loaded from /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+  e2e_expect_line "$out" "libcuda.so.1 loaded from /lib/x86_64-linux-gnu/libcuda.so.1"
   e2e_expect_line "$out" "cuDriverGetVersion: $e2e_t4_cuda_version"
   e2e_expect_line "$out" "cuda-version exit 0"
-  e2e_expect_line "$out" "libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1"
-  e2e_expect_line "$out" "libnvidia-ml.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+  e2e_expect_line "$out" "libcuda.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so.1"
+  e2e_expect_line "$out" "libnvidia-ml.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libnvidia-ml.so.1"
   e2e_expect_line "$out" "$e2e_image_lib_line"
   e2e_expect_line "$out" "crw-rw---- 226, 1 /dev/dri/card1"
   e2e_expect_line "$out" "crw-rw---- 226, 128 /dev/dri/renderD128"
@@ -459,7 +460,7 @@ echo "unrequested 195:1: $(cat "$n1" 2>&1 >/dev/null | sed "s/.*: //")"
 lib=/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01
 awk -v p="$lib" '"'"'$5 == p { n = split($6, o, ","); for (i = 1; i <= n; i++) print "libcuda mount option " o[i] }'"'"' /proc/self/mountinfo
 [ -e "$lib" ] && echo "append libcuda: $( { echo x >>"$lib"; } 2>&1 | sed "s/.*: //")"
-grep -q /usr/lib/x86_64-linux-gnu/libcuda.so.1 /etc/ld.so.cache 2>/dev/null && echo "ld.so.cache names /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+grep -q lib/x86_64-linux-gnu/libcuda.so.1 /etc/ld.so.cache 2>/dev/null && echo "ld.so.cache names the driver folder'"'"'s libcuda.so.1"
 '$e2e_t4_probe
 
 # e2e_check_prestart_gpu0 OUTPUT WHO KIND VISIBLE: e2e_prestart_probe's output of a container on the KIND
@@ -491,7 +492,7 @@ e2e_check_prestart_gpu0() {
   e2e_expect_no_line "$out" "libcuda mount option rw"
   e2e_expect_line "$out" "append libcuda: Read-only file system"
   e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=$visible"
-  e2e_expect_line "$out" "ld.so.cache names /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+  e2e_expect_line "$out" "ld.so.cache names the driver folder's libcuda.so.1"
   e2e_expect_line "$out" "link /dev/dri/by-path/pci-0000:00:1e.0-card -> ../card1"
   e2e_expect_line "$out" "link /dev/dri/by-path/pci-0000:00:1e.0-render -> ../renderD128"
   e2e_expect_line "$out" "char device through /dev/dri/by-path/pci-0000:00:1e.0-card"
@@ -515,7 +516,7 @@ e2e_check_prestart_nothing() {
   e2e_expect_no_line "$out" "crw-rw-rw- 508, 0 /dev/nvidia-uvm"
   e2e_expect_no_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
   e2e_expect_no_line "$out" "file /usr/bin/nvidia-smi"
-  e2e_expect_no_line "$out" "ld.so.cache names /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+  e2e_expect_no_line "$out" "ld.so.cache names the driver folder's libcuda.so.1"
   e2e_expect_no_line "$out" "link /dev/dri/by-path/pci-0000:00:1e.0-card -> ../card1"
   e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES="
   e2e_expect_line "$out" "unrequested 195:1: Operation not permitted"

@@ -437,56 +437,56 @@ TEST_P(HostileImageTest, UpdateLdcacheWhosePathsAreSymlinksOut) {
   }
   EXPECT_EQ(
       m_image.normalise(report),
-      R"x(/etc -> slash: ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
-/etc -> slash (cli): ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
-/etc -> dotdot: ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
-/etc -> dotdot (cli): ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf
+      R"x(/etc -> slash: ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf
+/etc -> slash (cli): ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf
+/etc -> dotdot: ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf
+/etc -> dotdot (cli): ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf
 /etc -> sentinel: error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
 /etc -> sentinel (cli): gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
 /etc -> proc-self-root: error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
 /etc -> proc-self-root (cli): gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
 /etc -> proc-1-root: error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
 /etc -> proc-1-root (cli): gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: nothing
-/etc/ld.so.conf.d -> slash: ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf ./zz-gpuctk-system.conf
-/etc/ld.so.conf.d -> slash (cli): ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf ./zz-gpuctk-system.conf
-/etc/ld.so.conf.d -> dotdot: ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf ./zz-gpuctk-system.conf
-/etc/ld.so.conf.d -> dotdot (cli): ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf ./zz-gpuctk-system.conf
+/etc/ld.so.conf.d -> slash: ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf
+/etc/ld.so.conf.d -> slash (cli): ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf
+/etc/ld.so.conf.d -> dotdot: ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf
+/etc/ld.so.conf.d -> dotdot (cli): ok; changed: ./00-gpuctk-driver.conf ./etc/ld.so.cache ./etc/ld.so.conf
 /etc/ld.so.conf.d -> sentinel: error: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
 /etc/ld.so.conf.d -> sentinel (cli): gpuctk: error: update-ldcache: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
 /etc/ld.so.conf.d -> proc-self-root: error: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
 /etc/ld.so.conf.d -> proc-self-root (cli): gpuctk: error: update-ldcache: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
 /etc/ld.so.conf.d -> proc-1-root: error: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
 /etc/ld.so.conf.d -> proc-1-root (cli): gpuctk: error: update-ldcache: /etc/ld.so.conf.d in container root <root>: Not a directory; changed: nothing
-/usr/lib/x86_64-linux-gnu -> slash: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> slash (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> dotdot: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> dotdot (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> sentinel: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> sentinel (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> proc-self-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> proc-self-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> proc-1-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> proc-1-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> slash: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> slash (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> dotdot: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> dotdot (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> sentinel: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> sentinel (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> proc-self-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> proc-self-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> proc-1-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.conf -> proc-1-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> slash: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> slash (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> dotdot: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> dotdot (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> sentinel: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> sentinel (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> proc-self-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> proc-self-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> proc-1-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc/ld.so.cache -> proc-1-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+/usr/lib/x86_64-linux-gnu -> slash: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> slash (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> dotdot: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> dotdot (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> sentinel: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> sentinel (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> proc-self-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> proc-self-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> proc-1-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> proc-1-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> slash: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> slash (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> dotdot: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> dotdot (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> sentinel: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> sentinel (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> proc-self-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> proc-self-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> proc-1-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.conf -> proc-1-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> slash: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> slash (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> dotdot: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> dotdot (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> sentinel: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> sentinel (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> proc-self-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> proc-self-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> proc-1-root: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc/ld.so.cache -> proc-1-root (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
 )x");
 }
 
@@ -802,12 +802,12 @@ TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
       refusals_alike(
           automatic()
               ? std::string(
-                    R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> /proc/self/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> /proc/1/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> /proc/1/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> /proc/self/cwd: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> /proc/self/cwd (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
+                    R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> /proc/1/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> /proc/1/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/cwd: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/cwd (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
 /etc -> /proc/self/root: links ok | ldcache error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
 /etc -> /proc/self/root (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
 /etc -> /proc/1/root: links ok | ldcache error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
@@ -816,13 +816,13 @@ TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
 /etc -> /proc/self/cwd (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
 )x")
               : std::string(
-                    R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links ok | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf ./libcuda.so.1
-/usr/lib/x86_64-linux-gnu -> /proc/self/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> /proc/1/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> /proc/1/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> /proc/self/cwd: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Not a directory | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/usr/lib/x86_64-linux-gnu -> /proc/self/cwd (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./etc/ld.so.conf.d/zz-gpuctk-system.conf
-/etc -> /proc/self/root: links ok | ldcache ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./ld.so.conf.d/zz-gpuctk-system.conf ./usr/lib/x86_64-linux-gnu/libcuda.so.1
+                    R"x(/usr/lib/x86_64-linux-gnu -> /proc/self/root: links ok | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf ./libcuda.so.1
+/usr/lib/x86_64-linux-gnu -> /proc/self/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> /proc/1/root: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> /proc/1/root (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Permission denied | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/cwd: links error: /usr/lib/x86_64-linux-gnu in container root <root>: Not a directory | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/usr/lib/x86_64-linux-gnu -> /proc/self/cwd (cli): links gpuctk: error: create-symlinks: /usr/lib/x86_64-linux-gnu in container root <root>: Too many levels of symbolic links | ldcache ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+/etc -> /proc/self/root: links ok | ldcache ok; changed: ./ld.so.cache ./ld.so.conf ./ld.so.conf.d ./ld.so.conf.d/00-gpuctk-driver.conf ./usr/lib/x86_64-linux-gnu/libcuda.so.1
 /etc -> /proc/self/root (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
 /etc -> /proc/1/root: links ok | ldcache error: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
 /etc -> /proc/1/root (cli): links ok | ldcache gpuctk: error: update-ldcache: the container has no /etc directory, so its linker cache cannot be updated (container root <root>); changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1
@@ -868,6 +868,158 @@ proc-self-root: /dev/dri error: chmod /dev/dri in container root <root>: is a sy
 proc-self-root (cli): /dev/dri gpuctk: error: chmod: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 gpuctk: error: chmod: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 gpuctk: error: chmod: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
 proc-1-root: /dev/dri error: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 error: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 error: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
 proc-1-root (cli): /dev/dri gpuctk: error: chmod: chmod /dev/dri in container root <root>: is a symlink /dev/dri/card0 gpuctk: error: chmod: /dev/dri/card0 in container root <root>: No such file or directory /dev/card0 gpuctk: error: chmod: chmod /dev/card0 in container root <root>: is a symlink; changed: nothing
+)x");
+}
+
+}  // namespace
+}  // namespace gpuctk::rootfs
+
+namespace gpuctk::rootfs {
+namespace {
+
+// CVE-2025-23267 class (update-ldcache reading what the image points it at) and denial of service: the
+// image's /etc/ld.so.conf and its includes are read by gpuctk (to leave folders the image configures in
+// their place) and then by the host's ldconfig. Includes of host paths, absolute or through links,
+// resolve inside the root; an include loop, a file too large, thousands of files or a FIFO (which would
+// block ldconfig for ever) fail with one line before anything is written.
+TEST_P(HostileImageTest, UpdateLdcacheOverAHostileLinkerConfiguration) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  // A configuration on the host naming the sentinel's library directory: an ldconfig that read it would
+  // make the SONAME link libz.so.1 there.
+  const std::string sentinel = m_image.m_sentinel;
+  write_host_file(sentinel + "/etc/ld.so.conf.d/sentinel.conf", sentinel + "/usr/lib/x86_64-linux-gnu\n");
+  const std::string root = m_image.m_root;
+  const std::vector<std::pair<std::string, std::function<void()>>> cases = {
+      {"absolute-include",
+       [&] {
+         write_host_file(root + "/etc/ld.so.conf", "include " + sentinel + "/etc/ld.so.conf.d/*.conf\n");
+       }},
+      {"dotdot-include",
+       [&] {
+         write_host_file(root + "/etc/ld.so.conf",
+                         "include ../../../../../../../../.." + sentinel + "/etc/ld.so.conf.d/*.conf\n");
+       }},
+      {"links-out",
+       [&] {
+         write_host_file(root + "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+         make_host_link(sentinel + "/etc/ld.so.conf.d/sentinel.conf", root + "/etc/ld.so.conf.d/a.conf");
+         make_host_link("/proc/self/root" + sentinel + "/etc/ld.so.conf.d/sentinel.conf",
+                        root + "/etc/ld.so.conf.d/b.conf");
+         make_host_link(sentinel + "/etc/ld.so.conf.d", root + "/etc/conf-out");
+         write_host_file(root + "/etc/ld.so.conf.d/c.conf", "include /etc/conf-out/*.conf\n");
+       }},
+      {"include-loop",
+       [&] {
+         write_host_file(root + "/etc/ld.so.conf", "include /etc/ld.so.conf\ninclude /etc/ld.so.conf\n");
+       }},
+      {"huge-file",
+       [&] {
+         write_host_file(root + "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+         write_host_file(root + "/etc/ld.so.conf.d/huge.conf", std::string(1 << 20, '#'));
+       }},
+      {"thousands-of-files",
+       [&] {
+         write_host_file(root + "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+         for (int i = 0; i < 1000; ++i) {
+           write_host_file(root + "/etc/ld.so.conf.d/" + std::to_string(10000 + i) + ".conf", "/opt\n");
+         }
+       }},
+      {"fifo",
+       [&] {
+         write_host_file(root + "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+         make_host_dirs(root + "/etc/ld.so.conf.d");
+         ::mkfifo((root + "/etc/ld.so.conf.d/fifo.conf").c_str(), 0644);
+       }},
+  };
+  std::string report;
+  for (const auto& [name, build] : cases) {
+    for (const bool cli : {false, true}) {
+      m_image.reset_root();
+      build();
+      const std::string before_outside = m_image.outside();
+      const std::string before_root = m_image.root_digest();
+      std::string outcome;
+      if (cli) {
+        outcome = hook_outcome(m_image.hook({"update-ldcache", "--folder", "/opt/driver"}));
+      } else {
+        auto ldconfig = seal_host_program("/sbin/ldconfig");
+        ASSERT_TRUE(ldconfig) << ldconfig.error().message;
+        outcome = lib_outcome(update_ld_cache(this->root(), {"/opt/driver"}, *ldconfig));
+      }
+      EXPECT_EQ(m_image.outside(), before_outside) << name;
+      EXPECT_EQ(host_kind(sentinel + "/usr/lib/x86_64-linux-gnu/libz.so.1"), "missing") << name;
+      report += name + (cli ? " (cli)" : "") + ": " + outcome +
+                "; changed: " + changed_paths(before_root, m_image.root_digest()) + "\n";
+    }
+  }
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(absolute-include: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+absolute-include (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+dotdot-include: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+dotdot-include (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+links-out: ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+links-out (cli): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d/00-gpuctk-driver.conf
+include-loop: error: the image's linker configuration: "/etc/ld.so.conf" is included while it is read (an include loop); changed: nothing
+include-loop (cli): gpuctk: error: update-ldcache: the image's linker configuration: "/etc/ld.so.conf" is included while it is read (an include loop); changed: nothing
+huge-file: error: the image's linker configuration: read /etc/ld.so.conf.d/huge.conf in container root <root>: larger than 65536 bytes; changed: nothing
+huge-file (cli): gpuctk: error: update-ldcache: the image's linker configuration: read /etc/ld.so.conf.d/huge.conf in container root <root>: larger than 65536 bytes; changed: nothing
+thousands-of-files: error: the image's linker configuration: more than 256 files (at "/etc/ld.so.conf.d/*.conf"); changed: nothing
+thousands-of-files (cli): gpuctk: error: update-ldcache: the image's linker configuration: more than 256 files (at "/etc/ld.so.conf.d/*.conf"); changed: nothing
+fifo: error: the image's linker configuration: /etc/ld.so.conf.d/fifo.conf in container root <root>: not a regular file; changed: nothing
+fifo (cli): gpuctk: error: update-ldcache: the image's linker configuration: /etc/ld.so.conf.d/fifo.conf in container root <root>: not a regular file; changed: nothing
+)x");
+}
+
+// CVE-2024-0132/0133 class for musl's path file: on a musl image (Alpine) update-ldcache writes the
+// folders into /etc/ld-musl-x86_64.path and runs no ldconfig. A path file that links to a host file
+// (absolute, through "..", through /proc/self/root) is the image's path, resolved inside the root: the
+// link is replaced by a file of the image, the host file is never read or written. A directory, a FIFO
+// (which would block the hook) or a huge file fail with one line and change nothing.
+TEST_P(HostileImageTest, UpdateLdcacheOnAMuslImageWithAHostilePathFile) {
+  const std::string root = m_image.m_root;
+  const std::string path_file = root + "/etc/ld-musl-x86_64.path";
+  const std::string host_file = m_image.m_sentinel + "/etc/passwd";
+  const std::vector<std::pair<std::string, std::function<void()>>> cases = {
+      {"none", [] {}},
+      {"image-file", [&] { write_host_file(path_file, "/lib:/usr/lib\n"); }},
+      {"link-to-host-file", [&] { make_host_link(host_file, path_file); }},
+      {"dotdot-link", [&] { make_host_link("../../../../../../../../.." + host_file, path_file); }},
+      {"proc-self-root-link", [&] { make_host_link("/proc/self/root" + host_file, path_file); }},
+      {"directory", [&] { make_host_dirs(path_file); }},
+      {"fifo", [&] { ::mkfifo(path_file.c_str(), 0644); }},
+      {"huge", [&] { write_host_file(path_file, std::string(1 << 20, ':')); }},
+  };
+  std::string report;
+  for (const auto& [name, build] : cases) {
+    m_image.reset_root();
+    write_host_file(root + "/lib/ld-musl-x86_64.so.1", "musl", 0755);
+    build();
+    const std::string before_outside = m_image.outside();
+    const std::string before_root = m_image.root_digest();
+    const std::string outcome = hook_outcome(m_image.hook({"update-ldcache", "--folder", k_triplet_dir}));
+    EXPECT_EQ(m_image.outside(), before_outside) << name;
+    const std::string kind = host_kind(path_file);
+    const std::string text = kind == "file" ? read_file(path_file).value_or("<unreadable>") : "";
+    report += name + ": " + outcome + "; changed: " + changed_paths(before_root, m_image.root_digest()) +
+              "; path file: " +
+              (kind != "file"      ? kind
+               : text.size() > 256 ? std::to_string(text.size()) + " bytes"
+                                   : quote(text)) +
+              "\n";
+  }
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(none: ok; changed: ./etc/ld-musl-x86_64.path; path file: "/usr/lib/x86_64-linux-gnu\n/lib\n/usr/local/lib\n/usr/lib\n"
+image-file: ok; changed: ./etc/ld-musl-x86_64.path; path file: "/usr/lib/x86_64-linux-gnu\n/lib:/usr/lib\n"
+link-to-host-file: ok; changed: ./etc/ld-musl-x86_64.path; path file: "/usr/lib/x86_64-linux-gnu\n/lib\n/usr/local/lib\n/usr/lib\n"
+dotdot-link: ok; changed: ./etc/ld-musl-x86_64.path; path file: "/usr/lib/x86_64-linux-gnu\n/lib\n/usr/local/lib\n/usr/lib\n"
+proc-self-root-link: ok; changed: ./etc/ld-musl-x86_64.path; path file: "/usr/lib/x86_64-linux-gnu\n/lib\n/usr/local/lib\n/usr/lib\n"
+directory: gpuctk: error: update-ldcache: /etc/ld-musl-x86_64.path in container root <root>: is a directory; changed: nothing; path file: dir
+fifo: gpuctk: error: update-ldcache: /etc/ld-musl-x86_64.path in container root <root>: not a regular file; changed: nothing; path file: other
+huge: gpuctk: error: update-ldcache: read /etc/ld-musl-x86_64.path in container root <root>: larger than 65536 bytes; changed: nothing; path file: 1048576 bytes
 )x");
 }
 

@@ -1,16 +1,21 @@
 #include "rootfs/ld_cache_update.hpp"
 
 #include <dirent.h>
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::rootfs {
 namespace {
@@ -102,12 +107,10 @@ TEST_P(LdCacheUpdateTest, WritesDropInsAndACacheListingTheLibraries) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(read_file(at("/etc/ld.so.conf")).value_or(""), "include /etc/ld.so.conf.d/*.conf\n");
   EXPECT_EQ(read_file(at("/etc/ld.so.conf.d/00-gpuctk-driver.conf")).value_or(""), "/opt/driver/lib\n");
-  EXPECT_EQ(read_file(at("/etc/ld.so.conf.d/zz-gpuctk-system.conf")).value_or(""),
-            "/usr/lib/x86_64-linux-gnu\n/usr/lib\n");
+  // Nothing else: the system folders went to this run's configuration only, removed afterwards.
   EXPECT_EQ(host_listing(at("/etc")),
             (std::vector<std::string>{"ld.so.cache", "ld.so.conf", "ld.so.conf.d"}));
-  EXPECT_EQ(host_listing(at("/etc/ld.so.conf.d")),
-            (std::vector<std::string>{"00-gpuctk-driver.conf", "zz-gpuctk-system.conf"}));
+  EXPECT_EQ(host_listing(at("/etc/ld.so.conf.d")), (std::vector<std::string>{"00-gpuctk-driver.conf"}));
   // ldconfig made the SONAME link beside the library, and the cache names the library.
   EXPECT_EQ(host_readlink(at("/opt/driver/lib/libz.so.1")), libz_name);
   const std::string cache = read_file(at("/etc/ld.so.cache")).value_or("");
@@ -211,6 +214,371 @@ TEST_P(LdCacheUpdateTest, AReadOnlyRootIsAnErrorAndLeavesNothing) {
   });
   EXPECT_EQ(report, "write /etc/ld.so.conf in container root " + m_root_path + ": Read-only file system");
   EXPECT_EQ(tree_digest(m_temp.path()), before);
+}
+
+// --- the image's own library order ----------------------------------------------------------------
+
+// The libraries of the cache at host path `cache` as glibc's ldconfig prints them, in the cache's order
+// (the loader takes the first entry of a SONAME it may load): "libz.so.1 (libc6,x86-64) => /x/libz.so.1".
+std::vector<std::string> cache_entries(const std::string& cache) {
+  std::vector<std::string> out;
+  for (const auto line : split(print_cache(cache), '\n')) {
+    if (line.starts_with('\t')) {
+      out.emplace_back(line.substr(1));
+    }
+  }
+  return out;
+}
+
+// The cache the image's own ldconfig makes from its own configuration: the host's ldconfig (Debian's,
+// the same glibc rules as a Debian-like image's) run with -r, which chroots, on a copy of `root`.
+std::vector<std::string> image_own_cache(const std::string& root) {
+  const std::string copy = root + "-own";
+  if (std::system(("rm -rf " + copy + " && cp -a " + root + " " + copy).c_str()) != 0 ||
+      std::system(("/sbin/ldconfig -r " + copy + " 2>/dev/null").c_str()) != 0) {
+    return {"<ldconfig -r failed>"};
+  }
+  return cache_entries(copy + "/etc/ld.so.cache");
+}
+
+// An Ubuntu 22.04-like image: /lib -> usr/lib, /etc/debian_version, ld.so.conf including ld.so.conf.d,
+// whose libc.conf lists /usr/local/lib before x86_64-linux-gnu.conf lists the multiarch directories.
+// The host's libz is in `libz_dirs` (container paths), so its SONAME is in more than one folder.
+void make_ubuntu_like_root(const std::string& root, const std::string& libz,
+                           const std::vector<std::string>& libz_dirs) {
+  write_host_file(root + "/etc/debian_version", "bookworm/sid\n");
+  write_host_file(root + "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n\n");
+  write_host_file(root + "/etc/ld.so.conf.d/libc.conf", "# libc default configuration\n/usr/local/lib\n");
+  write_host_file(root + "/etc/ld.so.conf.d/x86_64-linux-gnu.conf",
+                  "# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n"
+                  "/usr/lib/x86_64-linux-gnu\n");
+  make_host_dirs(root + "/usr/lib/x86_64-linux-gnu");
+  make_host_dirs(root + "/usr/local/lib");
+  make_host_link("usr/lib", root + "/lib");
+  for (const auto& dir : libz_dirs) {
+    make_host_dirs(root + dir);
+    ASSERT_EQ(std::system(("cp " + libz + " " + root + dir + "/").c_str()), 0);
+  }
+}
+
+// Issue 20 item 4: the driver's folder is the image's own /usr/lib/x86_64-linux-gnu, which its
+// ld.so.conf.d already lists after /usr/local/lib. Listing it again in gpuctk's drop-in (sorted first)
+// moved it ahead, so the image's /usr/local/lib/libz.so.1 lost to the multiarch one once a GPU was
+// attached. The folder is configured already: no drop-in, and glibc resolves as the image's own cache does.
+TEST_P(LdCacheUpdateTest, AFolderTheImageListsKeepsItsPlaceInTheImagesOrder) {
+  const std::string libz = host_libz();
+  if (libz.empty()) {
+    GTEST_SKIP() << "no libz.so.1.* on this host to copy into the root";
+  }
+  make_ubuntu_like_root(m_root_path, libz, {"/usr/local/lib", "/usr/lib/x86_64-linux-gnu"});
+  const auto own = image_own_cache(m_root_path);
+  ASSERT_EQ(own, (std::vector<std::string>{"libz.so.1 (libc6,x86-64) => /usr/local/lib/libz.so.1",
+                                           "libz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1"}));
+  const Root root = open_root();
+  auto r = update_ld_cache(root, {"/usr/lib/x86_64-linux-gnu"}, m_ldconfig);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(cache_entries(at("/etc/ld.so.cache")), own);
+  EXPECT_EQ(host_listing(at("/etc/ld.so.conf.d")),
+            (std::vector<std::string>{"libc.conf", "x86_64-linux-gnu.conf"}));
+}
+
+// A system folder of the image (one its ldconfig adds by itself, after everything its configuration
+// lists) that its configuration does not name keeps that last place too.
+TEST_P(LdCacheUpdateTest, ASystemFolderTheImageDoesNotListStaysLast) {
+  const std::string libz = host_libz();
+  if (libz.empty()) {
+    GTEST_SKIP() << "no libz.so.1.* on this host to copy into the root";
+  }
+  make_ubuntu_like_root(m_root_path, libz, {"/opt/app/lib", "/usr/lib/x86_64-linux-gnu"});
+  ::unlink(at("/etc/ld.so.conf.d/x86_64-linux-gnu.conf").c_str());
+  write_host_file(at("/etc/ld.so.conf.d/app.conf"), "/opt/app/lib\n");
+  const auto own = image_own_cache(m_root_path);
+  ASSERT_EQ(own, (std::vector<std::string>{"libz.so.1 (libc6,x86-64) => /opt/app/lib/libz.so.1",
+                                           "libz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1"}));
+  const Root root = open_root();
+  auto r = update_ld_cache(root, {"/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"}, m_ldconfig);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(cache_entries(at("/etc/ld.so.cache")), own);
+  EXPECT_EQ(host_listing(at("/etc/ld.so.conf.d")), (std::vector<std::string>{"app.conf", "libc.conf"}));
+}
+
+// The system folders the host's ldconfig is told about come after everything the image's configuration
+// names, wherever it names it: lines after the include in ld.so.conf, and drop-ins that sort after any
+// name gpuctk could give a drop-in of its own ("zzz-…").
+TEST_P(LdCacheUpdateTest, TheImagesLastFoldersStayAheadOfItsSystemFolders) {
+  const std::string libz = host_libz();
+  if (libz.empty()) {
+    GTEST_SKIP() << "no libz.so.1.* on this host to copy into the root";
+  }
+  for (const std::string where : {"ld.so.conf", "zzz-late.conf"}) {
+    std::error_code ec;
+    std::filesystem::remove_all(m_root_path, ec);
+    make_ubuntu_like_root(m_root_path, libz, {"/opt/late/lib", "/usr/lib/x86_64-linux-gnu"});
+    make_host_dirs(at("/opt/driver/lib"));
+    if (where == "ld.so.conf") {
+      write_host_file(at("/etc/ld.so.conf"), "include /etc/ld.so.conf.d/*.conf\n/opt/late/lib\n");
+    } else {
+      write_host_file(at("/etc/ld.so.conf.d/zzz-late.conf"), "/opt/late/lib\n");
+    }
+    ::unlink(at("/etc/ld.so.conf.d/x86_64-linux-gnu.conf").c_str());
+    const auto own = image_own_cache(m_root_path);
+    ASSERT_EQ(own, (std::vector<std::string>{"libz.so.1 (libc6,x86-64) => /opt/late/lib/libz.so.1",
+                                             "libz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1"}))
+        << where;
+    const Root root = open_root();
+    auto r = update_ld_cache(root, {"/opt/driver/lib"}, m_ldconfig);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(cache_entries(at("/etc/ld.so.cache")), own) << where;
+    EXPECT_EQ(read_file(at("/etc/ld.so.conf.d/00-gpuctk-driver.conf")).value_or(""), "/opt/driver/lib\n");
+    EXPECT_EQ(host_kind(at("/etc/ld.so.conf.d/zz-gpuctk-system.conf")), "missing") << where;
+  }
+}
+
+// A folder the image does not configure is listed in gpuctk's drop-in, which sorts first: the driver's
+// libraries come before the image's copies of the same SONAME (as with NVIDIA's 00-nvcr-*.conf).
+TEST_P(LdCacheUpdateTest, AFolderTheImageDoesNotConfigureComesFirst) {
+  const std::string libz = host_libz();
+  if (libz.empty()) {
+    GTEST_SKIP() << "no libz.so.1.* on this host to copy into the root";
+  }
+  make_ubuntu_like_root(m_root_path, libz,
+                        {"/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/opt/driver/lib"});
+  const Root root = open_root();
+  auto r = update_ld_cache(root, {"/opt/driver/lib", "/usr/lib/x86_64-linux-gnu"}, m_ldconfig);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(read_file(at("/etc/ld.so.conf.d/00-gpuctk-driver.conf")).value_or(""), "/opt/driver/lib\n");
+  EXPECT_EQ(cache_entries(at("/etc/ld.so.cache")),
+            (std::vector<std::string>{"libz.so.1 (libc6,x86-64) => /opt/driver/lib/libz.so.1",
+                                      "libz.so.1 (libc6,x86-64) => /usr/local/lib/libz.so.1",
+                                      "libz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1"}));
+}
+
+// An image whose ld.so.conf does not include ld.so.conf.d never reads the drop-in; the cache made now
+// still has the driver's folder, after the image's own folders.
+TEST_P(LdCacheUpdateTest, AnLdSoConfWithoutTheIncludeStillGetsTheDriversFolder) {
+  const std::string libz = host_libz();
+  if (libz.empty()) {
+    GTEST_SKIP() << "no libz.so.1.* on this host to copy into the root";
+  }
+  make_ubuntu_like_root(m_root_path, libz, {"/usr/local/lib", "/opt/driver/lib"});
+  write_host_file(at("/etc/ld.so.conf"), "/usr/local/lib\n");
+  const Root root = open_root();
+  auto r = update_ld_cache(root, {"/opt/driver/lib"}, m_ldconfig);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(read_file(at("/etc/ld.so.conf")).value_or(""), "/usr/local/lib\n");
+  EXPECT_EQ(cache_entries(at("/etc/ld.so.cache")),
+            (std::vector<std::string>{"libz.so.1 (libc6,x86-64) => /usr/local/lib/libz.so.1",
+                                      "libz.so.1 (libc6,x86-64) => /opt/driver/lib/libz.so.1"}));
+}
+
+// A restarted container runs the hook again over what the last run left: the same result, and the
+// drop-ins of an older gpuctk (zz-gpuctk-system.conf, a driver drop-in naming a configured folder) go.
+TEST_P(LdCacheUpdateTest, ARestartGivesTheSameCacheAndDropsOldDropIns) {
+  const std::string libz = host_libz();
+  if (libz.empty()) {
+    GTEST_SKIP() << "no libz.so.1.* on this host to copy into the root";
+  }
+  make_ubuntu_like_root(m_root_path, libz, {"/usr/local/lib", "/usr/lib/x86_64-linux-gnu"});
+  const auto own = image_own_cache(m_root_path);
+  write_host_file(at("/etc/ld.so.conf.d/00-gpuctk-driver.conf"), "/usr/lib/x86_64-linux-gnu\n");
+  write_host_file(at("/etc/ld.so.conf.d/zz-gpuctk-system.conf"), "/usr/lib/x86_64-linux-gnu\n/usr/lib\n");
+  const Root root = open_root();
+  for (int run = 0; run < 2; ++run) {
+    auto r = update_ld_cache(root, {"/usr/lib/x86_64-linux-gnu"}, m_ldconfig);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(cache_entries(at("/etc/ld.so.cache")), own) << "run " << run;
+    EXPECT_EQ(host_listing(at("/etc/ld.so.conf.d")),
+              (std::vector<std::string>{"libc.conf", "x86_64-linux-gnu.conf"}))
+        << "run " << run;
+    EXPECT_EQ(host_listing(at("/etc")),
+              (std::vector<std::string>{"debian_version", "ld.so.cache", "ld.so.conf", "ld.so.conf.d"}));
+  }
+}
+
+// --- musl (Alpine) images and update_library_search -------------------------------------------------
+
+// A musl image (Alpine-like): musl's loader at /lib/ld-musl-x86_64.so.1, /etc, and the driver's folder.
+class LibrarySearchTest : public LdCacheUpdateTest {
+ protected:
+  void make_musl_root() {
+    write_host_file(at("/lib/ld-musl-x86_64.so.1"), "musl loader", 0755);
+    write_host_file(at("/etc/alpine-release"), "3.20.0\n");
+    make_host_dirs(at("/usr/lib/x86_64-linux-gnu"));
+    make_host_dirs(at("/usr/local/lib"));
+  }
+
+  // update_library_search with an ldconfig opener that counts its calls.
+  Result<void> update(const std::vector<std::string>& folders) {
+    const Root root = open_root();
+    return update_library_search(root, folders, [this]() -> Result<UniqueFd> {
+      ++m_ldconfig_opened;
+      return UniqueFd(::dup(m_ldconfig.get()));
+    });
+  }
+
+  [[nodiscard]] std::string path_file() const { return read_file(at(k_musl_path_file)).value_or("<none>"); }
+
+  int m_ldconfig_opened = 0;
+};
+
+INSTANTIATE_TEST_SUITE_P(Resolvers, LibrarySearchTest, testing::Values(Resolver::automatic, Resolver::walk),
+                         test::resolver_name);
+
+TEST_P(LibrarySearchTest, AMuslImageGetsThePathFileFromMuslsDefaultsAndNoLdconfig) {
+  make_musl_root();
+  ASSERT_EQ(image_libc(open_root()), ImageLibc::musl);
+  auto r = update({"/usr/lib/x86_64-linux-gnu", "/usr/lib", "/usr/lib/x86_64-linux-gnu"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(path_file(), "/usr/lib/x86_64-linux-gnu\n/lib\n/usr/local/lib\n/usr/lib\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(at(k_musl_path_file).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644U);
+  EXPECT_EQ(m_ldconfig_opened, 0);
+  EXPECT_EQ(host_listing(at("/etc")), (std::vector<std::string>{"alpine-release", "ld-musl-x86_64.path"}));
+  // A restarted container: the folder is listed now, nothing changes.
+  const std::string before = tree_digest(m_root_path);
+  r = update({"/usr/lib/x86_64-linux-gnu"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(tree_digest(m_root_path), before);
+}
+
+TEST_P(LibrarySearchTest, TheImagesPathFileKeepsItsTextAfterTheNewFolders) {
+  make_musl_root();
+  write_host_file(at(k_musl_path_file), "/usr/lib:/lib\n/opt/app/lib");
+  auto r = update({"/opt/driver/lib", "/usr/lib/x86_64-linux-gnu", "/opt/app/lib"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(path_file(), "/opt/driver/lib\n/usr/lib/x86_64-linux-gnu\n/usr/lib:/lib\n/opt/app/lib");
+}
+
+// Folders musl searches already (by name, or as the same directory through a link) change nothing: no
+// path file is written where musl's defaults have them.
+TEST_P(LibrarySearchTest, FoldersMuslSearchesAlreadyChangeNothing) {
+  make_musl_root();
+  make_host_dirs(at("/usr/lib"));
+  make_host_link("usr/lib", at("/usr-lib-link"));
+  auto r = update({"/usr/lib", "/usr-lib-link", "/lib"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(path_file(), "<none>");
+  make_host_link("/usr/lib/x86_64-linux-gnu", at("/opt/driver"));
+  write_host_file(at(k_musl_path_file), "/opt/driver\n");
+  r = update({"/usr/lib/x86_64-linux-gnu"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(path_file(), "/opt/driver\n");
+}
+
+TEST_P(LibrarySearchTest, AnImageWithBothLibrariesGetsBoth) {
+  make_musl_root();
+  write_host_file(at("/lib64/ld-linux-x86-64.so.2"), "glibc loader", 0755);
+  ASSERT_EQ(image_libc(open_root()), ImageLibc::glibc_and_musl);
+  auto r = update({"/usr/lib/x86_64-linux-gnu"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(m_ldconfig_opened, 1);
+  EXPECT_EQ(path_file(), "/usr/lib/x86_64-linux-gnu\n/lib\n/usr/local/lib\n/usr/lib\n");
+  EXPECT_EQ(read_file(at(k_ld_conf_dropin)).value_or(""), "/usr/lib/x86_64-linux-gnu\n");
+  EXPECT_EQ(host_kind(at("/etc/ld.so.cache")), "file");
+}
+
+TEST_P(LibrarySearchTest, AGlibcImageOrOneWithoutALoaderRunsLdconfigOnly) {
+  for (const bool glibc : {true, false}) {
+    std::error_code ec;
+    std::filesystem::remove_all(m_root_path, ec);
+    make_host_dirs(at("/etc"));
+    make_host_dirs(at("/usr/lib/x86_64-linux-gnu"));
+    if (glibc) {
+      write_host_file(at("/lib64/ld-linux-x86-64.so.2"), "glibc loader", 0755);
+    }
+    EXPECT_EQ(image_libc(open_root()), glibc ? ImageLibc::glibc : ImageLibc::neither);
+    m_ldconfig_opened = 0;
+    auto r = update({"/usr/lib/x86_64-linux-gnu"});
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(m_ldconfig_opened, 1);
+    EXPECT_EQ(host_kind(at("/etc/ld.so.cache")), "file");
+    EXPECT_EQ(path_file(), "<none>");
+  }
+}
+
+TEST_P(LibrarySearchTest, AnLdconfigThatCannotBeOpenedFailsAGlibcImageOnly) {
+  make_musl_root();
+  const Root root = open_root();
+  const auto refuse = []() -> Result<UniqueFd> { return fail("no ldconfig"); };
+  EXPECT_TRUE(update_library_search(root, {"/usr/lib/x86_64-linux-gnu"}, refuse));
+  write_host_file(at("/lib64/ld-linux-x86-64.so.2"), "glibc loader", 0755);
+  auto r = update_library_search(root, {"/opt/x"}, refuse);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "no ldconfig");
+}
+
+TEST_P(LibrarySearchTest, APathFileThatIsNoRegularFileIsAnErrorAndLeftAlone) {
+  make_musl_root();
+  const Root root = open_root();
+  make_host_dirs(at(k_musl_path_file));
+  auto dir = update_musl_path(root, {"/opt/x"});
+  ASSERT_FALSE(dir);
+  EXPECT_EQ(dir.error().message,
+            std::string(k_musl_path_file) + " in container root " + m_root_path + ": is a directory");
+  ::rmdir(at(k_musl_path_file).c_str());
+  ASSERT_EQ(::mkfifo(at(k_musl_path_file).c_str(), 0644), 0);
+  auto fifo = update_musl_path(root, {"/opt/x"});
+  ASSERT_FALSE(fifo);
+  EXPECT_EQ(fifo.error().message,
+            std::string(k_musl_path_file) + " in container root " + m_root_path + ": not a regular file");
+  EXPECT_EQ(host_kind(at(k_musl_path_file)), "other");
+  ::unlink(at(k_musl_path_file).c_str());
+  write_host_file(at(k_musl_path_file), std::string(70000, '/'));
+  auto huge = update_musl_path(root, {"/opt/x"});
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().message, "read " + std::string(k_musl_path_file) + " in container root " +
+                                      m_root_path + ": larger than 65536 bytes");
+  EXPECT_EQ(read_file(at(k_musl_path_file)).value_or("").size(), 70000U);
+}
+
+TEST_P(LibrarySearchTest, BadFoldersAndNoEtcAreErrorsBeforeAnythingIsWritten) {
+  write_host_file(at("/lib/ld-musl-x86_64.so.1"), "musl loader", 0755);
+  const Root root = open_root();
+  auto no_etc = update_musl_path(root, {"/opt/x"});
+  ASSERT_FALSE(no_etc);
+  EXPECT_EQ(no_etc.error().message,
+            "the container has no /etc directory, so its musl path file cannot be updated (container root " +
+                m_root_path + ")");
+  make_host_dirs(at("/etc"));
+  auto dotdot = update_musl_path(root, {"/opt/../x"});
+  ASSERT_FALSE(dotdot);
+  EXPECT_EQ(dotdot.error().message,
+            "--folder: \"/opt/../x\": \".\" and \"..\" are not allowed in a container path");
+  EXPECT_EQ(host_listing(at("/etc")), std::vector<std::string>{});
+}
+
+// The ELF header of a library of class `elf_class` for the machine `machine`.
+std::string elf_header(unsigned char elf_class, uint16_t machine) {
+  std::string bytes(64, '\0');
+  bytes.replace(0, 4,
+                "\x7f"
+                "ELF");
+  bytes[EI_CLASS] = static_cast<char>(elf_class);
+  bytes[EI_DATA] = ELFDATA2LSB;
+  bytes[16] = ET_DYN;
+  bytes[18] = static_cast<char>(machine & 0xff);
+  bytes[19] = static_cast<char>(machine >> 8);
+  return bytes;
+}
+
+// The driver's 32-bit folder holds a libcuda.so.1 too: musl would open it first and fail, so a folder of
+// foreign libraries only is not listed. One with a library for this machine, or none at all, is.
+TEST_P(LibrarySearchTest, FoldersOfOtherMachinesLibrariesAreLeftOut) {
+  make_musl_root();
+  write_host_file(at("/usr/lib/i386-linux-gnu/libcuda.so.550.54.15"), elf_header(ELFCLASS32, EM_386));
+  make_host_link("libcuda.so.550.54.15", at("/usr/lib/i386-linux-gnu/libcuda.so.1"));
+  write_host_file(at("/usr/lib/i386-linux-gnu/README"), "not a library");
+  write_host_file(at("/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"), elf_header(ELFCLASS64, EM_X86_64));
+  write_host_file(at("/opt/mixed/libone.so.1"), elf_header(ELFCLASS32, EM_386));
+  write_host_file(at("/opt/mixed/libtwo.so.1"), elf_header(ELFCLASS64, EM_X86_64));
+  write_host_file(at("/opt/arm/libthree.so.1"), elf_header(ELFCLASS64, EM_AARCH64));
+  make_host_dirs(at("/opt/empty"));
+  auto r = update(
+      {"/usr/lib/i386-linux-gnu", "/opt/arm", "/opt/mixed", "/usr/lib/x86_64-linux-gnu", "/opt/empty"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(path_file(),
+            "/opt/mixed\n/usr/lib/x86_64-linux-gnu\n/opt/empty\n/lib\n/usr/local/lib\n/usr/lib\n");
 }
 
 // --- remove_file ------------------------------------------------------------------------------------
