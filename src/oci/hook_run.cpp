@@ -1,8 +1,8 @@
 #include "oci/hook_run.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "util/fd.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -23,30 +22,6 @@ namespace {
 
 // How much of the hook's output an error quotes from.
 constexpr size_t k_output_read = 4096;
-
-class SpawnActions {
- public:
-  SpawnActions() { ::posix_spawn_file_actions_init(&m_actions); }
-  ~SpawnActions() { ::posix_spawn_file_actions_destroy(&m_actions); }
-  SpawnActions(const SpawnActions&) = delete;
-  SpawnActions& operator=(const SpawnActions&) = delete;
-  posix_spawn_file_actions_t* get() { return &m_actions; }
-
- private:
-  posix_spawn_file_actions_t m_actions{};
-};
-
-class SpawnAttributes {
- public:
-  SpawnAttributes() { ::posix_spawnattr_init(&m_attr); }
-  ~SpawnAttributes() { ::posix_spawnattr_destroy(&m_attr); }
-  SpawnAttributes(const SpawnAttributes&) = delete;
-  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
-  posix_spawnattr_t* get() { return &m_attr; }
-
- private:
-  posix_spawnattr_t m_attr{};
-};
 
 std::vector<char*> c_strings(std::vector<std::string>& strings) {
   std::vector<char*> out;
@@ -96,9 +71,87 @@ Result<int> wait_for(pid_t pid, std::optional<int> timeout, const std::string& w
   return status;
 }
 
+// `fd` moved to a number above the standard streams (close-on-exec), so that making the child's 0, 1
+// and 2 never closes it.
+int above_standard_streams(int fd) {
+  if (fd > STDERR_FILENO) {
+    return fd;
+  }
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+  ::close(fd);
+  return moved;
+}
+
+// What the forked child needs, prepared before the fork: after it the child only makes system calls
+// that are safe there (no allocation).
+struct ChildPlan {
+  int program;  // O_PATH fd of the program
+  int input;    // the state (memfd), becomes stdin
+  int output;   // the output (memfd), becomes stdout and stderr
+  int report;   // write end of a close-on-exec pipe: the errno of a failed exec
+  char* const* argv;
+  char* const* envp;
+};
+
+// In the child: the standard streams, default signal handling and an empty mask (as a runtime gives a
+// hook), then the program from its fd. Returns only if something failed; the errno goes to `report`.
+[[noreturn]] void exec_child(const ChildPlan& plan) {
+  // Not close-on-exec: a script's interpreter opens the script as /dev/fd/<program>.
+  const int program = ::fcntl(plan.program, F_DUPFD, STDERR_FILENO + 1);
+  const bool streams = program >= 0 && ::dup2(plan.input, STDIN_FILENO) >= 0 &&
+                       ::dup2(plan.output, STDOUT_FILENO) >= 0 && ::dup2(plan.output, STDERR_FILENO) >= 0;
+  // dup2 of an fd onto itself leaves close-on-exec set (a hook runner started without stdin: the
+  // memfd is already 0).
+  for (const int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    ::fcntl(fd, F_SETFD, 0);
+  }
+  if (streams) {
+    struct sigaction deflt {};
+    deflt.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+      ::sigaction(sig, &deflt, nullptr);  // SIGKILL, SIGSTOP and glibc's own signals refuse: fine
+    }
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execveat(program, "", plan.argv, plan.envp, AT_EMPTY_PATH);
+  }
+  const int err = errno;
+  [[maybe_unused]] const ssize_t n = ::write(plan.report, &err, sizeof err);
+  ::_exit(127);
+}
+
+// Forks and execs the child of `plan`; the pid, or the errno of the failed exec (after reaping it).
+Result<pid_t> spawn(const ChildPlan& plan, const std::string& what) {
+  sigset_t all;
+  sigset_t old;
+  ::sigfillset(&all);
+  // No handler of this process may run in the child before its signals are reset.
+  ::sigprocmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    exec_child(plan);
+  }
+  const int fork_errno = errno;
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) {
+    return fail_errno(what + ": fork", fork_errno);
+  }
+  return pid;
+}
+
 }  // namespace
 
-Result<void> run_hook(const HookCommand& hook, std::string_view state) {
+Result<OpenedHook> open_hook(HookCommand hook) {
+  UniqueFd program(::open(hook.path.c_str(), O_PATH | O_CLOEXEC));
+  if (!program) {
+    return fail_errno("hook " + hook.path, errno);
+  }
+  return OpenedHook{std::move(hook), std::move(program)};
+}
+
+Result<void> run_hook(const OpenedHook& opened, std::string_view state) {
+  const HookCommand& hook = opened.command;
   const std::string what = "hook " + hook.path;
   // Files, not pipes: nothing can block however much the hook writes or leaves unread.
   UniqueFd input(::memfd_create("gpuctk-hook-state", MFD_CLOEXEC));
@@ -112,30 +165,33 @@ Result<void> run_hook(const HookCommand& hook, std::string_view state) {
   if (::lseek(input.get(), 0, SEEK_SET) != 0) {
     return fail_errno(what + ": lseek", errno);
   }
-  SpawnActions actions;
-  ::posix_spawn_file_actions_adddup2(actions.get(), input.get(), STDIN_FILENO);
-  ::posix_spawn_file_actions_adddup2(actions.get(), output.get(), STDOUT_FILENO);
-  ::posix_spawn_file_actions_adddup2(actions.get(), output.get(), STDERR_FILENO);
-  SpawnAttributes attributes;
-  sigset_t none;
-  sigset_t all;
-  ::sigemptyset(&none);
-  ::sigfillset(&all);
-  ::posix_spawnattr_setsigmask(attributes.get(), &none);
-  ::posix_spawnattr_setsigdefault(attributes.get(), &all);
-  ::posix_spawnattr_setflags(attributes.get(), POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  int ends[2] = {-1, -1};
+  if (::pipe2(ends, O_CLOEXEC) != 0) {
+    return fail_errno(what + ": pipe", errno);
+  }
+  UniqueFd report_read(above_standard_streams(ends[0]));
+  UniqueFd report_write(above_standard_streams(ends[1]));
+  if (!report_read || !report_write) {
+    return fail_errno(what + ": pipe", errno);
+  }
   std::vector<std::string> args = hook.args.empty() ? std::vector<std::string>{hook.path} : hook.args;
   std::vector<std::string> env = hook.env;
   auto argv = c_strings(args);
   auto envp = c_strings(env);
-  pid_t pid = 0;
-  if (const int err =
-          ::posix_spawn(&pid, hook.path.c_str(), actions.get(), attributes.get(), argv.data(), envp.data());
-      err != 0) {
-    return fail_errno(what, err);
-  }
+  const ChildPlan plan{opened.program.get(), input.get(), output.get(),
+                       report_write.get(),   argv.data(), envp.data()};
+  GPUCTK_TRY_ASSIGN(const pid_t pid, spawn(plan, what));
+  report_write.reset();
+  int exec_errno = 0;
+  ssize_t got = 0;
+  do {
+    got = ::read(report_read.get(), &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
   bool timed_out = false;
-  GPUCTK_TRY_ASSIGN(const int status, wait_for(pid, hook.timeout, what, timed_out));
+  GPUCTK_TRY_ASSIGN(const int status, wait_for(pid, got > 0 ? std::nullopt : hook.timeout, what, timed_out));
+  if (got > 0) {
+    return fail_errno(what, exec_errno);
+  }
   if (timed_out) {
     return fail(what + ": killed by signal " + std::to_string(SIGKILL) + " after its timeout of " +
                 std::to_string(*hook.timeout) + " s" + first_output_line(output.get()));
@@ -146,6 +202,11 @@ Result<void> run_hook(const HookCommand& hook, std::string_view state) {
   const std::string how = WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
                                             : "killed by signal " + std::to_string(WTERMSIG(status));
   return fail(what + ": " + how + first_output_line(output.get()));
+}
+
+Result<void> run_hook(const HookCommand& hook, std::string_view state) {
+  GPUCTK_TRY_ASSIGN(const auto opened, open_hook(hook));
+  return run_hook(opened, state);
 }
 
 }  // namespace gpuctk::oci

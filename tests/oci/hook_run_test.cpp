@@ -189,6 +189,53 @@ TEST(HookRun, AProgramThatCannotBeExecutedIsAnError) {
   EXPECT_EQ(message, "hook " + script + ": Permission denied");
 }
 
+// open_hook: the program run is the file the path named when it was opened. A prestart hook opens the
+// createContainer hooks' programs before it enters the container's mount namespace, where the same path
+// may name a file of the container's: whatever is at the path later is never run.
+TEST(HookRun, AnOpenedHookRunsTheFileItOpened) {
+  test::TempDir temp;
+  const std::string out = temp.path() + "/ran";
+  const std::string path = temp.path() + "/hook";
+  test::write_host_file(path, "#!/bin/sh\necho opened \"$@\" > \"$OUT\"\n", 0755);
+  auto opened = open_hook(HookCommand{path, {"hook", "first", "second arg"}, {"OUT=" + out}, std::nullopt});
+  ASSERT_TRUE(opened) << opened.error().message;
+  test::write_host_file(path + ".new", "#!/bin/sh\necho replaced > \"$OUT\"\n", 0755);
+  ASSERT_EQ(::rename((path + ".new").c_str(), path.c_str()), 0);
+  EXPECT_EQ(outcome(run_hook(*opened, k_state)), "ok");
+  EXPECT_EQ(read_file(out).value_or("<missing>"), "opened first second arg\n");
+  // Gone from its path altogether: still the opened file.
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::unlink(out.c_str()), 0);
+  EXPECT_EQ(outcome(run_hook(*opened, k_state)), "ok");
+  EXPECT_EQ(read_file(out).value_or("<missing>"), "opened first second arg\n");
+}
+
+// A binary run from its fd gets argv exactly as given (args[0] included) and only the given environment.
+TEST(HookRun, AnOpenedBinaryGetsItsArgvAsGiven) {
+  test::TempDir temp;
+  const std::string out = temp.path() + "/argv";
+  auto opened = open_hook(HookCommand{"/bin/sh",
+                                      {"custom-name", "-c", "cat /proc/$$/cmdline > \"$OUT\"", "first"},
+                                      {"OUT=" + out},
+                                      std::nullopt});
+  ASSERT_TRUE(opened) << opened.error().message;
+  ASSERT_EQ(outcome(run_hook(*opened, k_state)), "ok");
+  EXPECT_EQ(read_file(out).value_or("<missing>"),
+            nul_terminated({"custom-name", "-c", "cat /proc/$$/cmdline > \"$OUT\"", "first"}));
+}
+
+TEST(HookRun, OpeningAMissingProgramIsAnError) {
+  const auto opened = open_hook(HookCommand{"/nonexistent/hook", {}, {}, std::nullopt});
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().message, "hook /nonexistent/hook: No such file or directory");
+}
+
+TEST(HookRun, ADirectoryIsNotAProgram) {
+  test::TempDir temp;
+  EXPECT_EQ(outcome(run_hook(HookCommand{temp.path(), {}, {}, std::nullopt}, k_state)),
+            "hook " + temp.path() + ": Permission denied");
+}
+
 // A hook runner started with stdout and stderr closed (its own fds 1 and 2 are then the memfds): the
 // hook still gets the state on stdin and its output still reaches the error.
 TEST(HookRun, WorksWithoutStandardOutputAndError) {
