@@ -28,8 +28,14 @@ Result<Log> Log::open(const std::string& path, LogLevel level) {
   if (path.empty()) {
     return log;
   }
-  log.m_fd.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640));
+  // O_NOFOLLOW: a link planted where the log goes (a directory others can write, such as /tmp) must not
+  // make root append to whatever it points at.
+  log.m_fd.reset(
+      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0640));
   if (!log.m_fd) {
+    if (errno == ELOOP) {
+      return fail("open log file " + path + ": is a symbolic link; refused (name the file itself)");
+    }
     return fail_errno("open log file " + path, errno);
   }
   return log;

@@ -23,7 +23,9 @@ class Log {
  public:
   Log() = default;  // logs nothing
 
-  // Appends to `path` (created 0640 if missing). An empty path logs nothing.
+  // Appends to `path` (created 0640 if missing). An empty path logs nothing. A symbolic link at `path`
+  // is refused, never followed: "open log file /tmp/gpuctk.log: is a symbolic link; refused (name the
+  // file itself)".
   static Result<Log> open(const std::string& path, LogLevel level);
 
   [[nodiscard]] bool enabled(LogLevel level) const { return m_fd && level <= m_level; }

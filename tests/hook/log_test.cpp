@@ -58,6 +58,29 @@ TEST(HookLog, OneCallIsOneLineWhateverTheMessageHolds) {
   EXPECT_TRUE(lines[2].ends_with(R"(error: invalid UTF-8 \xff and a C1 CSI \xc2\x9b31m)")) << lines[2];
 }
 
+// A link planted where the log goes (the log's directory may be one others can write, such as /tmp) must
+// not make the hook append to, or create, whatever it points at: refused in one line, followed never.
+TEST(HookLog, ASymbolicLinkAtTheLogPathIsRefused) {
+  auto temp = fixture::TempRoot::create();
+  ASSERT_TRUE(temp) << temp.error().message;
+  const std::string victim = temp->path() + "/victim";
+  ASSERT_TRUE(write_file_atomic(victim, "root's file\n", 0600));
+  const std::string link = temp->path() + "/hook.log";
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  const std::string dangling = temp->path() + "/dangling.log";
+  const std::string created = temp->path() + "/would-be-created";
+  ASSERT_EQ(::symlink(created.c_str(), dangling.c_str()), 0);
+
+  for (const auto& path : {link, dangling}) {
+    auto log = Log::open(path, LogLevel::info);
+    ASSERT_FALSE(log) << path;
+    EXPECT_EQ(log.error().message,
+              "open log file " + path + ": is a symbolic link; refused (name the file itself)");
+  }
+  EXPECT_EQ(read_file(victim).value_or("<missing>"), "root's file\n");
+  EXPECT_FALSE(read_file(created)) << "the dangling link's target was created";
+}
+
 // run_with_log (src/cli/hook_precreate.cpp) reports a hook's error in the log and, through cli::report
 // (src/cli/app.cpp), on stderr, which the engine keeps as its text log: one line in each.
 TEST(HookLog, AHookErrorIsOneLineInTheLogAndOnStderr) {
