@@ -14,19 +14,8 @@ e2e_glibc_rootfs
 
 e2e_t4_host "$fixture"
 
-# The spec must not collide with another nvidia.com/gpu spec: podman drops conflicting devices.
-if [ ! -d /etc/cdi ]; then
-  e2e_cleanup_add "rmdir /etc/cdi"  # runs after the spec's removal (cleanups run last first)
-fi
-mkdir -p /etc/cdi
-if grep -ls 'kind: *"\?nvidia.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json 2>/dev/null; then
-  e2e_skip "another nvidia.com/gpu spec is installed; it would conflict"
-fi
-spec=/etc/cdi/gpuctk-e2e-$$.yaml
-e2e_cleanup_add "rm -f '$spec'"
 # Default output: the spec's createContainer hooks run this gpuctk (create-symlinks, update-ldcache, ...).
-"$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --output "$spec" \
-  2>"$LAB/generate.err" || e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
+e2e_cdi_spec_in_etc "$gpuctk"
 [ "$(stat -c %a "$spec")" = 644 ] || e2e_fail "spec mode is $(stat -c %a "$spec"), want 644"
 grep -qx 'cdiVersion: "0.5.0"' "$spec" || e2e_fail "spec is not cdiVersion 0.5.0"
 for hook in create-symlinks update-ldcache; do

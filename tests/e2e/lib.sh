@@ -80,37 +80,7 @@ e2e_glibc_rootfs() {
   echo 'int gpuctk_e2e_image(void) { return 1; }' >"$LAB/image-lib.c"
   cc -shared -fPIC -Wl,-soname,libgpuctk-e2e-image.so.1 -o "$root/opt/e2e-image/lib/libgpuctk-e2e-image.so.1" \
     "$LAB/image-lib.c" || e2e_fail "could not build the image's own library"
-  cat >"$LAB/cuda-version.c" <<'C'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <link.h>
-#include <stdio.h>
-
-int main(void) {
-  void* handle = dlopen("libcuda.so.1", RTLD_NOW);
-  if (handle == NULL) {
-    printf("dlopen libcuda.so.1: %s\n", dlerror());
-    return 1;
-  }
-  int (*get_version)(int*) = (int (*)(int*))dlsym(handle, "cuDriverGetVersion");
-  if (get_version == NULL) {
-    printf("dlsym cuDriverGetVersion: %s\n", dlerror());
-    return 1;
-  }
-  struct link_map* map = NULL;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0) {
-    printf("libcuda.so.1 loaded from %s\n", map->l_name);
-  }
-  int version = 0;
-  const int result = get_version(&version);
-  if (result != 0) {
-    printf("cuDriverGetVersion: error %d\n", result);
-    return 1;
-  }
-  printf("cuDriverGetVersion: %d\n", version);
-  return 0;
-}
-C
+  e2e_cuda_version_source "$LAB/cuda-version.c"
   cc -O2 -Wall -Werror -o "$root/bin/cuda-version" "$LAB/cuda-version.c" -ldl ||
     e2e_fail "could not build the in-container test program"
   # The image's own cache, as base images ship one: glibc and the image's library.
@@ -573,6 +543,57 @@ e2e_expect_hook_refusal() {
   echo "ok: $who refused nvidia.com/gpu=$device"
 }
 
+# ---- musl (Alpine-like) images ----
+
+# A musl root filesystem in $LAB/rootfs, like a minimal Alpine image:
+#   - e2e_busybox_rootfs (a static busybox needs no C library) plus musl's dynamic loader, which is also its
+#     C library, from Debian's musl package, as /lib/ld-musl-x86_64.so.1 (every x86-64 musl program's
+#     PT_INTERP); no ldconfig, no /etc/ld.so.cache, and no /etc/ld-musl-x86_64.path, so musl searches its
+#     default /lib:/usr/local/lib:/usr/lib;
+#   - a library of the image's own on that default path, /usr/local/lib/libgpuctk-e2e-musl.so.1: it must
+#     still load once update-ldcache has written the path file;
+#   - /bin/cuda-version, built with musl-gcc: it dlopen()s the image's library, then "libcuda.so.1",
+#     dlsym()s cuDriverGetVersion and calls it; it prints where musl found each library ("NAME loaded from
+#     PATH", dlinfo RTLD_DI_LINKMAP) and "cuDriverGetVersion: <version>", or the dlerror, and exits 1 when
+#     libcuda.so.1 does not load. The fixture's mock libcuda.so.1 is built by the host's gcc but needs no
+#     symbol of any C library (fixtures/mock_cuda), so musl loads it as it is and calls into it.
+e2e_musl_rootfs() {
+  local loader
+  command -v musl-gcc >/dev/null || e2e_skip "musl-gcc is not installed (Debian's musl-tools)"
+  loader=$(readlink -f /lib/ld-musl-x86_64.so.1) || true
+  [ -n "$loader" ] && [ -f "$loader" ] || e2e_skip "no musl loader /lib/ld-musl-x86_64.so.1 on the host (Debian's musl)"
+  e2e_busybox_rootfs
+  local root=$LAB/rootfs
+  mkdir -p "$root/lib" "$root/usr/local/lib"
+  cp "$loader" "$root/lib/ld-musl-x86_64.so.1"
+  echo 'int gpuctk_e2e_musl(void) { return 1; }' >"$LAB/musl-lib.c"
+  musl-gcc -shared -fPIC -Wl,-soname,libgpuctk-e2e-musl.so.1 -o "$root/usr/local/lib/libgpuctk-e2e-musl.so.1" \
+    "$LAB/musl-lib.c" || e2e_fail "could not build the musl image's own library"
+  e2e_cuda_version_source "$LAB/cuda-version-musl.c"
+  musl-gcc -O2 -Wall -Werror -DIMAGE_LIBRARY='"libgpuctk-e2e-musl.so.1"' -o "$root/bin/cuda-version" \
+    "$LAB/cuda-version-musl.c" ||
+    e2e_fail "could not build the in-container musl test program"
+}
+
+# e2e_cdi_spec_in_etc GPUCTK: `gpuctk cdi generate` for the fixture host of e2e_t4_host (default output: its
+# createContainer hooks run this gpuctk) into /etc/cdi/gpuctk-e2e-<pid>.yaml, where podman looks, removed
+# afterwards (and /etc/cdi when this made it). Sets spec. Skips when another nvidia.com/gpu spec is
+# installed: podman drops devices that two specs define.
+e2e_cdi_spec_in_etc() {
+  local gpuctk=$1
+  if [ ! -d /etc/cdi ]; then
+    e2e_cleanup_add "rmdir /etc/cdi"  # runs after the spec's removal (cleanups run last first)
+  fi
+  mkdir -p /etc/cdi
+  if grep -ls 'kind: *"\?nvidia.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json 2>/dev/null; then
+    e2e_skip "another nvidia.com/gpu spec is installed; it would conflict"
+  fi
+  spec=/etc/cdi/gpuctk-e2e-$$.yaml
+  e2e_cleanup_add "rm -f '$spec'"
+  "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --output "$spec" \
+    2>"$LAB/generate.err" || e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
+}
+
 # ---- The real-package host (tests/realhost): Debian 12's real NVIDIA driver packages ----
 # Driver root: the cached Debian root in which the real packages installed themselves
 # (tests/realhost/debian_nvidia_root.sh; built once, needs the network then; never changed by a test).
@@ -727,4 +748,53 @@ e2e_check_real_nothing() {
   if grep -q "^libcuda.so.1 (" <<<"$out"; then e2e_fail "$who: the linker cache lists libcuda.so.1: $out"; fi
   if grep -q "^libcuda.so.1 is " <<<"$out"; then e2e_fail "$who: the image has a libcuda.so.1: $out"; fi
   echo "ok: $who: without a GPU the CUDA runtime answered cudaErrorInsufficientDriver"
+}
+
+# e2e_cuda_version_source FILE: writes the C source of /bin/cuda-version (e2e_glibc_rootfs,
+# e2e_musl_rootfs) to FILE. It does what a CUDA application does first: dlopen("libcuda.so.1"),
+# dlsym("cuDriverGetVersion"), call it; it prints where the loader found the library ("libcuda.so.1 loaded
+# from PATH", dlinfo RTLD_DI_LINKMAP) and "cuDriverGetVersion: <version>", or the dlerror ("dlopen
+# libcuda.so.1: ...") and exits 1. Built with -DIMAGE_LIBRARY='"NAME"' it first loads the image's library
+# NAME the same way.
+e2e_cuda_version_source() {
+  cat >"$1" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+
+static void* load(const char* name) {
+  void* handle = dlopen(name, RTLD_NOW);
+  struct link_map* map = NULL;
+  if (handle == NULL) {
+    printf("dlopen %s: %s\n", name, dlerror());
+  } else if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0) {
+    printf("%s loaded from %s\n", name, map->l_name);
+  }
+  return handle;
+}
+
+int main(void) {
+#ifdef IMAGE_LIBRARY
+  load(IMAGE_LIBRARY);
+#endif
+  void* handle = load("libcuda.so.1");
+  if (handle == NULL) {
+    return 1;
+  }
+  int (*get_version)(int*) = (int (*)(int*))dlsym(handle, "cuDriverGetVersion");
+  if (get_version == NULL) {
+    printf("dlsym cuDriverGetVersion: %s\n", dlerror());
+    return 1;
+  }
+  int version = 0;
+  const int result = get_version(&version);
+  if (result != 0) {
+    printf("cuDriverGetVersion: error %d\n", result);
+    return 1;
+  }
+  printf("cuDriverGetVersion: %d\n", version);
+  return 0;
+}
+C
 }
