@@ -426,6 +426,13 @@ Result<DeviceCgroups> find_device_cgroups(int pid, const std::string& proc_root)
   return parse_named(cgroup, cgroup_path, mountinfo, mountinfo_path);
 }
 
+Result<DeviceCgroups> find_device_cgroups(const Process& process) {
+  const std::string mountinfo_path = "/proc/self/mountinfo";
+  GPUCTK_TRY_ASSIGN(const std::string cgroup, process.read("cgroup", k_max_proc_cgroup_size));
+  GPUCTK_TRY_ASSIGN(const std::string mountinfo, read_file(mountinfo_path, k_max_mountinfo_size));
+  return parse_named(cgroup, process.proc_path("cgroup"), mountinfo, mountinfo_path);
+}
+
 Result<AllowReport> allow_devices(const DeviceCgroups& cgroups, std::span<const DeviceRule> rules) {
   for (const DeviceRule& rule : rules) {
     GPUCTK_TRY(check_rule(rule));

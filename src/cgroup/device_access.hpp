@@ -13,6 +13,7 @@
 
 #include "cgroup/device_filter.hpp"
 #include "util/error.hpp"
+#include "util/process.hpp"
 
 namespace gpuctk::cgroup {
 
@@ -50,6 +51,10 @@ Result<DeviceCgroups> parse_device_cgroups(std::string_view proc_cgroup, std::st
 // The same from <proc_root>/<pid>/cgroup and <proc_root>/self/mountinfo (proc_root is for tests); errors
 // name the file: "read /proc/42/cgroup: No such file or directory", "/proc/42/cgroup line 3: ...".
 Result<DeviceCgroups> find_device_cgroups(int pid, const std::string& proc_root = "/proc");
+
+// The same for `process`, its cgroup file read through its /proc directory (util/process.hpp): the
+// cgroups found are this process's, never those of another that got the same pid since.
+Result<DeviceCgroups> find_device_cgroups(const Process& process);
 
 // What allow_devices did, for the caller's log.
 struct AllowReport {

@@ -15,14 +15,31 @@ void add_config_option(CLI::App& command, std::string& config_path) {
 
 namespace {
 
-// Set while `hook prestart` runs one of gpuctk's own createContainer hooks in its own process.
+// Set while prepare_hook_in_process runs one of gpuctk's own createContainer hooks' command lines.
+struct InProcessHook {
+  const hook::Config* config;
+  const hook::Log* log;
+  std::optional<ContainerHookBody> body;  // what the hook made ready
+  std::optional<Error> error;             // the preparation's error, returned by the caller
+};
 InProcessHook* g_in_process = nullptr;
+
+// `body` with its errors prefixed with the hook's `name`, once.
+ContainerHookBody named(const std::string& name, ContainerHookBody body) {
+  return [name, body = std::move(body)](const rootfs::Root& root, const hook::Config& config,
+                                        const hook::Log& log) -> Result<void> {
+    if (auto r = body(root, config, log); !r) {
+      return fail_with(name, r.error());
+    }
+    return {};
+  };
+}
 
 }  // namespace
 
-Result<void> run_hook_in_process(const std::vector<std::string>& args, const rootfs::Root& root,
-                                 const hook::Config& config, const hook::Log& log) {
-  InProcessHook context{&root, &config, &log, {}};
+Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,
+                                              const hook::Config& config, const hook::Log& log) {
+  InProcessHook context{&config, &log, {}, {}};
   g_in_process = &context;
   std::vector<std::string> argv = args;
   std::vector<char*> pointers;
@@ -39,17 +56,24 @@ Result<void> run_hook_in_process(const std::vector<std::string>& args, const roo
     // A usage error, already printed (a spec that gives a gpuctk hook arguments it does not take).
     return fail("hook " + join(args, " ") + ": exit status " + std::to_string(status));
   }
-  return {};
+  if (!context.body) {
+    return InProcessBody([](const rootfs::Root&) -> Result<void> { return {}; });  // e.g. --help: done
+  }
+  return InProcessBody([body = std::move(*context.body), &config, &log](const rootfs::Root& root) {
+    return body(root, config, log);
+  });
 }
 
 int run_container_hook(const std::string& config_path, const std::string& name,
-                       const ContainerHookBody& body) {
+                       const ContainerHookPrepare& prepare) {
   if (g_in_process != nullptr) {
-    // The caller has the container root open and reports the error itself, once.
-    if (auto r = body(*g_in_process->root, *g_in_process->config, *g_in_process->log); !r) {
-      g_in_process->error = fail_with(name, r.error()).error();
+    // The caller runs the body later, on the root it opened, and reports any error itself, once.
+    auto body = prepare(*g_in_process->config, *g_in_process->log);
+    if (!body) {
+      g_in_process->error = fail_with(name, body.error()).error();
       return k_exit_failure;
     }
+    g_in_process->body = named(name, std::move(*body));
     return k_exit_ok;
   }
   return run_with_log(config_path, [&](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
@@ -65,11 +89,20 @@ int run_container_hook(const std::string& config_path, const std::string& name,
     if (!root) {
       return fail_with(name, root.error());
     }
-    if (auto r = body(*root, cfg, log); !r) {
-      return fail_with(name, r.error());
+    auto body = prepare(cfg, log);
+    if (!body) {
+      return fail_with(name, body.error());
     }
-    return {};
+    return named(name, std::move(*body))(*root, cfg, log);
   });
+}
+
+int run_container_hook(const std::string& config_path, const std::string& name,
+                       const ContainerHookBody& body) {
+  return run_container_hook(
+      config_path, name,
+      ContainerHookPrepare(
+          [body](const hook::Config&, const hook::Log&) -> Result<ContainerHookBody> { return body; }));
 }
 
 }  // namespace gpuctk::cli

@@ -41,7 +41,7 @@ Action define_hook_chmod(CLI::App& command) {
   return [args] {
     return run_container_hook(
         args->config_path, "chmod",
-        [&](const rootfs::Root& root, const hook::Config&, const hook::Log&) -> Result<void> {
+        [args](const rootfs::Root& root, const hook::Config&, const hook::Log&) -> Result<void> {
           GPUCTK_TRY_ASSIGN(const unsigned mode, parse_octal_mode(args->mode));  // checked
           GPUCTK_TRY(hook::chmod_paths(root, mode, args->paths));
           return {};

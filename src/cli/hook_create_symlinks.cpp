@@ -22,7 +22,7 @@ Action define_hook_create_symlinks(CLI::App& command) {
   return [args] {
     return run_container_hook(
         args->config_path, "create-symlinks",
-        [&](const rootfs::Root& root, const hook::Config&, const hook::Log& log) -> Result<void> {
+        [args](const rootfs::Root& root, const hook::Config&, const hook::Log& log) -> Result<void> {
           auto links = hook::parse_links(args->links);
           if (!links) {
             return std::unexpected(links.error());

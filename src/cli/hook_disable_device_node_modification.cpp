@@ -17,10 +17,17 @@ Action define_hook_disable_device_node_modification(CLI::App& command) {
   return [config_path] {
     return run_container_hook(
         *config_path, "disable-device-node-modification",
-        [&](const rootfs::Root& root, const hook::Config& cfg, const hook::Log&) -> Result<void> {
+        [](const hook::Config& cfg, const hook::Log&) -> Result<ContainerHookBody> {
+          // The host's file now (hook prestart: before it enters the container's namespace).
           const std::string host = discover::under_root(cfg.dev_root, "/proc/driver/nvidia/params");
-          GPUCTK_TRY(hook::disable_device_node_modification(root, host));
-          return {};
+          GPUCTK_TRY_ASSIGN(auto params, hook::read_hidden_params(host));
+          return ContainerHookBody([params = std::move(params)](const rootfs::Root& root, const hook::Config&,
+                                                                const hook::Log&) -> Result<void> {
+            if (params) {
+              GPUCTK_TRY(hook::mount_hidden_params(root, *params));
+            }
+            return {};
+          });
         });
   };
 }

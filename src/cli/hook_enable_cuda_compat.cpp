@@ -39,7 +39,7 @@ Action define_hook_enable_cuda_compat(CLI::App& command) {
   return [args] {
     return run_container_hook(
         args->config_path, "enable-cuda-compat",
-        [&](const rootfs::Root& root, const hook::Config&, const hook::Log& log) -> Result<void> {
+        [args](const rootfs::Root& root, const hook::Config&, const hook::Log& log) -> Result<void> {
           GPUCTK_TRY_ASSIGN(auto enabled, hook::enable_cuda_compat(root, args->host, args->compat_dir, log));
           if (enabled) {
             log.info("enable-cuda-compat: using " + args->compat_dir + " in " + root.path());

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "hook/container_hooks.hpp"
@@ -17,18 +18,18 @@ namespace gpuctk::cli {
 
 namespace {
 
-// Whether `hook` is one of this gpuctk's own createContainer hooks: the same executable file as this
-// process, run as "gpuctk hook <name>". Those run in this process (run_hook_in_process); anything else
-// (another vendor's spec) is exec'ed as a runtime would.
-bool is_own_hook(const oci::HookCommand& hook) {
-  if (hook.args.size() < 3 || hook.args[1] != "hook" || hook.args[2] == "prestart" ||
-      hook.args[2] == "precreate") {
+// Whether `hook` (its program opened before the container's namespace is entered) is one of this
+// gpuctk's own createContainer hooks: the same executable file as this process (`self`), run as
+// "gpuctk hook <name>". Those run in this process (prepare_hook_in_process); anything else (another
+// vendor's spec) is exec'ed from its fd as a runtime would.
+bool is_own_hook(const oci::OpenedHook& hook, const std::optional<struct stat>& self) {
+  const auto& args = hook.command.args;
+  if (!self || args.size() < 3 || args[1] != "hook" || args[2] == "prestart" || args[2] == "precreate") {
     return false;
   }
-  struct stat self {};
   struct stat other {};
-  return ::stat("/proc/self/exe", &self) == 0 && ::stat(hook.path.c_str(), &other) == 0 &&
-         self.st_dev == other.st_dev && self.st_ino == other.st_ino;
+  return ::fstat(hook.program.get(), &other) == 0 && self->st_dev == other.st_dev &&
+         self->st_ino == other.st_ino;
 }
 
 int run_prestart(const std::string& config_path) {
@@ -37,12 +38,22 @@ int run_prestart(const std::string& config_path) {
     if (!state) {
       return fail_with("prestart", state.error());
     }
-    const auto run_hook = [&](const oci::HookCommand& hook, std::string_view state_text,
-                              const rootfs::Root& root) -> Result<void> {
-      return is_own_hook(hook) ? run_hook_in_process(hook.args, root, cfg, log)
-                               : oci::run_hook(hook, state_text);
+    // This executable, as the host sees it (hooks are prepared before the container's namespace is
+    // entered, and so is this).
+    std::optional<struct stat> self;
+    if (struct stat st{}; ::stat("/proc/self/exe", &st) == 0) {
+      self = st;
+    }
+    const auto prepare = [&](const oci::HookCommand& hook) -> Result<hook::ContainerHook> {
+      GPUCTK_TRY_ASSIGN(auto opened, oci::open_hook(hook));
+      if (!is_own_hook(opened, self)) {
+        return hook::foreign_hook(std::move(opened));
+      }
+      GPUCTK_TRY_ASSIGN(auto body, prepare_hook_in_process(hook.args, cfg, log));
+      return hook::ContainerHook(
+          [body = std::move(body)](std::string_view, const rootfs::Root& root) { return body(root); });
     };
-    if (auto done = hook::prestart(*state, cfg, log, run_hook); !done) {
+    if (auto done = hook::prestart(*state, cfg, log, prepare); !done) {
       return fail_with("prestart", done.error());
     }
     return {};

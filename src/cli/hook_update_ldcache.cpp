@@ -2,6 +2,7 @@
 // dynamic loader search: its linker cache (glibc), written by the host's ldconfig run in a sandbox on the
 // container root, and musl's path file.
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "hook/container_hooks.hpp"
@@ -32,13 +33,26 @@ Action define_hook_update_ldcache(CLI::App& command) {
   return [args] {
     return run_container_hook(
         args->config_path, "update-ldcache",
-        [args](const rootfs::Root& root, const hook::Config& cfg, const hook::Log&) -> Result<void> {
+        [args](const hook::Config&, const hook::Log&) -> Result<ContainerHookBody> {
           if (args->folders.size() > hook::k_max_hook_args) {
             return fail("too many folders");
           }
-          // ldconfig is opened only for an image that runs it: a musl image runs none.
-          return rootfs::update_library_search(
-              root, args->folders, [&] { return hook::open_ldconfig(args->ldconfig_path, root, cfg); });
+          // The host's ldconfig is opened now (hook prestart: before it enters the container's
+          // namespace), but an error only counts where it is run: a musl image runs none.
+          auto host = std::make_shared<Result<std::optional<UniqueFd>>>(
+              hook::open_host_ldconfig(args->ldconfig_path));
+          return ContainerHookBody([args, host](const rootfs::Root& root, const hook::Config& cfg,
+                                                const hook::Log&) -> Result<void> {
+            return rootfs::update_library_search(root, args->folders, [&]() -> Result<UniqueFd> {
+              if (!*host) {
+                return std::unexpected(host->error());
+              }
+              if ((*host)->has_value()) {
+                return std::move(**host).value();
+              }
+              return hook::open_ldconfig(args->ldconfig_path, root, cfg);  // the image's, when allowed
+            });
+          });
         });
   };
 }

@@ -123,17 +123,26 @@ Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>
   return rootfs::create_symlinks(root, specs);
 }
 
+Result<std::optional<UniqueFd>> open_host_ldconfig(std::string_view ldconfig_path) {
+  if (!ldconfig_path.starts_with('@')) {
+    return std::optional<UniqueFd>();
+  }
+  std::string host(ldconfig_path.substr(1));
+  if (host.empty() || host.front() != '/') {
+    return fail("--ldconfig-path " + quote(ldconfig_path) + ": expected @ and an absolute host path");
+  }
+  if (const std::string real = host + ".real"; ::access(real.c_str(), X_OK) == 0) {
+    host = real;
+  }
+  GPUCTK_TRY_ASSIGN(auto sealed, rootfs::seal_host_program(host));
+  return std::optional<UniqueFd>(std::move(sealed));
+}
+
 Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root,
                                const Config& config) {
-  if (ldconfig_path.starts_with('@')) {
-    std::string host(ldconfig_path.substr(1));
-    if (host.empty() || host.front() != '/') {
-      return fail("--ldconfig-path " + quote(ldconfig_path) + ": expected @ and an absolute host path");
-    }
-    if (const std::string real = host + ".real"; ::access(real.c_str(), X_OK) == 0) {
-      host = real;
-    }
-    return rootfs::seal_host_program(host);
+  GPUCTK_TRY_ASSIGN(auto host, open_host_ldconfig(ldconfig_path));
+  if (host) {
+    return std::move(*host);
   }
   if (!config.allow_ldconfig_from_container) {
     return fail("--ldconfig-path " + quote(ldconfig_path) +
@@ -213,24 +222,32 @@ std::optional<std::string> params_without_device_modification(std::string_view p
   return out;
 }
 
-Result<bool> disable_device_node_modification(const rootfs::Root& root, const std::string& host_params) {
-  constexpr const char* k_params = "/proc/driver/nvidia/params";
+Result<std::optional<std::string>> read_hidden_params(const std::string& host_params) {
   auto text = read_file_nofollow(host_params, 1 << 20);
   if (!text) {
     if (::access(host_params.c_str(), F_OK) != 0 && errno == ENOENT) {
-      return false;  // no driver loaded: nothing can create nodes
+      return std::nullopt;  // no driver loaded: nothing can create nodes
     }
     return std::unexpected(text.error());
   }
-  const auto rewritten = params_without_device_modification(*text);
-  if (!rewritten) {
-    return false;
-  }
+  return params_without_device_modification(*text);
+}
+
+Result<bool> mount_hidden_params(const rootfs::Root& root, const std::string& params) {
+  constexpr const char* k_params = "/proc/driver/nvidia/params";
   if (!rootfs::open_in_root(root, k_params, O_PATH, rootfs::FollowLast::no)) {
     return false;  // the container sees no params file (its /proc has no driver directory)
   }
-  GPUCTK_TRY(rootfs::mount_readonly_file(root, k_params, *rewritten));
+  GPUCTK_TRY(rootfs::mount_readonly_file(root, k_params, params));
   return true;
+}
+
+Result<bool> disable_device_node_modification(const rootfs::Root& root, const std::string& host_params) {
+  GPUCTK_TRY_ASSIGN(const auto params, read_hidden_params(host_params));
+  if (!params) {
+    return false;
+  }
+  return mount_hidden_params(root, *params);
 }
 
 Result<size_t> chmod_paths(const rootfs::Root& root, unsigned mode, const std::vector<std::string>& paths) {

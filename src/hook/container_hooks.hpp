@@ -49,6 +49,11 @@ Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>
 Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root,
                                const Config& config);
 
+// The host half of open_ldconfig: for "@PATH" the host's program, sealed (opened where host paths are
+// the host's: hook prestart does it before it enters the container's namespace); for a container path,
+// nullopt (open_ldconfig opens it in the root). Errors are open_ldconfig's.
+Result<std::optional<UniqueFd>> open_host_ldconfig(std::string_view ldconfig_path);
+
 // enable-cuda-compat: when the image's compat folder `compat_dir` (a container path: absolute, no "." or
 // "..", resolved inside the root) holds exactly one `libcuda.so.*.*` and use_cuda_compat
 // (hook/cuda_compat.hpp) accepts it for `host`, writes /etc/ld.so.conf.d/00-gpuctk-compat.conf (sorted
@@ -71,6 +76,13 @@ std::optional<std::string> params_without_device_modification(std::string_view p
 // /proc/driver/nvidia/params. Returns whether it did. No host file (no driver) or no file in the
 // container: nothing to do.
 Result<bool> disable_device_node_modification(const rootfs::Root& root, const std::string& host_params);
+
+// Its two halves. The host's: the text to show the container (params_without_device_modification of
+// `host_params`), or nullopt when there is nothing to hide (no host file, or it already says 0); read
+// where host paths are the host's (hook prestart: before it enters the container's namespace). The
+// container's: mounts `params` over the container's file; false when the container has none.
+Result<std::optional<std::string>> read_hidden_params(const std::string& host_params);
+Result<bool> mount_hidden_params(const rootfs::Root& root, const std::string& params);
 
 // chmod: sets `mode` on each path inside the root (never following a symlink as the last component).
 // EPERM is ignored (a /dev bind-mounted from the host). Returns how many changed.

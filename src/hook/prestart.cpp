@@ -1,10 +1,12 @@
 #include "hook/prestart.hpp"
 
+#include <fcntl.h>
 #include <sys/mount.h>
 
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include "oci/bundle.hpp"
 #include "oci/state.hpp"
 #include "util/path.hpp"
+#include "util/process.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::hook {
@@ -171,12 +174,30 @@ Result<LivePlan> plan_live(const Json& config, const std::string& root, const Re
   return plan;
 }
 
+ContainerHook foreign_hook(oci::OpenedHook opened) {
+  // std::function wants a copyable function: the fd is shared by the copies.
+  auto hook = std::make_shared<const oci::OpenedHook>(std::move(opened));
+  return [hook](std::string_view state, const rootfs::Root&) { return oci::run_hook(*hook, state); };
+}
+
+Result<ContainerHook> prepare_foreign_hook(const oci::HookCommand& hook) {
+  GPUCTK_TRY_ASSIGN(auto opened, oci::open_hook(hook));
+  return foreign_hook(std::move(opened));
+}
+
 namespace {
 
-// Steps 3 to 5 of the header, in the container's mount namespace.
-Result<void> carry_out_in_container(const LivePlan& plan, int pid, std::string_view state_text,
-                                    const ContainerHookRunner& run_hook, PrestartResult& result,
-                                    const Log& log) {
+// Steps 3 to 5 of the header.
+Result<void> carry_out_in_container(const LivePlan& plan, const Process& process, const rootfs::RootId& host,
+                                    std::string_view state_text, const ContainerHookPreparer& prepare,
+                                    PrestartResult& result, const Log& log) {
+  // Everything from the host first, while host paths are the host's.
+  std::vector<ContainerHook> hooks;
+  hooks.reserve(plan.container_hooks.size());
+  for (const auto& hook : plan.container_hooks) {
+    GPUCTK_TRY_ASSIGN(auto ready, prepare ? prepare(hook) : prepare_foreign_hook(hook));
+    hooks.push_back(std::move(ready));
+  }
   std::vector<rootfs::HostTree> trees;
   trees.reserve(plan.mounts.size());
   for (const auto& bind : plan.mounts) {
@@ -185,7 +206,7 @@ Result<void> carry_out_in_container(const LivePlan& plan, int pid, std::string_v
   }
   // In a user namespace mknod is refused: the host's nodes are bound instead (nosuid, noexec; a device is
   // written through whatever the mount's read-only flag says, so it is not set).
-  GPUCTK_TRY_ASSIGN(const bool user_namespace, rootfs::in_other_user_namespace(pid));
+  GPUCTK_TRY_ASSIGN(const bool user_namespace, rootfs::in_other_user_namespace(process));
   std::vector<rootfs::HostTree> node_trees;
   if (user_namespace) {
     const rootfs::BindOptions node_options{.attributes = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC};
@@ -194,10 +215,15 @@ Result<void> carry_out_in_container(const LivePlan& plan, int pid, std::string_v
       node_trees.push_back(std::move(tree));
     }
   }
+  // The host's /proc: the mount table is read through it in the container's namespace.
+  UniqueFd proc(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!proc) {
+    return fail_errno("open /proc", errno);
+  }
 
-  GPUCTK_TRY(rootfs::enter_mount_namespace(pid));
+  GPUCTK_TRY(rootfs::enter_mount_namespace(process, host));
   GPUCTK_TRY_ASSIGN(const auto root, rootfs::Root::open(plan.root));
-  GPUCTK_TRY_ASSIGN(auto mounts, rootfs::MountTable::read());
+  GPUCTK_TRY_ASSIGN(auto mounts, rootfs::MountTable::read(proc.get()));
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     GPUCTK_TRY_ASSIGN(const auto made,
                       rootfs::make_device_node(root, plan.nodes[i].spec,
@@ -208,8 +234,8 @@ Result<void> carry_out_in_container(const LivePlan& plan, int pid, std::string_v
     GPUCTK_TRY(rootfs::attach_tree(root, plan.mounts[i].destination, trees[i], mounts));
     ++result.mounts;
   }
-  for (const auto& hook : plan.container_hooks) {
-    GPUCTK_TRY(run_hook ? run_hook(hook, state_text, root) : oci::run_hook(hook, state_text));
+  for (const auto& hook : hooks) {
+    GPUCTK_TRY(hook(state_text, root));
     ++result.hooks;
   }
   if (log.enabled(LogLevel::debug)) {
@@ -221,10 +247,21 @@ Result<void> carry_out_in_container(const LivePlan& plan, int pid, std::string_v
   return {};
 }
 
+// The states of a container whose process exists and has not started: a runtime's prestart and
+// createRuntime stages (runc says "creating", crun "created").
+Result<void> check_status(const oci::State& state) {
+  if (state.status == "creating" || state.status == "created") {
+    return {};
+  }
+  return fail("the OCI state's status is " + quote(state.status) +
+              ": gpuctk hook prestart runs at the prestart or createRuntime stage, while the container is "
+              "being created (status \"creating\" or \"created\")");
+}
+
 }  // namespace
 
 Result<PrestartResult> prestart(std::string_view state_text, const Config& cfg, const Log& log,
-                                const ContainerHookRunner& run_container_hook) {
+                                const ContainerHookPreparer& prepare_container_hook) {
   GPUCTK_TRY_ASSIGN(const auto state, oci::parse_state(state_text));
   GPUCTK_TRY_ASSIGN(const auto config, oci::read_config(state.bundle));
   PrestartResult result;
@@ -238,6 +275,11 @@ Result<PrestartResult> prestart(std::string_view state_text, const Config& cfg, 
         "the OCI state has no pid: gpuctk hook prestart runs at the prestart or createRuntime stage, "
         "when the container's process exists");
   }
+  GPUCTK_TRY(check_status(state));
+  // The process from here on is this one, whatever happens to the pid; and still in the host's root.
+  GPUCTK_TRY_ASSIGN(const auto process, Process::open(state.pid));
+  GPUCTK_TRY_ASSIGN(const auto host_root, rootfs::this_root());
+  GPUCTK_TRY(rootfs::check_process_root(process, host_root));
   GPUCTK_TRY_ASSIGN(const auto root, oci::rootfs_path(config, state.bundle));
   GPUCTK_TRY_ASSIGN(const auto plan, plan_live(config, root, result.resolved));
   if (!plan.env_not_set.empty()) {
@@ -254,7 +296,7 @@ Result<PrestartResult> prestart(std::string_view state_text, const Config& cfg, 
   }
   // Device access first, from the runtime's namespace (the cgroup files are the host's).
   if (!plan.rules.empty()) {
-    GPUCTK_TRY_ASSIGN(const auto cgroups, cgroup::find_device_cgroups(state.pid));
+    GPUCTK_TRY_ASSIGN(const auto cgroups, cgroup::find_device_cgroups(process));
     GPUCTK_TRY_ASSIGN(result.cgroups, cgroup::allow_devices(cgroups, plan.rules));
     log.info("prestart: device cgroup: " + std::to_string(result.cgroups.v1_rules) + " rules added to " +
              (cgroups.v1_dir.empty() ? std::string("(no v1 devices cgroup)") : cgroups.v1_dir) + ", " +
@@ -265,7 +307,8 @@ Result<PrestartResult> prestart(std::string_view state_text, const Config& cfg, 
     GPUCTK_TRY(oci::run_hook(hook, state_text));
     ++result.hooks;
   }
-  GPUCTK_TRY(carry_out_in_container(plan, state.pid, state_text, run_container_hook, result, log));
+  GPUCTK_TRY(
+      carry_out_in_container(plan, process, host_root, state_text, prepare_container_hook, result, log));
   result.changed = true;
   log.info("prestart: injected " + describe(result.resolved) + " into container " + quote(state.id));
   return result;

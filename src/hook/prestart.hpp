@@ -10,8 +10,11 @@
 //   1. device cgroup: the rules added to the container's cgroup (cgroup/device_access.hpp; v1
 //      devices.allow, v2 BPF program widened);
 //   2. the spec's prestart/createRuntime hooks run, in the runtime's namespace;
-//   3. mount sources cloned on the host side (rootfs/live_mount.hpp), then the container's mount
-//      namespace entered (setns on the state's pid);
+//   3. everything else taken from the host opened on the host side: the createContainer hooks' programs
+//      (and what gpuctk's own take from the host: ldconfig, the driver's params), the mount sources
+//      (rootfs/live_mount.hpp), /proc; then the container's mount namespace entered (setns on the
+//      state's pid) and its root checked to be still the host's, so that no host path is ever looked
+//      up in a root the container controls;
 //   4. device nodes made in the container's /dev (mknod; in a user namespace, the host node bind-mounted
 //      over an empty file); driver files, sockets and directories bind-mounted with their options
 //      (read-only, nosuid, nodev) onto targets resolved inside the container root;
@@ -23,7 +26,11 @@
 // stages that have passed or run elsewhere: startContainer, poststart, poststop) are errors.
 // Every mount is made inside the container's mount namespace, whose root is at prestart still the host
 // path of its root filesystem (no pivot_root yet: real-runtimes.md §2); a shared mount point is refused
-// so that nothing propagates back to the host.
+// so that nothing propagates back to the host. A container past that point (its process's root, or its
+// namespace's, is not the host's: a hook run late, a namespace joined from another container) is
+// refused before anything changes, and so is a state whose status is not "creating" or "created". The
+// state's pid is held as a pidfd and its /proc directory (util/process.hpp) from before its cgroup is
+// read, so every step is about that one process.
 
 #include <functional>
 #include <string>
@@ -80,18 +87,33 @@ struct PrestartResult {
   cgroup::AllowReport cgroups;
 };
 
-// Runs one createContainer hook of the plan, in the container's mount namespace, with the container root
-// open as `root`. The default (an empty function) runs it as a runtime would: oci::run_hook, the state on
-// its stdin. The CLI passes one that runs gpuctk's own hooks in this process instead of exec'ing gpuctk
-// again for each (an exec and a config load per hook are most of what a prestart hook costs).
-using ContainerHookRunner = std::function<Result<void>(const oci::HookCommand& hook, std::string_view state,
-                                                       const rootfs::Root& root)>;
+// One createContainer hook of the plan, ready to run in the container's mount namespace with the state
+// and the container root opened there.
+using ContainerHook = std::function<Result<void>(std::string_view state, const rootfs::Root& root)>;
+
+// Makes one createContainer hook ready. Called in the runtime's mount namespace, before the container's
+// is entered: everything the hook takes from the host (its program, a host ldconfig, a host file) is
+// opened while host paths still name the host's files. The default (an empty function) is
+// prepare_foreign_hook. The CLI passes one that makes gpuctk's own hooks run in this process instead of
+// exec'ing gpuctk again for each (an exec and a config load per hook are most of what a prestart hook
+// costs).
+using ContainerHookPreparer = std::function<Result<ContainerHook>(const oci::HookCommand& hook)>;
+
+// A hook run as a runtime would run it (oci::run_hook: the state on its stdin), from its program opened
+// now (oci::open_hook) whatever its path names later. Errors are oci::open_hook's.
+Result<ContainerHook> prepare_foreign_hook(const oci::HookCommand& hook);
+ContainerHook foreign_hook(oci::OpenedHook opened);
 
 // The whole hook: `state_text` is the OCI state from stdin (bounded by the caller). Reads
 // <bundle>/config.json (oci::read_config), resolves the request, plans and carries it out in the
-// container of the state's pid. Leaves this process in the container's mount namespace.
+// container of the state's pid. Leaves this process in the container's mount namespace. Errors for a
+// container it must not touch, before anything is done:
+//   the OCI state's status is "running": gpuctk hook prestart runs at the prestart or createRuntime
+//   stage, while the container is being created (status "creating" or "created")
+//   the root directory of process 42 is not the host's: its container has already pivoted into its own
+//   root (a prestart hook runs before pivot_root); refused
 Result<PrestartResult> prestart(std::string_view state_text, const Config& cfg, const Log& log,
-                                const ContainerHookRunner& run_container_hook = {});
+                                const ContainerHookPreparer& prepare_container_hook = {});
 
 // The hook the runtime shim's prestart mode adds to config.json (hooks.prestart): `hook_path` `hook prestart`
 // (with `--config <config_file>` when one is given), PATH as its whole environment.

@@ -63,14 +63,26 @@ unsigned long remount_flags(uint64_t attributes) {
   return flags;
 }
 
+// `name` ("self/mountinfo") of /proc: through `proc_dir` when there is one, at most `max_size` bytes.
+Result<std::string> read_proc(int proc_dir, const std::string& name, size_t max_size) {
+  if (proc_dir < 0) {
+    return read_file("/proc/" + name, max_size);
+  }
+  UniqueFd fd(::openat(proc_dir, name.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    return fail_errno("read /proc/" + name, errno);
+  }
+  return read_fd(fd.get(), "/proc/" + name, max_size);
+}
+
 // The id of the mount that `fd` is on: statx (Linux 5.8), else the fd's fdinfo.
-Result<uint64_t> mount_id(int fd) {
+Result<uint64_t> mount_id(int fd, int proc_dir) {
   struct statx stx {};
   if (::statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) == 0 &&
       (stx.stx_mask & STATX_MNT_ID) != 0) {
     return stx.stx_mnt_id;
   }
-  GPUCTK_TRY_ASSIGN(const auto info, read_file("/proc/self/fdinfo/" + std::to_string(fd), 64 * 1024));
+  GPUCTK_TRY_ASSIGN(const auto info, read_proc(proc_dir, "self/fdinfo/" + std::to_string(fd), 64 * 1024));
   for (const auto line : split(info, '\n')) {
     if (line.starts_with("mnt_id:")) {
       uint64_t id = 0;
@@ -120,6 +132,20 @@ std::string describe_stat(const struct stat& st) {
   return "a special file";
 }
 
+// Why a container root was refused: its process, or its namespace, is past pivot_root.
+constexpr const char* k_pivoted =
+    "its container has already pivoted into its own root (a prestart hook runs before pivot_root); refused";
+
+RootId root_id(const struct stat& st) {
+  return RootId{st.st_dev, st.st_ino};
+}
+
+// Removes the mount point `name` that attach_tree or make_device_node made in `dir`, after a failure: a
+// mount point left behind would be an empty entry in the image (or, on a volume, a host directory).
+void remove_mount_point(int dir, const char* name, bool directory) {
+  ::unlinkat(dir, name, directory ? AT_REMOVEDIR : 0);
+}
+
 // A new mount point `name` in `dir`: a directory (0755) or an empty file (0644), exactly those modes
 // whatever the umask (a container user must be able to reach what is mounted there).
 Result<void> create_mount_point(int dir, const char* name, bool directory, const std::string& what) {
@@ -132,9 +158,38 @@ Result<void> create_mount_point(int dir, const char* name, bool directory, const
                                  : (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC),
                        mode));
   if (!fd || ::fchmod(fd.get(), mode) != 0) {
-    return fail_errno(what + ": create the mount point", errno);
+    const int err = errno;
+    remove_mount_point(dir, name, directory);
+    return fail_errno(what + ": create the mount point", err);
   }
   return {};
+}
+
+// Before anything is created for `path` in `root` (parents, mount point): refused when the directory
+// that would hold the first new entry, the deepest existing directory on the way (resolved inside the
+// root), is on a shared mount. What is made there is made in whatever that mount shows, e.g. the host
+// directory behind a volume with Bidirectional propagation, and would be left there by the refusal that
+// follows. An error resolving the way is left to the resolution that creates it (open_parent).
+Result<void> check_where_created(const Root& root, std::string_view path, MountTable& mounts,
+                                 const std::string& what) {
+  auto parts = split_parent(path);
+  if (!parts) {
+    return {};
+  }
+  std::string dir = parts->dir;
+  for (;;) {
+    if (auto fd = open_in_root(root, dir, O_PATH | O_DIRECTORY, FollowLast::yes)) {
+      return mounts.check_private(fd->get(), what);
+    }
+    if (dir == "/") {
+      return {};
+    }
+    auto up = split_parent(dir);
+    if (!up) {
+      return {};
+    }
+    dir = up->dir;
+  }
 }
 
 }  // namespace
@@ -188,44 +243,65 @@ Result<HostTree> clone_host_path(const std::string& host_path, const BindOptions
   return HostTree{std::move(fd), S_ISDIR(st.st_mode), options, host_path};
 }
 
-Result<void> enter_mount_namespace(int pid) {
-  const std::string what = "enter the mount namespace of process " + std::to_string(pid);
-  // A pidfd names this very process: a pid reused after it exited cannot be entered by mistake.
-  UniqueFd target(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (target && ::setns(target.get(), CLONE_NEWNS) == 0) {
-    return {};
+Result<RootId> this_root() {
+  struct stat st {};
+  if (::stat("/", &st) != 0) {
+    return fail_errno("stat /", errno);
   }
-  if (target && errno != EINVAL) {
-    return fail_errno(what, errno);
+  return root_id(st);
+}
+
+Result<void> check_process_root(const Process& process, const RootId& host) {
+  struct stat st {};
+  if (::fstatat(process.proc_dir(), "root", &st, 0) != 0) {
+    return fail_errno("stat " + process.proc_path("root"), process.errno_for(errno));
   }
-  // Before Linux 5.8 setns takes only namespace files.
-  UniqueFd ns(::open(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!ns) {
-    return fail_errno(what, errno);
-  }
-  if (::setns(ns.get(), CLONE_NEWNS) != 0) {
-    return fail_errno(what, errno);
+  if (root_id(st) != host) {
+    return fail("the root directory of process " + std::to_string(process.pid()) +
+                " is not the host's: " + k_pivoted);
   }
   return {};
 }
 
-Result<bool> in_other_user_namespace(int pid) {
+Result<void> enter_mount_namespace(const Process& process, const RootId& host) {
+  const std::string what = "enter the mount namespace of process " + std::to_string(process.pid());
+  // Through the pidfd (Linux 5.8), else the namespace file read through the process's own directory.
+  if (process.pidfd() < 0 || ::setns(process.pidfd(), CLONE_NEWNS) != 0) {
+    if (process.pidfd() >= 0 && errno != EINVAL) {
+      return fail_errno(what, errno);
+    }
+    UniqueFd ns(::openat(process.proc_dir(), "ns/mnt", O_RDONLY | O_CLOEXEC));
+    if (!ns) {
+      return fail_errno(what, process.errno_for(errno));
+    }
+    if (::setns(ns.get(), CLONE_NEWNS) != 0) {
+      return fail_errno(what, errno);
+    }
+  }
+  GPUCTK_TRY_ASSIGN(const RootId root, this_root());
+  if (root != host) {
+    return fail(what + ": its root is not the host's: " + k_pivoted);
+  }
+  return {};
+}
+
+Result<bool> in_other_user_namespace(const Process& process) {
   struct stat self {};
   struct stat other {};
-  const std::string path = "/proc/" + std::to_string(pid) + "/ns/user";
   if (::stat("/proc/self/ns/user", &self) != 0) {
     return fail_errno("stat /proc/self/ns/user", errno);
   }
-  if (::stat(path.c_str(), &other) != 0) {
-    return fail_errno("stat " + path, errno);
+  if (::fstatat(process.proc_dir(), "ns/user", &other, 0) != 0) {
+    return fail_errno("stat " + process.proc_path("ns/user"), process.errno_for(errno));
   }
   return self.st_dev != other.st_dev || self.st_ino != other.st_ino;
 }
 
-Result<MountTable> MountTable::read() {
-  GPUCTK_TRY_ASSIGN(const auto text, read_file("/proc/self/mountinfo", 64 << 20));
+Result<MountTable> MountTable::read(int proc_dir) {
+  GPUCTK_TRY_ASSIGN(const auto text, read_proc(proc_dir, "self/mountinfo", 64 << 20));
   GPUCTK_TRY_ASSIGN(auto table, parse(text));
   table.m_live = true;
+  table.m_proc_dir = proc_dir;
   return table;
 }
 
@@ -256,10 +332,10 @@ Result<MountTable> MountTable::parse(std::string_view mountinfo_text) {
 }
 
 Result<void> MountTable::check_private(int fd, std::string_view what) {
-  GPUCTK_TRY_ASSIGN(const uint64_t id, mount_id(fd));
+  GPUCTK_TRY_ASSIGN(const uint64_t id, mount_id(fd, m_proc_dir));
   auto it = m_mounts.find(id);
   if (it == m_mounts.end() && m_live) {
-    GPUCTK_TRY_ASSIGN(*this, read());
+    GPUCTK_TRY_ASSIGN(*this, read(m_proc_dir));
     it = m_mounts.find(id);
   }
   if (it == m_mounts.end()) {
@@ -308,6 +384,9 @@ Result<Attached> attach_tree(const Root& root, std::string_view path, const Host
                              MountTable& mounts) {
   const std::string what =
       "mount " + tree.host_path + " on " + std::string(path) + " in container root " + root.path();
+  if (!open_in_root(root, path, O_PATH, FollowLast::no)) {
+    GPUCTK_TRY(check_where_created(root, path, mounts, what));
+  }
   GPUCTK_TRY_ASSIGN(auto parent, open_parent(root, path, 0755));
   const int dir = parent.dir.get();
   const char* name = parent.name.c_str();
@@ -331,18 +410,24 @@ Result<Attached> attach_tree(const Root& root, std::string_view path, const Host
   } else {
     target.reset(::openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
   }
-  if (!target) {
-    return fail_errno(what, errno);
+  auto attached = [&]() -> Result<void> {
+    if (!target) {
+      return fail_errno(what, errno);
+    }
+    if (::fstat(target.get(), &st) != 0) {
+      return fail_errno(what, errno);
+    }
+    if (S_ISDIR(st.st_mode) != tree.directory) {
+      return fail(what + ": the mount point is " + describe_stat(st) + ", the source " +
+                  (tree.directory ? "a directory" : "not a directory"));
+    }
+    GPUCTK_TRY(mounts.check_private(target.get(), what));
+    return attach_detached(tree.fd.get(), target.get(), tree.options, what);
+  }();
+  if (!attached && result == Attached::created_mount_point) {
+    remove_mount_point(dir, name, tree.directory);
   }
-  if (::fstat(target.get(), &st) != 0) {
-    return fail_errno(what, errno);
-  }
-  if (S_ISDIR(st.st_mode) != tree.directory) {
-    return fail(what + ": the mount point is " + describe_stat(st) + ", the source " +
-                (tree.directory ? "a directory" : "not a directory"));
-  }
-  GPUCTK_TRY(mounts.check_private(target.get(), what));
-  GPUCTK_TRY(attach_detached(tree.fd.get(), target.get(), tree.options, what));
+  GPUCTK_TRY(attached);
   return result;
 }
 
@@ -351,6 +436,9 @@ Result<NodeResult> make_device_node(const Root& root, const NodeSpec& node, cons
   const std::string what = "device node " + node.path + " in container root " + root.path();
   const mode_t type = node.type == 'b' ? S_IFBLK : S_IFCHR;
   const dev_t rdev = makedev(node.major, node.minor);
+  if (host != nullptr && !open_in_root(root, node.path, O_PATH, FollowLast::no)) {
+    GPUCTK_TRY(check_where_created(root, node.path, mounts, what));
+  }
   GPUCTK_TRY_ASSIGN(auto parent, open_parent(root, node.path, 0755));
   const int dir = parent.dir.get();
   const char* name = parent.name.c_str();
@@ -374,7 +462,9 @@ Result<NodeResult> make_device_node(const Root& root, const NodeSpec& node, cons
       return fail_errno(what + ": mknod", err);
     }
     if (::fchownat(dir, name, node.uid, node.gid, AT_SYMLINK_NOFOLLOW) != 0) {
-      return fail_errno(what + ": chown", errno);
+      const int chown_err = errno;
+      ::unlinkat(dir, name, 0);  // not left with an owner the spec did not ask for
+      return fail_errno(what + ": chown", chown_err);
     }
     return NodeResult::created;
   }
@@ -386,13 +476,18 @@ Result<NodeResult> make_device_node(const Root& root, const NodeSpec& node, cons
     return fail(what + ": host node " + host->host_path + " is " + describe_stat(host_st));
   }
   GPUCTK_TRY(create_mount_point(dir, name, false, what));
-  UniqueFd target(::openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  if (!target) {
-    return fail_errno(what, errno);
+  const auto bound = [&]() -> Result<void> {
+    UniqueFd target(::openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!target) {
+      return fail_errno(what, errno);
+    }
+    GPUCTK_TRY(mounts.check_private(target.get(), what));
+    return attach_detached(host->fd.get(), target.get(), host->options, what + ": bind " + host->host_path);
+  }();
+  if (!bound) {
+    remove_mount_point(dir, name, false);
   }
-  GPUCTK_TRY(mounts.check_private(target.get(), what));
-  GPUCTK_TRY(
-      attach_detached(host->fd.get(), target.get(), host->options, what + ": bind " + host->host_path));
+  GPUCTK_TRY(bound);
   return NodeResult::bound;
 }
 

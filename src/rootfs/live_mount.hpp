@@ -7,8 +7,9 @@
 //     each source becomes a detached copy of its mount (open_tree OPEN_TREE_CLONE) with its flags
 //     (read-only, nosuid, nodev, noexec) set before it is attached anywhere, so it is never visible
 //     writable and no host path is looked up from inside the container's namespace.
-//  2. enter_mount_namespace(pid): setns into the container's mount namespace. The process must be
-//     single-threaded (gpuctk is: NVML is never loaded on this path).
+//  2. enter_mount_namespace(process, host root): setns into the container's mount namespace, and a check
+//     that its root is still the host's (no pivot_root yet), so that host paths mean the host's files.
+//     The process must be single-threaded (gpuctk is: NVML is never loaded on this path).
 //  3. Each target is resolved inside the container root (rootfs/in_root.hpp: the image cannot redirect
 //     it out of the root), the mount point created if missing, and the copy attached there by fd
 //     (move_mount), never through a path string.
@@ -27,6 +28,7 @@
 #include "rootfs/in_root.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/process.hpp"
 
 namespace gpuctk::rootfs {
 
@@ -59,19 +61,44 @@ struct HostTree {
 // needed to mount into a running container)".
 Result<HostTree> clone_host_path(const std::string& host_path, const BindOptions& options);
 
-// setns into the mount namespace of process `pid` (through a pidfd where the kernel has one, so a
-// reused pid cannot be entered). Afterwards "/" and the working directory are that namespace's root.
-Result<void> enter_mount_namespace(int pid);
+// A root directory's identity, to tell the host's root from a container's.
+struct RootId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const RootId&) const = default;
+};
 
-// Whether process `pid` is in another user namespace than this one (then mknod is refused in it and
-// device nodes are bind-mounted from the host instead).
-Result<bool> in_other_user_namespace(int pid);
+// The identity of this process's root directory ("/"): taken before a container's namespace is entered.
+Result<RootId> this_root();
+
+// Refused unless the root directory of `process` (/proc/<pid>/root) is `host`: a process whose container
+// has already pivoted into its own root would make every host path name the container's file.
+//   the root directory of process 42 is not the host's: its container has already pivoted into its own
+//   root (a prestart hook runs before pivot_root); refused
+Result<void> check_process_root(const Process& process, const RootId& host);
+
+// setns into the mount namespace of `process` (its pidfd, or /proc/<pid>/ns/mnt through its directory
+// before Linux 5.8: never another process that got the same pid), then refused unless "/" there, the
+// namespace's root, is still `host` (this_root() before): in a namespace whose root is a container's own
+// (pivot_root done: a hook run late, or a namespace joined from another container), a host path would
+// name the container's file. Afterwards "/" and the working directory are that namespace's root; after
+// the refusal this process is still in that namespace and must do nothing there.
+//   enter the mount namespace of process 42: its root is not the host's: its container has already
+//   pivoted into its own root (a prestart hook runs before pivot_root); refused
+Result<void> enter_mount_namespace(const Process& process, const RootId& host);
+
+// Whether `process` is in another user namespace than this one (then mknod is refused in it and device
+// nodes are bind-mounted from the host instead).
+Result<bool> in_other_user_namespace(const Process& process);
 
 // The mounts of this process's mount namespace that are shared (have a peer group), by mount id, from
 // /proc/self/mountinfo (`mountinfo_text`, for tests).
 class MountTable {
  public:
-  static Result<MountTable> read();
+  // `proc_dir`: a directory fd of the host's /proc, opened before this process entered a container's
+  // mount namespace, so that "self/mountinfo" is read through it and never through a /proc of the
+  // container's; -1: "/proc". It must stay open as long as the table is used.
+  static Result<MountTable> read(int proc_dir = -1);
   static Result<MountTable> parse(std::string_view mountinfo_text);
   // An error when the mount holding the object `fd` refers to is shared: "<what>: the mount at <point> is
   // shared (peer group N): a mount made there would appear in other mount namespaces; refused". A mount
@@ -81,6 +108,7 @@ class MountTable {
 
  private:
   bool m_live = false;  // from read(): may be read again
+  int m_proc_dir = -1;  // from read()
   struct Entry {
     std::string mount_point;
     std::string peer_group;  // "" when not shared
@@ -94,7 +122,10 @@ enum class Attached : uint8_t { created_mount_point, existing_mount_point };
 // Attaches `tree` at `path` inside `root`: an existing target is resolved inside the root (a symlink is
 // followed there, as a runtime does for a mount destination) and must be of the same kind (directory or
 // not); a missing one is created (directory 0755, or an empty file 0644, parents 0755). Refused when the
-// target's mount is shared (see MountTable).
+// target's mount is shared (see MountTable); for a missing target that is known before anything is
+// created, from the mount of the directory where the first new entry would go (a shared volume's
+// directory is a host directory: nothing is left in it), and a mount point made here is removed again
+// when the attach fails.
 Result<Attached> attach_tree(const Root& root, std::string_view path, const HostTree& tree,
                              MountTable& mounts);
 
@@ -114,7 +145,9 @@ enum class NodeResult : uint8_t { created, existed, bound };
 // Creates the node at `path` in `root` (parents 0755) with exactly `mode` and owner uid:gid. An existing
 // node of the same type and numbers is left as it is; anything else there is an error. With `host` (a
 // clone of the host's node, for a container in a user namespace where mknod is refused) an empty file is
-// made instead and the host node bind-mounted over it; its type and numbers must match `node`.
+// made instead and the host node bind-mounted over it; its type and numbers must match `node`, and, as
+// for attach_tree, a shared mount is refused before that file (or a parent) is made, and the file is
+// removed again when the bind fails.
 Result<NodeResult> make_device_node(const Root& root, const NodeSpec& node, const HostTree* host,
                                     MountTable& mounts);
 

@@ -15,6 +15,7 @@
 
 #include "util/fd.hpp"
 #include "util/file.hpp"
+#include "util/process.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cgroup {
@@ -184,6 +185,34 @@ TEST(CgroupParse, FindReadsProcFiles) {
   for (const char* file : {"/42/cgroup", "/self/mountinfo", "/42", "/self", ""}) {
     ::remove((proc + file).c_str());
   }
+}
+
+// Through a held process (util/process.hpp): its own cgroup file, read through its /proc directory; once
+// it is gone, nothing (never the cgroup of whichever process gets its pid next).
+TEST(CgroupParse, FindThroughAHeldProcess) {
+  const auto self = Process::open(::getpid());
+  ASSERT_TRUE(self) << self.error().message;
+  const auto by_process = find_device_cgroups(*self);
+  const auto by_pid = find_device_cgroups(::getpid());
+  ASSERT_EQ(by_process.has_value(), by_pid.has_value());
+  if (by_pid) {
+    EXPECT_EQ(by_process->v1_dir, by_pid->v1_dir);
+    EXPECT_EQ(by_process->v2_dir, by_pid->v2_dir);
+  } else {
+    EXPECT_EQ(by_process.error().message, by_pid.error().message);
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(pid, 0);
+  const auto held = Process::open(pid);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_EQ(find_device_cgroups(*held).error().message,
+            "read /proc/" + std::to_string(pid) + "/cgroup: No such process");
 }
 
 TEST(CgroupAllow, NoRulesTouchNothing) {

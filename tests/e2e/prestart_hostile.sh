@@ -15,7 +15,8 @@
 # container must either start with the injection inside its own root (the driver file or GPU node
 # visible through the link in the container) or fail to start with the hook's one-line reason; in both
 # cases the host directories $LAB/outside* are exactly as they were (a listing with types, modes, sizes
-# and mtimes) and the host's mount table is unchanged.
+# and mtimes) and the host's mount table is unchanged. Last, the hook is handed the pid of a running
+# container that has pivoted into its own root, planted with a script at gpuctk's path: refused.
 #   usage: prestart_hostile.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
@@ -124,4 +125,54 @@ for kind in busybox glibc; do
     expect_host_unchanged "the $who with a request"
   done
 done
-echo "PASS: hostile images (lib, dev and etc links out of the root, absolute and climbing) started with the injection inside their root or were refused; the host directories and mounts are unchanged"
+# A container already past pivot_root: a running busybox container (in the host's PID namespace, so its
+# /proc shows this hook's own process, and with CAP_MKNOD) whose image plants a script at gpuctk's own path
+# and the directory of a GPU container's root. `gpuctk hook prestart` handed a state with its pid (a
+# runtime that runs the hook late, a hook in the wrong stage, a config.json that joins that container's
+# namespaces) must refuse in one line before it does anything: were it to look host paths up in that
+# root, it would run the planted script as root in the host's PID and network namespaces (gpuctk's own
+# hooks taken for another vendor's). Nothing planted runs, nothing is made in the planted root, and the
+# running container's device cgroup is as it was (GPU 0's node, made there, cannot be opened: EPERM).
+attacker_root=$LAB/attacker-root
+cp -a "$LAB/root-busybox" "$attacker_root" || e2e_fail "cp -a $LAB/root-busybox failed"
+mkdir -p "$attacker_root$(dirname "$hook")"
+printf '#!/bin/sh\necho planted > /planted-ran\n' >"$attacker_root$hook"
+chmod 755 "$attacker_root$hook"
+victim_bundle=$(e2e_prestart_bundle victim "$LAB/root-busybox" NVIDIA_VISIBLE_DEVICES=0 "$hook" none "$LAB/gpuctk.yaml")
+mkdir -p "$attacker_root$LAB/rootfs-victim"
+attacker_bundle=$LAB/bundle-attacker attacker_id=gpuctk-e2e-attacker-$$
+mkdir -p "$attacker_bundle"
+(cd "$attacker_bundle" && runc spec) || e2e_fail "runc spec failed"
+python3 - "$attacker_bundle/config.json" "$attacker_root" <<'PY' || e2e_fail "could not write $attacker_bundle/config.json"
+import json, sys
+path, root = sys.argv[1:]
+c = json.load(open(path))
+c["process"]["terminal"] = False
+c["process"]["args"] = ["/bin/sleep", "600"]
+for kind in ("bounding", "effective", "permitted"):
+    c["process"]["capabilities"][kind].append("CAP_MKNOD")
+c["root"] = {"path": root, "readonly": False}
+c["linux"]["namespaces"] = [ns for ns in c["linux"]["namespaces"] if ns["type"] != "pid"]
+json.dump(c, open(path, "w"), indent=1)
+PY
+e2e_cleanup_add "runc delete -f $attacker_id"
+runc run -d --bundle "$attacker_bundle" "$attacker_id" </dev/null >"$LAB/attacker.out" 2>&1 ||
+  e2e_fail "runc does not start the attacking container: $(cat "$LAB/attacker.out")"
+attacker_pid=$(runc state "$attacker_id" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])')
+outside_listing >"$LAB/outside.before"
+state='{"ociVersion":"1.0.2","id":"victim","status":"creating","pid":'$attacker_pid',"bundle":"'$victim_bundle'"}'
+if out=$(env -i GPUCTK_CONFIG="$LAB/gpuctk.yaml" "$hook" hook prestart <<<"$state" 2>&1); then
+  e2e_fail "the hook injected into a container past pivot_root: $out"
+fi
+[ "$out" = "gpuctk: error: prestart: the root directory of process $attacker_pid is not the host's: its container has already pivoted into its own root (a prestart hook runs before pivot_root); refused" ] ||
+  e2e_fail "the hook's refusal of a container past pivot_root is not the one line expected: $out"
+[ ! -e "$attacker_root/planted-ran" ] || e2e_fail "the hook ran the script planted at its own path ($hook)"
+[ -z "$(ls -A "$attacker_root$LAB/rootfs-victim")" ] ||
+  e2e_fail "the hook made something in the planted root: $(ls -A "$attacker_root$LAB/rootfs-victim")"
+opened=$(runc exec --cap CAP_MKNOD "$attacker_id" /bin/sh -c 'mknod /tmp/gpu0 c 195 0 && cat /tmp/gpu0 2>&1 >/dev/null | sed "s/.*: //"')
+[ "$opened" = "Operation not permitted" ] ||
+  e2e_fail "the running container's device cgroup changed (opening 195:0 there: $opened)"
+expect_host_unchanged "the hook on a container past pivot_root"
+echo "ok: a container past pivot_root was refused in one line; nothing planted ran, its root and cgroup are as they were"
+
+echo "PASS: hostile images (lib, dev and etc links out of the root, absolute and climbing) started with the injection inside their root or were refused; a container past pivot_root was refused; the host directories and mounts are unchanged"

@@ -594,5 +594,86 @@ devices:
   EXPECT_EQ(outcome, "mounts 2 | from the file");
 }
 
+// ---- a container whose root is not the host's ----------------------------------------------------
+
+// What a prestart hook must refuse, the state of a created container that is not at prestart any more:
+TEST_F(Prestart, AStateOfAContainerNotBeingCreatedIsRefused) {
+  write_config({"NVIDIA_VISIBLE_DEVICES=0"});
+  write_spec(k_gpu0_spec);
+  for (const std::string status : {"running", "stopped", ""}) {
+    const std::string text = R"({"ociVersion":"1.0.2","id":"c1","status":")" + status + R"(","pid":)" +
+                             std::to_string(::getpid()) + R"(,"bundle":")" + m_bundle + R"("})";
+    const std::string outcome = test::in_child([&]() -> std::string {
+      const auto result = prestart(text, m_cfg, Log{});
+      return result ? "injected" : result.error().message;
+    });
+    EXPECT_EQ(outcome, "the OCI state's status is \"" + status +
+                           "\": gpuctk hook prestart runs at the prestart or createRuntime stage, while the "
+                           "container is being created (status \"creating\" or \"created\")");
+  }
+}
+
+// A root a container has pivoted into (<temp>/pivoted), planted with what a prestart hook would find
+// there if it looked up host paths after entering the container's mount namespace: at the spec hook's
+// path (`hook_path`) a script that writes /planted-ran (and busybox as the /bin/sh it runs with), a
+// /proc/self/mountinfo of its own (no procfs is mounted there) and the bundle's root directory.
+std::string plant_pivoted_root(const std::string& temp, const std::string& bundle,
+                               const std::string& hook_path) {
+  const std::string root = temp + "/pivoted";
+  test::make_host_dirs(root + "/oldroot");
+  test::make_host_dirs(root + bundle + "/rootfs");
+  const auto busybox = read_file("/bin/busybox");
+  test::write_host_file(root + "/bin/sh", busybox.value_or(""), 0755);
+  test::write_host_file(root + hook_path, "#!/bin/sh\necho planted > /planted-ran\n", 0755);
+  test::write_host_file(root + "/proc/self/mountinfo", "1 0 0:1 / / rw - tmpfs tmpfs rw\n");
+  return root;
+}
+
+// The attack: the state names a process that is already in its own root (a runtime that runs prestart
+// late, a hook in the wrong stage, a config.json that joins another container's mount namespace). Were
+// the hook to resolve host paths after setns, the image's file at the spec hook's path would run as root
+// in the host's PID and network namespaces. Refused with one line, whether the process itself is in the
+// new root (Pivot::done, seen before anything is done) or only its namespace is (Pivot::back_into_host,
+// seen once the namespace is entered); nothing planted runs, and neither does the host's hook.
+TEST_F(Prestart, AContainerPastPivotRootIsRefusedAndNothingItPlantedRuns) {
+  ASSERT_EQ(::geteuid(), 0U) << "this test needs root (CI runs the suite as root): it pivots a child's root";
+  ASSERT_TRUE(test::can_unshare_mounts()) << "this test needs unshare(CLONE_NEWNS)";
+  ASSERT_EQ(test::host_kind("/bin/busybox"), "file") << "this test needs busybox-static (/bin/busybox)";
+  const std::string hook_path = m_temp.path() + "/hooks/vendor-hook";
+  const std::string host_ran = m_temp.path() + "/host-hook-ran";
+  test::write_host_file(hook_path, "#!/bin/sh\necho host > " + host_ran + "\n", 0755);
+  const std::string planted = plant_pivoted_root(m_temp.path(), m_bundle, hook_path);
+  write_spec(R"(cdiVersion: "0.5.0"
+kind: nvidia.com/gpu
+devices:
+- name: "0"
+  containerEdits:
+    hooks:
+    - hookName: createContainer
+      path: )" +
+             hook_path + R"(
+      args: [vendor-hook]
+      env: [PATH=/bin]
+)");
+  write_config({"NVIDIA_VISIBLE_DEVICES=0"});
+  const std::string why =
+      "its container has already pivoted into its own root (a prestart hook runs before pivot_root); refused";
+  for (const auto how : {test::Pivot::done, test::Pivot::back_into_host}) {
+    const test::PivotedChild container(planted, how);
+    ASSERT_EQ(container.report(), "ready");
+    const std::string pid = std::to_string(container.pid());
+    const std::string outcome = test::in_child([&]() -> std::string {
+      const auto result = prestart(state("\"pid\":" + pid + ","), m_cfg, Log{});
+      return result ? "injected" : result.error().message;
+    });
+    EXPECT_EQ(outcome,
+              how == test::Pivot::done
+                  ? "the root directory of process " + pid + " is not the host's: " + why
+                  : "enter the mount namespace of process " + pid + ": its root is not the host's: " + why);
+    EXPECT_EQ(test::host_kind(planted + "/planted-ran"), "missing");
+    EXPECT_EQ(test::host_kind(host_ran), "missing");
+  }
+}
+
 }  // namespace
 }  // namespace gpuctk::hook

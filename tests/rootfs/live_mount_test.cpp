@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <linux/magic.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -572,15 +573,73 @@ TEST_F(LiveMountAttach, SharedMountPointIsRefusedAndNothingMounted) {
     }
     const auto attached = attach_tree(*root, "/etc/x.conf", *tree, *table);
     return (attached ? std::string("attached") : attached.error().message) + " | mounts below root " +
-           std::to_string(mounts_under(m_root + "/etc")) + " | " +
-           read_file(m_root + "/etc/x.conf").value_or("<unreadable>");
+           std::to_string(mounts_under(m_root + "/etc")) + " | /etc " + host_kind(m_root + "/etc");
   });
   const std::string prefix = "mount " + m_host_file + " on /etc/x.conf in container root " + m_root +
                              ": the mount at " + m_root + " is shared (peer group ";
   EXPECT_TRUE(outcome.starts_with(prefix)) << outcome;
+  // Refused before anything was made there: no mount point, no parent directory.
   EXPECT_TRUE(outcome.ends_with(
-      "): a mount made there would appear in other mount namespaces; refused | mounts below root 0 | "))
+      "): a mount made there would appear in other mount namespaces; refused | mounts below root 0 | /etc "
+      "missing"))
       << outcome;
+}
+
+// A volume whose propagation is shared (Kubernetes' Bidirectional): the directory behind it is a host
+// directory. A target inside it is refused before its parents or its mount point are made there, so the
+// host directory is left as it was (before, an empty root-owned file and its directories stayed behind).
+TEST_F(LiveMountAttach, ATargetInASharedVolumeLeavesNothingInTheHostDirectory) {
+  const std::string volume = m_temp.path() + "/volume";
+  make_host_dirs(volume);
+  make_host_dirs(m_root + "/data");
+  const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
+    const std::string data = m_root + "/data";
+    if (::mount(volume.c_str(), data.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+        ::mount(nullptr, data.c_str(), nullptr, MS_SHARED, nullptr) != 0) {
+      return std::string("<shared volume: ") + std::strerror(errno) + ">";
+    }
+    const auto tree = clone_host_path(m_host_file, parse_bind_options({"ro", "bind"}, "").value());
+    const auto root = Root::open(m_root);
+    auto table = MountTable::read();
+    if (!tree || !root || !table) {
+      return "<setup failed>";
+    }
+    std::string out;
+    for (const char* target : {"/data/libfoo.so.1", "/data/sub/dir/libfoo.so.1"}) {
+      const auto attached = attach_tree(*root, target, *tree, *table);
+      out += (attached ? std::string("attached") : attached.error().message) + "\n";
+    }
+    return out;
+  });
+  const std::string shared = ": the mount at " + m_root + "/data is shared (peer group ";
+  EXPECT_NE(
+      outcome.find("mount " + m_host_file + " on /data/libfoo.so.1 in container root " + m_root + shared),
+      std::string::npos)
+      << outcome;
+  EXPECT_NE(outcome.find("mount " + m_host_file + " on /data/sub/dir/libfoo.so.1 in container root " +
+                         m_root + shared),
+            std::string::npos)
+      << outcome;
+  EXPECT_EQ(outcome.find("attached"), std::string::npos) << outcome;
+  EXPECT_EQ(test::host_listing(volume), std::vector<std::string>{});
+}
+
+// A mount point made for an attach that then fails is removed: nothing is left in the image.
+TEST_F(LiveMountAttach, AFailedAttachRemovesTheMountPointItMade) {
+  const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
+    // Not a detached mount: the mount calls refuse it.
+    HostTree tree{UniqueFd(::open(m_host_file.c_str(), O_PATH | O_CLOEXEC)), false, {}, m_host_file};
+    const auto root = Root::open(m_root);
+    auto table = MountTable::read();
+    if (!tree.fd || !root || !table) {
+      return "<setup failed>";
+    }
+    const auto attached = attach_tree(*root, "/opt/libfoo.so.1", tree, *table);
+    return (attached ? std::string("attached") : attached.error().message) + " | " +
+           host_kind(m_root + "/opt/libfoo.so.1");
+  });
+  EXPECT_EQ(outcome, "mount " + m_host_file + " on /opt/libfoo.so.1 in container root " + m_root +
+                         ": mount_setattr: Invalid argument | missing");
 }
 
 // A plan whose mounts nest (a directory, then a file inside it) attaches them in order with one table
@@ -863,14 +922,17 @@ TEST_F(LiveMountDeviceNode, HostNodeOnASharedMountIsRefused) {
     if (!table || !host) {
       return "<setup failed>";
     }
-    return node_result(make_device_node(root, {"/dev/null", 'c', 1, 3}, &*host, *table)) + " | " +
-           std::to_string(mounts_under(m_root + "/dev"));
+    // (In this order: the operands of + are evaluated in any order.)
+    const std::string made = node_result(make_device_node(root, {"/dev/null", 'c', 1, 3}, &*host, *table));
+    return made + " | " + std::to_string(mounts_under(m_root + "/dev")) + " | /dev " +
+           host_kind(m_root + "/dev");
   });
   EXPECT_NE(outcome.find("device node /dev/null in container root " + m_root + ": the mount at " + m_root +
                          " is shared (peer group "),
             std::string::npos)
       << outcome;
-  EXPECT_TRUE(outcome.ends_with("refused | 0")) << outcome;
+  // Refused before the file to bind over (or its directory) was made.
+  EXPECT_TRUE(outcome.ends_with("refused | 0 | /dev missing")) << outcome;
 }
 
 // "parents 0755" (live_mount.hpp), whatever the umask.
@@ -887,17 +949,6 @@ TEST_F(LiveMountDeviceNode, ParentsAre0755WhateverTheUmask) {
 
 // ---- enter_mount_namespace, in_other_user_namespace -----------------------------------------------
 
-// A pid that no process has: a child's, after it was reaped.
-pid_t gone_pid() {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return pid;
-}
-
 TEST(LiveMountNamespace, EntersAnotherProcesssMountNamespace) {
   ASSERT_TRUE(can_mount());
   test::TempDir temp;
@@ -913,7 +964,12 @@ TEST(LiveMountNamespace, EntersAnotherProcesssMountNamespace) {
   });
   ASSERT_EQ(container.report(), "ready");
   const std::string entered = test::in_child([&]() -> std::string {
-    if (auto r = enter_mount_namespace(container.pid()); !r) {
+    const auto process = Process::open(container.pid());
+    const auto host = this_root();
+    if (!process || !host) {
+      return "<setup failed>";
+    }
+    if (auto r = enter_mount_namespace(*process, *host); !r) {
       return r.error().message;
     }
     struct statfs fs {};
@@ -931,23 +987,94 @@ TEST(LiveMountNamespace, EntersAnotherProcesssMountNamespace) {
   EXPECT_EQ(mount_flags(dir), "<no mount>");
 }
 
-TEST(LiveMountNamespace, AMissingProcessIsNamed) {
-  const pid_t pid = gone_pid();
+// A process held (util/process.hpp) that has gone since: never entered, whoever has its pid now.
+TEST(LiveMountNamespace, AProcessThatWentAwayIsNotEntered) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(pid, 0);
+  const auto held = Process::open(pid);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(held) << held.error().message;
   const std::string outcome = test::in_child([&]() -> std::string {
-    const auto r = enter_mount_namespace(pid);
+    const auto r = enter_mount_namespace(*held, this_root().value());
     return r ? "entered" : r.error().message;
   });
-  EXPECT_EQ(outcome,
-            "enter the mount namespace of process " + std::to_string(pid) + ": No such file or directory");
+  EXPECT_EQ(outcome, "enter the mount namespace of process " + std::to_string(pid) + ": No such process");
+}
+
+// A namespace whose root is a container's own, past pivot_root: the process itself is refused when its
+// root is not the host's (check_process_root), and the namespace once entered when its root is not
+// (enter_mount_namespace), even for a process that went back into the host's root (chroot).
+TEST(LiveMountNamespace, ARootPastPivotRootIsRefused) {
+  ASSERT_TRUE(can_mount());
+  test::TempDir temp;
+  const std::string new_root = temp.path() + "/new-root";
+  make_host_dirs(new_root + "/oldroot");
+  const auto host = this_root();
+  ASSERT_TRUE(host) << host.error().message;
+  const std::string why =
+      "its container has already pivoted into its own root (a prestart hook runs before pivot_root); refused";
+  const auto outcome = [&](pid_t pid) {
+    const auto process = Process::open(pid);
+    if (!process) {
+      return process.error().message;
+    }
+    const auto checked = check_process_root(*process, *host);
+    return (checked ? std::string("root ok") : checked.error().message) + " | " +
+           test::in_child([&]() -> std::string {
+             const auto entered = enter_mount_namespace(*process, *host);
+             return entered ? "entered" : entered.error().message;
+           });
+  };
+  const WaitingChild before(
+      [] { return ::unshare(CLONE_NEWNS) == 0 ? std::string("ready") : std::string("<unshare failed>"); });
+  ASSERT_EQ(before.report(), "ready");
+  EXPECT_EQ(outcome(before.pid()), "root ok | entered");
+  const test::PivotedChild done(new_root, test::Pivot::done);
+  ASSERT_EQ(done.report(), "ready");
+  const std::string done_pid = std::to_string(done.pid());
+  EXPECT_EQ(outcome(done.pid()), "the root directory of process " + done_pid + " is not the host's: " + why +
+                                     " | enter the mount namespace of process " + done_pid +
+                                     ": its root is not the host's: " + why);
+  const test::PivotedChild back(new_root, test::Pivot::back_into_host);
+  ASSERT_EQ(back.report(), "ready");
+  const std::string back_pid = std::to_string(back.pid());
+  EXPECT_EQ(outcome(back.pid()), "root ok | enter the mount namespace of process " + back_pid +
+                                     ": its root is not the host's: " + why);
+}
+
+// The mount table is read through a /proc opened before: in a namespace whose /proc is something else
+// (a container's), "/proc/self/mountinfo" is not what is read.
+TEST(LiveMountTable, ReadsThroughTheProcItIsGiven) {
+  ASSERT_TRUE(can_mount());
+  const std::string outcome = test::in_private_mount_ns([]() -> std::string {
+    UniqueFd proc(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!proc || ::mount("tmpfs", "/proc", "tmpfs", 0, "mode=755") != 0) {
+      return std::string("<setup: ") + std::strerror(errno) + ">";
+    }
+    auto by_path = MountTable::read();
+    auto through = MountTable::read(proc.get());
+    UniqueFd tmpfs_proc(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    // The tmpfs over /proc is in the table read through the fd, and private.
+    const auto checked = through ? through->check_private(tmpfs_proc.get(), "x") : Result<void>();
+    return (by_path ? std::string("by path: read") : by_path.error().message) + " | " +
+           (through ? std::string("through the fd: read") : through.error().message) + " | " +
+           (checked ? std::string("private") : checked.error().message);
+  });
+  EXPECT_EQ(outcome, "read /proc/self/mountinfo: No such file or directory | through the fd: read | private");
 }
 
 TEST(LiveMountNamespace, OwnUserNamespaceIsNotAnother) {
-  const auto self = in_other_user_namespace(::getpid());
+  const auto self = in_other_user_namespace(Process::open(::getpid()).value());
   ASSERT_TRUE(self) << self.error().message;
   EXPECT_FALSE(*self);
   const WaitingChild same([] { return std::string("ready"); });
   ASSERT_EQ(same.report(), "ready");
-  const auto child = in_other_user_namespace(same.pid());
+  const auto child = in_other_user_namespace(Process::open(same.pid()).value());
   ASSERT_TRUE(child) << child.error().message;
   EXPECT_FALSE(*child);
 }
@@ -960,17 +1087,25 @@ TEST(LiveMountNamespace, AChildInANewUserNamespaceIsInAnother) {
                : std::string("<unshare(CLONE_NEWUSER): ") + std::strerror(errno) + ">";
   });
   ASSERT_EQ(child.report(), "ready");
-  const auto other = in_other_user_namespace(child.pid());
+  const auto other = in_other_user_namespace(Process::open(child.pid()).value());
   ASSERT_TRUE(other) << other.error().message;
   EXPECT_TRUE(*other);
 }
 
-TEST(LiveMountNamespace, UserNamespaceOfAMissingProcessIsAnError) {
-  const pid_t pid = gone_pid();
-  const auto other = in_other_user_namespace(pid);
+TEST(LiveMountNamespace, UserNamespaceOfAProcessThatWentAwayIsAnError) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(pid, 0);
+  const auto held = Process::open(pid);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(held) << held.error().message;
+  const auto other = in_other_user_namespace(*held);
   ASSERT_FALSE(other);
-  EXPECT_EQ(other.error().message,
-            "stat /proc/" + std::to_string(pid) + "/ns/user: No such file or directory");
+  EXPECT_EQ(other.error().message, "stat /proc/" + std::to_string(pid) + "/ns/user: No such process");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -347,6 +348,48 @@ class WaitingChild {
   pid_t m_pid = -1;
   int m_hold = -1;
   std::string m_report;
+};
+
+// How a PivotedChild ends up: what a container's process is once its runtime has run pivot_root.
+enum class Pivot {
+  done,            // the host's root unmounted: the process's root and its namespace's are the new root
+  back_into_host,  // the host's root kept at /oldroot and the process chroot'ed into it: its own root is
+                   // the host's, its namespace's root is the new root (what setns gives whoever enters)
+};
+
+// A WaitingChild in a mount namespace of its own (every mount private) that has pivoted its root into
+// the host directory `new_root` (which must hold an empty directory "oldroot"), bound onto itself.
+// report() is "ready" or what failed.
+class PivotedChild {
+ public:
+  PivotedChild(const std::string& new_root, Pivot how)
+      : m_child([new_root, how]() -> std::string {
+          const auto failed = [](const char* step) {
+            return std::string("<") + step + ": " + std::strerror(errno) + ">";
+          };
+          if (::unshare(CLONE_NEWNS) != 0) {
+            return failed("unshare");
+          }
+          if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+            return failed("make / rprivate");
+          }
+          if (::mount(new_root.c_str(), new_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+              ::chdir(new_root.c_str()) != 0) {
+            return failed("bind the new root");
+          }
+          if (::syscall(SYS_pivot_root, ".", "oldroot") != 0) {
+            return failed("pivot_root");
+          }
+          if (how == Pivot::done ? ::umount2("/oldroot", MNT_DETACH) != 0 : ::chroot("/oldroot") != 0) {
+            return failed(how == Pivot::done ? "umount /oldroot" : "chroot /oldroot");
+          }
+          return ::chdir("/") == 0 ? "ready" : failed("chdir /");
+        }) {}
+  [[nodiscard]] pid_t pid() const { return m_child.pid(); }
+  [[nodiscard]] const std::string& report() const { return m_child.report(); }
+
+ private:
+  WaitingChild m_child;
 };
 
 }  // namespace gpuctk::test
