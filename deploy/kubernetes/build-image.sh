@@ -2,6 +2,7 @@
 # Builds the gpuctk installer image offline with buildah (Debian's package), no daemon, nothing left in
 # /var/lib/containers: vfs storage in a temporary directory, the result an OCI archive.
 #   deploy/kubernetes/build-image.sh GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]
+# Prints the image's reference by digest (IMAGE_NAME without its tag, @sha256:...) for the DaemonSet.
 # The image is FROM scratch: gpuctk (stripped), the shared libraries it links (ldd: glibc; libstdc++ is
 # static), the dynamic loader, and the glibc libraries the node's libnvidia-ml.so.1 links, which gpuctk
 # dlopens from the host root for NVML discovery. No shell. Containerfile describes the same image.
@@ -58,4 +59,11 @@ buildah "${store[@]}" config --entrypoint '["/gpuctk"]' --cmd '["install", "--he
   --label "org.opencontainers.image.version=$("$binary" --version | sed 's/^gpuctk //')" "$container"
 rm -f "$output"
 buildah "${store[@]}" commit --quiet --format oci "$container" "oci-archive:$output:$name" >/dev/null
+# The manifest's digest, for the DaemonSet's image (name@digest): the archive's index names it, and the
+# engines keep it when they load the archive.
+digest=$(tar -xOf "$output" index.json | grep -o '"digest":"sha256:[0-9a-f]\{64\}"' | head -n 1 | cut -d'"' -f4)
+[ -n "$digest" ] || { echo "build-image.sh: no manifest digest in $output's index.json" >&2; exit 1; }
+repository=$name
+case "${name##*/}" in *:*) repository=${name%:*} ;; esac  # the tag, not a registry's port
+echo "$repository@$digest"
 echo "built $output ($name, $(du -h "$output" | cut -f1))"

@@ -18,6 +18,10 @@ find /var/lib/containers 2>/dev/null | sort | cmp -s - "$LAB/containers.before" 
   e2e_fail "build-image.sh changed /var/lib/containers"
 mkdir "$LAB/oci"
 tar -xf "$LAB/image.tar" -C "$LAB/oci"
+# build-image.sh prints the reference the DaemonSet takes: the name without its tag, by manifest digest.
+digest=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"])' "$LAB/oci/index.json")
+grep -qx "localhost/gpuctk-installer@$digest" "$LAB/build.out" ||
+  e2e_fail "build-image.sh did not print localhost/gpuctk-installer@$digest: $(cat "$LAB/build.out")"
 
 # The OCI layout: index -> manifest -> config and layers (python3's json only; no skopeo/umoci needed).
 python3 - "$LAB/oci" "$LAB/layers" >"$LAB/oci.out" <<'PY' || e2e_fail "OCI layout: $(cat "$LAB/oci.out")"
@@ -78,7 +82,7 @@ runc run --bundle "$LAB/bundle" "$id" >"$LAB/version.out" 2>&1 </dev/null ||
 # The manifests.
 python3 -c 'import yaml' 2>/dev/null || e2e_skip "python3-yaml is not installed (image checked, manifests not)"
 python3 - "$deploy" <<'PY' || e2e_fail "manifests"
-import sys, yaml
+import re, sys, yaml
 deploy = sys.argv[1]
 docs = list(yaml.safe_load_all(open(deploy + "/gpuctk-installer.yaml")))
 kinds = [d["kind"] for d in docs]
@@ -89,6 +93,10 @@ assert ds["nodeSelector"] == {"nvidia.com/gpu.present": "true"}, ds["nodeSelecto
 assert ds["terminationGracePeriodSeconds"] >= 30
 (c,) = ds["containers"]
 assert c["securityContext"]["privileged"] is True
+# A privileged pod with the node's /: its image by digest (a placeholder that matches nothing until the
+# operator sets it), never pulled (Never: nothing answering for localhost can substitute one).
+assert re.fullmatch(r"localhost/gpuctk-installer@sha256:0{64}", c["image"]), c["image"]
+assert c["imagePullPolicy"] == "Never", c["imagePullPolicy"]
 assert c["args"] == ["install", "--host-root", "/host", "--runtime", "$(GPUCTK_RUNTIME)", "--watch", "60",
                      "--uninstall-on-exit"], c["args"]
 assert {"name": "GPUCTK_RUNTIME", "value": "containerd"} in c["env"], c["env"]
