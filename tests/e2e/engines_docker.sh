@@ -45,6 +45,7 @@ expected="docker: runtime \"nvidia\" ($shim) added$cdi_phrase; $d/daemon.json wr
 [ "$out" = "$expected" ] || e2e_fail "unexpected output of runtime configure: $out (want: $expected)"
 
 e2e_mounts_snapshot "$LAB/mountinfo.before"
+# shellcheck disable=SC2034  # the client e2e_dockerd_start uses: the fetched release's
 docker_cli=$engines_root/usr/bin/docker
 e2e_dockerd_start "$d" "$LAB/hookbin:$engines_root/usr/sbin:$engines_root/usr/bin"
 server=$("${DOCKER[@]}" version --format '{{.Server.Version}}') || e2e_fail "docker version failed"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Soak (not in the default suite; takes about an hour on two cores): CYCLES pods (default 1000), one after
-# another, through the kubelet stand-in on containerd 2.x (Debian unstable), set up as
+# Soak (not in the default suite; 1000 pods take about 9 minutes on two cores): CYCLES pods (default
+# 1000), one after another, through the kubelet stand-in on containerd 2.x (Debian unstable), set up as
 # tests/e2e/engines_containerd.sh sets it up, each pod running the real CUDA runtime's probe, the device
 # plugin's request forms taken in turn:
 #   CDI devices (GPU 0; MIG device 1:0), a cdi.k8s.io annotation (all), NVIDIA_VISIBLE_DEVICES=<uuid> and
