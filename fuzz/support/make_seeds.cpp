@@ -11,6 +11,8 @@
 //               compat layouts, and a three-entry cache in each layout
 //   proc_files  every fixture host's /proc files (devices, params, version, gpus/*/information,
 //               mig-minors cut to its first lines, capability files), its bus ids, driver library names
+//   cuda_compat_note  the CUDA compat libraries of tests/data/cuda_compat (NVIDIA's, with real notes), and
+//               every fixture host's libcuda files (ELF stubs without the note)
 //
 // Identical seeds of one target are written once. Exit status 0, or 1 with a message.
 #include <algorithm>
@@ -280,6 +282,14 @@ std::string first_lines(const std::string& text, size_t lines) {
   return pos == std::string::npos ? text : text.substr(0, pos);
 }
 
+void cuda_compat_seeds(Seeds& seeds) {
+  for (const auto& path : files_in(k_source_dir + "/tests/data/cuda_compat")) {
+    if (path.extension() != ".md") {
+      seeds.add("cuda_compat_note", path.filename().string(), read_or_throw(path));
+    }
+  }
+}
+
 void proc_file(Seeds& seeds, const std::string& name, ProcFile kind, const std::string& text) {
   seeds.add("proc_files", name, gpuctk::fuzz::proc_file_input(kind, text));
 }
@@ -315,8 +325,14 @@ void host_seeds(Seeds& seeds, const std::string& host_name) {
               gpuctk::fuzz::write_ld_cache(few, format));
   }
   for (const auto& entry : cache->entries) {
-    proc_file(seeds, "library-" + fs::path(entry.value).filename().string(), ProcFile::library_file_name,
-              fs::path(entry.value).filename().string());
+    const auto file_name = fs::path(entry.value).filename().string();
+    proc_file(seeds, "library-" + file_name, ProcFile::library_file_name, file_name);
+    // A fixture may model a dangling link (libcuda.so.1 without its library): only files that are there.
+    if (file_name.starts_with("libcuda.so")) {
+      if (auto bytes = gpuctk::read_file(host.driver_path(entry.value))) {
+        seeds.add("cuda_compat_note", host_name + "-" + file_name, *bytes);
+      }
+    }
   }
 
   const fs::path proc = host.dev_path("/proc");
@@ -371,6 +387,7 @@ int main(int argc, char** argv) {
     std::vector<cdi::Spec> apply_specs;
     cdi_seeds(seeds, apply_specs);
     apply_seeds(seeds, apply_specs);
+    cuda_compat_seeds(seeds);
     const auto hosts = gpuctk::fixture::list_hosts();
     if (!hosts) {
       throw std::runtime_error(hosts.error().message);
