@@ -56,13 +56,19 @@ class RunningDriver {
   std::optional<std::string> m_version;
 };
 
-// The driver version a generated spec was made for: the enable-cuda-compat hook's argument, else the
-// version suffix of the libcuda it mounts. Empty when the spec does not say.
+// The driver version a generated spec was made for: the enable-cuda-compat hook's argument (gpuctk writes
+// "--host-driver-version V", nvidia-ctk "--host-driver-version=V"), else the version suffix of the libcuda
+// it mounts. Empty when the spec does not say.
 std::string spec_driver_version(const cdi::Spec& spec) {
+  constexpr std::string_view flag = "--host-driver-version";
   for (const auto& hook : spec.container_edits.hooks) {
-    const auto it = std::ranges::find(hook.args, "--host-driver-version");
-    if (it != hook.args.end() && it + 1 != hook.args.end()) {
-      return *(it + 1);
+    for (auto it = hook.args.begin(); it != hook.args.end(); ++it) {
+      if (*it == flag && it + 1 != hook.args.end()) {
+        return *(it + 1);
+      }
+      if (it->starts_with(flag) && it->size() > flag.size() && (*it)[flag.size()] == '=') {
+        return it->substr(flag.size() + 1);
+      }
     }
   }
   for (const auto& mount : spec.container_edits.mounts) {

@@ -238,6 +238,29 @@ TEST_F(InjectTest, StaleSpecIsReplacedByAnInMemoryOne) {
   EXPECT_TRUE(has_mount(config, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"));
 }
 
+// nvidia-ctk writes the flag with its value in one argument (--host-driver-version=V): the same spec.
+TEST_F(InjectTest, StaleSpecNamingItsDriverAsNvidiaCtkDoesIsReplacedToo) {
+  install_spec("530.30.02");
+  const std::string path = m_cfg.spec_dirs[0] + "/nvidia.yaml";
+  auto spec = cdi::parse_spec(read_file(path).value(), cdi::Format::yaml);
+  ASSERT_TRUE(spec) << spec.error().message;
+  size_t rewritten = 0;
+  for (auto& hook : spec->container_edits.hooks) {
+    auto& args = hook.args;
+    if (const auto it = std::ranges::find(args, "--host-driver-version"); it != args.end()) {
+      *it += "=" + *(it + 1);
+      args.erase(it + 1);
+      ++rewritten;
+    }
+  }
+  ASSERT_EQ(rewritten, 1u);
+  ASSERT_TRUE(write_file_atomic(path, cdi::write_spec(*spec, cdi::Format::yaml), 0644));
+  auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0"});
+  auto result = inject(config);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(result->spec_source, "in-memory spec (driver 535.183.01)");
+}
+
 TEST_F(InjectTest, EveryInjectedHookHasAnExplicitEnvironment) {
   install_spec();
   auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=all"});
