@@ -15,7 +15,7 @@
 
 #include "util/fd.hpp"
 #include "util/file.hpp"
-#include "util/process.hpp"
+#include "util/process_support.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cgroup {
@@ -201,18 +201,10 @@ TEST(CgroupParse, FindThroughAHeldProcess) {
   } else {
     EXPECT_EQ(by_process.error().message, by_pid.error().message);
   }
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::pause();
-    ::_exit(0);
-  }
-  ASSERT_GT(pid, 0);
-  const auto held = Process::open(pid);
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  ASSERT_TRUE(held) << held.error().message;
-  EXPECT_EQ(find_device_cgroups(*held).error().message,
-            "read /proc/" + std::to_string(pid) + "/cgroup: No such process");
+  const auto gone = test::gone_process();
+  ASSERT_TRUE(gone.held) << gone.held.error().message;
+  EXPECT_EQ(find_device_cgroups(*gone.held).error().message,
+            "read /proc/" + std::to_string(gone.pid) + "/cgroup: No such process");
 }
 
 TEST(CgroupAllow, NoRulesTouchNothing) {

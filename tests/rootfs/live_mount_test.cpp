@@ -27,6 +27,7 @@
 #include "cdi/temp_dir.hpp"
 #include "rootfs/rootfs_test_support.hpp"
 #include "util/file.hpp"
+#include "util/process_support.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::rootfs {
@@ -989,21 +990,14 @@ TEST(LiveMountNamespace, EntersAnotherProcesssMountNamespace) {
 
 // A process held (util/process.hpp) that has gone since: never entered, whoever has its pid now.
 TEST(LiveMountNamespace, AProcessThatWentAwayIsNotEntered) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::pause();
-    ::_exit(0);
-  }
-  ASSERT_GT(pid, 0);
-  const auto held = Process::open(pid);
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  ASSERT_TRUE(held) << held.error().message;
+  const auto gone = test::gone_process();
+  ASSERT_TRUE(gone.held) << gone.held.error().message;
   const std::string outcome = test::in_child([&]() -> std::string {
-    const auto r = enter_mount_namespace(*held, this_root().value());
+    const auto r = enter_mount_namespace(*gone.held, this_root().value());
     return r ? "entered" : r.error().message;
   });
-  EXPECT_EQ(outcome, "enter the mount namespace of process " + std::to_string(pid) + ": No such process");
+  EXPECT_EQ(outcome,
+            "enter the mount namespace of process " + std::to_string(gone.pid) + ": No such process");
 }
 
 // A namespace whose root is a container's own, past pivot_root: the process itself is refused when its
@@ -1093,19 +1087,11 @@ TEST(LiveMountNamespace, AChildInANewUserNamespaceIsInAnother) {
 }
 
 TEST(LiveMountNamespace, UserNamespaceOfAProcessThatWentAwayIsAnError) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::pause();
-    ::_exit(0);
-  }
-  ASSERT_GT(pid, 0);
-  const auto held = Process::open(pid);
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  ASSERT_TRUE(held) << held.error().message;
-  const auto other = in_other_user_namespace(*held);
+  const auto gone = test::gone_process();
+  ASSERT_TRUE(gone.held) << gone.held.error().message;
+  const auto other = in_other_user_namespace(*gone.held);
   ASSERT_FALSE(other);
-  EXPECT_EQ(other.error().message, "stat /proc/" + std::to_string(pid) + "/ns/user: No such process");
+  EXPECT_EQ(other.error().message, "stat /proc/" + std::to_string(gone.pid) + "/ns/user: No such process");
 }
 
 }  // namespace

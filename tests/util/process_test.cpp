@@ -10,20 +10,10 @@
 #include <string>
 
 #include "util/file.hpp"
+#include "util/process_support.hpp"
 
 namespace gpuctk {
 namespace {
-
-// A pid that no process has: a child's, after it was reaped.
-pid_t gone_pid() {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return pid;
-}
 
 TEST(Process, ReadsTheFilesOfALiveProcess) {
   const auto self = Process::open(::getpid());
@@ -38,7 +28,7 @@ TEST(Process, ReadsTheFilesOfALiveProcess) {
 }
 
 TEST(Process, NoSuchProcessIsNamed) {
-  const pid_t pid = gone_pid();
+  const pid_t pid = test::gone_process().pid;
   EXPECT_EQ(Process::open(pid).error().message, "process " + std::to_string(pid) + ": No such process");
   EXPECT_EQ(Process::open(0).error().message, "process 0: No such process");
   EXPECT_EQ(Process::open(-1).error().message, "process -1: No such process");
@@ -47,20 +37,10 @@ TEST(Process, NoSuchProcessIsNamed) {
 // Once the process is gone (reaped: its pid free for another), what was held reads nothing: never the
 // files of whichever process gets the pid next.
 TEST(Process, AHeldProcessThatIsGoneReadsNothing) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::pause();
-    ::_exit(0);
-  }
-  ASSERT_GT(pid, 0);
-  const auto held = Process::open(pid);
-  ASSERT_TRUE(held) << held.error().message;
-  ASSERT_TRUE(held->read("cgroup", 1 << 20));
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_EQ(held->read("cgroup", 1 << 20).error().message,
-            "read /proc/" + std::to_string(pid) + "/cgroup: No such process");
+  const auto gone = test::gone_process();
+  ASSERT_TRUE(gone.held) << gone.held.error().message;
+  EXPECT_EQ(gone.held->read("cgroup", 1 << 20).error().message,
+            "read /proc/" + std::to_string(gone.pid) + "/cgroup: No such process");
 }
 
 }  // namespace
