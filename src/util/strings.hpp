@@ -1,6 +1,7 @@
 #pragma once
 // Small string helpers for parsers. Everything works on views and allocates only for results.
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -15,6 +16,11 @@ std::string_view trim(std::string_view text);
 
 // `text` split at every `separator`; empty pieces are kept ("a,,b" -> {"a", "", "b"}).
 std::vector<std::string_view> split(std::string_view text, char separator);
+// The pieces would point into a string destroyed at the end of the full expression (in a range-for
+// over split(read_file(...)), before the loop body runs): keep the string in a variable first.
+template <class String>
+  requires std::same_as<String, std::string>
+std::vector<std::string_view> split(String&& text, char separator) = delete;
 
 // The items (strings or views) with `separator` between them: join({"a", "b"}, ", ") -> "a, b".
 template <class Range>

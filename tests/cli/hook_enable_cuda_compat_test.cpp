@@ -51,7 +51,8 @@ class CliHookEnableCudaCompatTest : public ::testing::Test {
   [[nodiscard]] std::vector<std::string> logged(const std::string& level) const {
     std::vector<std::string> messages;
     const std::string marker = "] " + level + ": ";
-    for (const auto line : split(read_file(m_dir.path() + "/gpuctk.log").value_or(""), '\n')) {
+    const std::string log = read_file(m_dir.path() + "/gpuctk.log").value_or("");
+    for (const auto line : split(log, '\n')) {
       if (const auto at = line.find(marker); at != std::string_view::npos) {
         messages.emplace_back(line.substr(at + marker.size()));
       }

@@ -248,7 +248,8 @@ class EnableCudaCompatTest : public ::testing::Test {
   // The warnings logged so far, without time and pid.
   [[nodiscard]] std::vector<std::string> warnings() const {
     std::vector<std::string> out;
-    for (const auto line : split(read_file(m_log_path).value_or(""), '\n')) {
+    const std::string log = read_file(m_log_path).value_or("");
+    for (const auto line : split(log, '\n')) {
       if (const auto at = line.find("] warning: "); at != std::string_view::npos) {
         out.emplace_back(line.substr(at + 11));
       }

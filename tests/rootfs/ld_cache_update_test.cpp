@@ -222,7 +222,8 @@ TEST_P(LdCacheUpdateTest, AReadOnlyRootIsAnErrorAndLeavesNothing) {
 // (the loader takes the first entry of a SONAME it may load): "libz.so.1 (libc6,x86-64) => /x/libz.so.1".
 std::vector<std::string> cache_entries(const std::string& cache) {
   std::vector<std::string> out;
-  for (const auto line : split(print_cache(cache), '\n')) {
+  const std::string listing = print_cache(cache);
+  for (const auto line : split(listing, '\n')) {
     if (line.starts_with('\t')) {
       out.emplace_back(line.substr(1));
     }
