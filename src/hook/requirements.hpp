@@ -9,9 +9,10 @@
 // compares as a case-insensitive string and allows only `=` and `!=`. Property names are
 // case-insensitive. Operators: =, !=, <, <=, >, >= (longest match first, so `cuda>>12` is an error).
 //
-// Deliberately stricter than the reference, which silently skips unknown properties: an unknown
-// property, a missing operator, an empty value or a value that is not a version is an error naming
-// the variable, because a typo in a requirement should not quietly admit a container.
+// An unknown property, a missing operator, an empty value or a value that is not a version is an error
+// naming the variable, because a typo in a requirement should not quietly admit a container. NVIDIA's
+// prestart path fails the same way ("requirement error: invalid expression"); only its CSV mode skips
+// unknown properties.
 //
 // Evaluation: every requirement must hold (AND); a requirement holds when one of its alternatives
 // holds. `arch` and `brand` are per GPU: with several GPUs a constraint holds only if it holds for
