@@ -16,7 +16,8 @@ build_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev lib
 # generates its stubs with grpc_tools' protoc. musl-tools: musl-gcc and musl's loader for the musl
 # (Alpine-like) image of e2e.musl_podman.
 test_packages=(libc-bin python3 runc crun podman containerd docker.io busybox-static hyperfine util-linux
-  dpkg-dev lintian systemd buildah debootstrap python3-grpcio python3-grpc-tools musl-tools)
+  dpkg-dev lintian systemd buildah debootstrap python3-grpcio python3-grpc-tools musl-tools
+  python3-yaml)
 # fuzz/ (gcc has no libFuzzer): clang, libFuzzer and the ASan/UBSan runtimes (libclang-rt), and
 # llvm-symbolizer for readable stacks in crash reports (llvm-16).
 fuzz_packages=(clang-16 libclang-rt-16-dev llvm-16)

@@ -2,27 +2,35 @@
 # Command 2 of the README: installs what is missing, builds, and runs the whole test suite twice —
 # a warnings-as-errors build, then an AddressSanitizer + UndefinedBehaviorSanitizer build — with the lint
 # (clang-format, the layer rule, clang-tidy; scripts/lint.sh) in between, and then every fuzz target for a
-# short fixed time (scripts/fuzz.sh; GPUCTK_FUZZ_SECONDS each, default 25).
+# short fixed time (scripts/fuzz.sh; GPUCTK_FUZZ_SECONDS each, default 25). A test that skips fails the
+# run unless tests/skips.allow names it for that build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh test
 jobs=$(nproc)
 
+# A golden file is compared, never rewritten, in this run.
+unset GPUCTK_UPDATE_GOLDEN
+
+# run_suite DIR BUILD CMAKE_ARGS...: configure, build, run every test, then fail on any skip that
+# tests/skips.allow does not allow for BUILD (ctest counts a skip as a pass; scripts/check_skips.py).
 run_suite() {
-  local dir=$1
-  shift
+  local dir=$1 build=$2
+  shift 2
   cmake -S . -B "$dir" -DGPUCTK_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
-  ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+  rm -f "$dir/ctest-junit.xml"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" --output-junit ctest-junit.xml
+  python3 scripts/check_skips.py "$dir/ctest-junit.xml" tests/skips.allow "$build"
 }
 
 echo "== release build (warnings are errors)"
 # Prefix /usr: the .deb (tests/package/deb.sh) is packaged from this tree, whose binary names /usr/bin/gpuctk.
-run_suite build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_INSTALL_PREFIX=/usr
+run_suite build/ci release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_INSTALL_PREFIX=/usr
 echo "== lint"
 bash scripts/lint.sh build/ci
 echo "== ASan + UBSan build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_suite build/asan -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF
+  run_suite build/asan asan -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF
 echo "== fuzz targets (clang 16, libFuzzer + ASan + UBSan), ${GPUCTK_FUZZ_SECONDS:-25} s each"
 GPUCTK_BUILD_JOBS=$jobs bash scripts/fuzz.sh all "${GPUCTK_FUZZ_SECONDS:-25}"

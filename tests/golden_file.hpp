@@ -1,7 +1,8 @@
 #pragma once
 // Golden files: what a test produces, compared byte for byte with a file under tests/golden/. Paths that
 // depend on where a fixture was made are replaced first (the fixture root by "@ROOT@").
-// GPUCTK_UPDATE_GOLDEN=1 rewrites the golden file from what the test produced instead: read its diff!
+// GPUCTK_UPDATE_GOLDEN=1 rewrites a golden file that differs from what the test produced, and the test
+// still fails: read the diff, then run again.
 
 #include <gtest/gtest.h>
 
@@ -22,18 +23,21 @@ inline std::string replace_all(std::string text, std::string_view from, std::str
   return text;
 }
 
-// Success when `text` equals tests/golden/<relative> byte for byte (after rewriting it, with
-// GPUCTK_UPDATE_GOLDEN=1); otherwise a failure naming the file.
-inline ::testing::AssertionResult matches_golden(const std::string& relative, const std::string& text) {
-  const std::string golden = std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/" + relative;
+// Success when `text` equals tests/golden/<relative> byte for byte; otherwise a failure naming the file
+// and the first difference. With GPUCTK_UPDATE_GOLDEN=1 a file that differs is rewritten and the test
+// still fails (a run that rewrote a golden file is never green).
+inline ::testing::AssertionResult matches_golden_file(const std::string& golden, const std::string& text) {
+  auto expected = read_file(golden);
   if (const char* update = std::getenv("GPUCTK_UPDATE_GOLDEN");
-      update != nullptr && update == std::string("1")) {
+      update != nullptr && update == std::string("1") && (!expected || *expected != text)) {
+    // Rewritten, and still a failure: a run that changed a golden file must not pass.
     std::filesystem::create_directories(std::filesystem::path(golden).parent_path());
     if (auto written = write_file_atomic(golden, text, 0644); !written) {
       return ::testing::AssertionFailure() << written.error().message;
     }
+    return ::testing::AssertionFailure()
+           << "rewrote " << golden << ": read its diff, then run again without GPUCTK_UPDATE_GOLDEN";
   }
-  auto expected = read_file(golden);
   if (!expected) {
     return ::testing::AssertionFailure() << expected.error().message;
   }
@@ -55,6 +59,11 @@ inline ::testing::AssertionResult matches_golden(const std::string& relative, co
            << "\n(GPUCTK_UPDATE_GOLDEN=1 rewrites it; read the diff)";
   }
   return ::testing::AssertionSuccess();
+}
+
+// matches_golden_file of tests/golden/<relative>.
+inline ::testing::AssertionResult matches_golden(const std::string& relative, const std::string& text) {
+  return matches_golden_file(std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/" + relative, text);
 }
 
 }  // namespace gpuctk::test

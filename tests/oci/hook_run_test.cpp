@@ -6,7 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,8 +23,9 @@ std::string outcome(const Result<void>& result) {
   return result ? "ok" : result.error().message;
 }
 
-HookCommand shell(const std::string& script, std::vector<std::string> env = {}) {
-  return HookCommand{"/bin/sh", {"sh", "-c", script}, std::move(env), std::nullopt};
+HookCommand shell(const std::string& script, std::vector<std::string> env = {},
+                  std::optional<int> timeout = std::nullopt) {
+  return HookCommand{"/bin/sh", {"sh", "-c", script}, std::move(env), timeout};
 }
 
 // Each string followed by a NUL, as /proc/<pid>/cmdline and environ hold them.
@@ -153,24 +154,20 @@ TEST(HookRun, SignalsBlockedOrIgnoredHereAreDefaultInTheHook) {
   EXPECT_EQ(outcome(result), "hook /bin/sh: killed by signal 15");
 }
 
+// No wall-clock bound is asserted (a loaded machine stretches any): the outcome says the hook ran and was
+// killed for its timeout, and a hook that sleeps past it never finishes.
 TEST(HookRun, TimeoutKillsTheHook) {
-  HookCommand slow{"/bin/sleep", {"sleep", "5"}, {}, 1};
-  const auto start = std::chrono::steady_clock::now();
-  const auto result = run_hook(slow, k_state);
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  ASSERT_FALSE(result);
-  EXPECT_NE(result.error().message.find("timeout of 1 s"), std::string::npos) << result.error().message;
-  EXPECT_LT(elapsed, std::chrono::seconds(4)) << "the hook was not killed at its timeout";
-  EXPECT_GE(elapsed, std::chrono::milliseconds(900)) << "killed before its timeout";
+  test::TempDir temp;
+  const std::string out = temp.path() + "/trace";
+  const auto result = run_hook(
+      shell("echo started > \"$OUT\"; sleep 5; echo finished >> \"$OUT\"", {"OUT=" + out}, 1), k_state);
   // The text hook_run.hpp documents for a hook killed at its timeout.
-  EXPECT_EQ(result.error().message, "hook /bin/sleep: killed by signal 9 after its timeout of 1 s");
+  EXPECT_EQ(outcome(result), "hook /bin/sh: killed by signal 9 after its timeout of 1 s");
+  EXPECT_EQ(read_file(out).value_or("<none>"), "started\n");
 }
 
 TEST(HookRun, AHookWithinItsTimeoutSucceeds) {
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(outcome(run_hook(HookCommand{"/bin/true", {"true"}, {}, 5}, k_state)), "ok");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4))
-      << "a hook that exits at once must not wait for its timeout";
   EXPECT_EQ(outcome(run_hook(HookCommand{"/bin/sh", {"sh", "-c", "exit 7"}, {}, 5}, k_state)),
             "hook /bin/sh: exit status 7");
 }
