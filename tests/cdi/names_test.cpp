@@ -24,6 +24,9 @@ TEST(CdiNamesTest, VendorRules) {
   EXPECT_EQ(error_of(check_vendor("vendor.com-")), R"(vendor "vendor.com-" must end with a letter or digit)");
   EXPECT_EQ(error_of(check_vendor("ven/dor")),
             R"(vendor "ven/dor" contains "/"; only letters, digits, "_", "-" and "." are allowed)");
+  // ":" is a device name's (MIG "0:1"), never a vendor's: "a:b/gpu=0" would not parse back.
+  EXPECT_EQ(error_of(check_vendor("nvidia:com")),
+            R"(vendor "nvidia:com" contains ":"; only letters, digits, "_", "-" and "." are allowed)");
   EXPECT_EQ(error_of(check_vendor("a")),
             R"(vendor "a" is a single character, which crashes released CDI libraries (up to v1.1.0); )"
             "use at least two characters");
@@ -39,6 +42,8 @@ TEST(CdiNamesTest, ClassRules) {
   EXPECT_EQ(error_of(check_class("gpu_")), R"(class "gpu_" must end with a letter or digit)");
   EXPECT_EQ(error_of(check_class("foo/bar")),
             R"(class "foo/bar" contains "/"; only letters, digits, "_", "-" and "." are allowed)");
+  EXPECT_EQ(error_of(check_class("gpu:0")),
+            R"(class "gpu:0" contains ":"; only letters, digits, "_", "-" and "." are allowed)");
   EXPECT_EQ(error_of(check_class("")), "empty class");
 }
 

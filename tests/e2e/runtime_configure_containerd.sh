@@ -2,9 +2,10 @@
 # End to end for `gpuctk runtime configure --runtime containerd` with containerd 1.6 (Debian 12's) as the
 # consumer: the output of `containerd config default` (every path moved into the lab) is configured with
 # runtime "nvidia" (gpuctk-runtime) as the default runtime, and CDI on (which 1.6 ignores); containerd
-# starts with that file and its CRI plugin, which validates the runtimes table, loads; `containerd config dump` shows the runtime with our
-# BinaryName; a container run with that BinaryName as its runc sees GPU 0. A second configure changes
-# nothing; --remove gives back `containerd config default`'s bytes, and the dump no longer has the runtime.
+# starts with that file and its CRI plugin, which validates the runtimes table, loads; `containerd config
+# dump` shows the runtime with our BinaryName; a container run with that BinaryName as its runc sees GPU 0
+# and loads the driver's libcuda.so.1. A second configure changes nothing; --remove gives back
+# `containerd config default`'s bytes, and the dump no longer has the runtime.
 # Then the same file written in schema 1 (no version key, plugins by their short IDs, as containerd 1.x
 # before 1.3 wrote it) is configured with the command's default options: containerd 1.6 reads it, its CRI
 # plugin loads, the dump shows runtime "nvidia" with the default shim path as its BinaryName, and --remove
@@ -17,7 +18,7 @@ e2e_init
 e2e_cleanup_add "e2e_umount_under '$LAB'"
 command -v containerd >/dev/null && command -v ctr >/dev/null || e2e_skip "containerd is not installed"
 command -v runc >/dev/null || e2e_skip "runc is not installed"
-e2e_busybox_rootfs
+e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
 shim=$LAB/bin/gpuctk-runtime
 
@@ -92,10 +93,8 @@ name=gpuctk-e2e-configured-$$
 e2e_cleanup_add "kill -0 $containerd_pid && { ${CTR[*]} task kill -s KILL $name; ${CTR[*]} container rm $name; }"
 rootfs=$(e2e_rootfs_copy "$name")
 out=$("${CTR[@]}" run --rm --env NVIDIA_VISIBLE_DEVICES=0 --runc-binary "$binary" --rootfs "$rootfs" "$name" \
-  /bin/sh -c 'ls -l /dev/nvidia0 | while read -r mode _ _ _ major minor _; do echo "$mode $major $minor"; done' 2>&1) ||
-  e2e_fail "ctr run with the configured BinaryName failed: $out"
-e2e_expect_line "$out" "crw-rw-rw- 195, 0"
-echo "ok: a container run by the configured BinaryName sees /dev/nvidia0 (195:0)"
+  /bin/sh -c "$e2e_t4_probe" 2>&1) || e2e_fail "ctr run with the configured BinaryName failed: $out"
+e2e_check_t4_gpu0 "$out" "a container run by the configured BinaryName sees GPU 0 and loads libcuda.so.1"
 stop_containerd
 
 out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --remove 2>&1) ||

@@ -574,6 +574,29 @@ devices:
   EXPECT_FALSE(has_mount(config, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01")) << "still filtered";
 }
 
+// A file of the default kind's spec that the driver tables do not know (a library of a newer driver, a
+// hand edit) goes only with "all": no listed capability says the container needs it.
+TEST_F(InjectTest, AFileNoCapabilityClaimsGoesOnlyWithAll) {
+  discover::DiscoverOptions o{m_cfg.driver_root, m_cfg.dev_root, discover::Mode::proc, {}};
+  auto inv = discover::discover(o);
+  ASSERT_TRUE(inv) << inv.error().message;
+  auto spec = cdi::build_spec(*inv, cdi::BuildOptions{});
+  ASSERT_TRUE(spec);
+  const std::string unknown = "/usr/lib/x86_64-linux-gnu/libnvidia-future.so.535.183.01";
+  ASSERT_TRUE(write_file_atomic(m_cfg.driver_root + unknown, "", 0644));
+  spec->container_edits.mounts.push_back(
+      {m_cfg.driver_root + unknown, unknown, {"ro", "nosuid", "nodev", "bind"}});
+  ASSERT_TRUE(write_file_atomic(m_cfg.spec_dirs[0] + "/nvidia.yaml",
+                                cdi::write_spec(*spec, cdi::Format::yaml), 0644));
+  for (const std::string caps : {"utility", "compute,video,graphics,display,ngx", "all"}) {
+    auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=" + caps});
+    auto result = inject(config);
+    ASSERT_TRUE(result) << result.error().message;
+    EXPECT_EQ(has_mount(config, unknown), caps == "all") << caps;
+    EXPECT_TRUE(has_mount(config, "/lib/firmware/nvidia/535.183.01/gsp_tu10x.bin")) << caps;
+  }
+}
+
 // ---- the log -------------------------------------------------------------------------------------------
 
 TEST_F(InjectTest, ANewlineInAnAnnotationKeyCannotForgeALogLine) {
