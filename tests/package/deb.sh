@@ -57,6 +57,9 @@ for path in /usr/bin/gpuctk /usr/bin/gpuctk-runtime /usr/libexec/gpuctk/docker/n
   e2e_expect_line "$listed" "$path"
   [ -e "$path" ] || e2e_fail "$path is listed but missing"
 done
+grep -qx 'License: Apache-2.0' /usr/share/doc/gpuctk/copyright &&
+  grep -qF '/usr/share/common-licenses/Apache-2.0' /usr/share/doc/gpuctk/copyright ||
+  e2e_fail "the package's copyright file does not give the Apache-2.0 license"
 [ "$(readlink -f /usr/bin/gpuctk-runtime)" = /usr/bin/gpuctk ] || e2e_fail "/usr/bin/gpuctk-runtime does not reach /usr/bin/gpuctk"
 [ "$(readlink -f /usr/libexec/gpuctk/docker/nvidia-container-runtime-hook)" = /usr/bin/gpuctk ] ||
   e2e_fail "the docker hook link does not reach /usr/bin/gpuctk"
