@@ -528,10 +528,4 @@ void append(ContainerEdits& into, const ContainerEdits& from) {
   into.net_devices.insert(into.net_devices.end(), from.net_devices.begin(), from.net_devices.end());
 }
 
-ContainerEdits merge(const ContainerEdits& a, const ContainerEdits& b) {
-  ContainerEdits out = a;
-  append(out, b);
-  return out;
-}
-
 }  // namespace gpuctk::cdi

@@ -72,11 +72,9 @@ Result<HostNode> stat_host_node(const std::string& host_path);
 Result<void> apply_edits(nlohmann::ordered_json& config, const ContainerEdits& edits,
                          const StatNode& stat = stat_host_node);
 
-// `a` followed by `b`, the way the reference aggregates edits before one apply: every list is `a`'s
-// then `b`'s (no dedupe here; apply_edits handles duplicates), intelRdt is `b`'s when set, else `a`'s.
-// Callers merge a spec's spec-wide edits once, before that spec's first requested device.
-ContainerEdits merge(const ContainerEdits& a, const ContainerEdits& b);
-// merge in place: `from` added to the end of `into` (no copy of what `into` holds).
+// `from` added to the end of `into`, the way the reference aggregates edits before one apply: every list
+// is `into`'s then `from`'s (no dedupe here; apply_edits handles duplicates), intelRdt is `from`'s when
+// set, else `into`'s. Callers add a spec's spec-wide edits once, before that spec's first requested device.
 void append(ContainerEdits& into, const ContainerEdits& from);
 
 }  // namespace gpuctk::cdi

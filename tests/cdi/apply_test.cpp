@@ -608,9 +608,9 @@ TEST(ApplyConfig, RealPodmanConfigIsIdempotentAndKeepsItsAnnotations) {
   expect_idempotent(original, all_edits(), gpu_host());
 }
 
-// ---- merge --------------------------------------------------------------------------------------
+// ---- append -------------------------------------------------------------------------------------
 
-TEST(ApplyMerge, AppendsEveryListAndTheLastIntelRdtWins) {
+TEST(ApplyAppend, AppendsEveryListAndTheLastIntelRdtWins) {
   const ContainerEdits spec_wide{.env = {"A=1"},
                                  .device_nodes = {{.path = "/dev/nvidiactl"}},
                                  .hooks = {{.hook_name = "prestart", .path = "/x"}},
@@ -621,7 +621,8 @@ TEST(ApplyMerge, AppendsEveryListAndTheLastIntelRdtWins) {
                               .mounts = {{.host_path = "/h", .container_path = "/c"}},
                               .additional_gids = {44},
                               .net_devices = {{.host_interface_name = "a", .name = "b"}}};
-  const ContainerEdits merged = merge(spec_wide, device);
+  ContainerEdits merged = spec_wide;
+  append(merged, device);
   EXPECT_EQ(merged.env, (std::vector<std::string>{"A=1", "A=2"}));
   EXPECT_EQ(merged.device_nodes,
             (std::vector<DeviceNode>{{.path = "/dev/nvidiactl"}, {.path = "/dev/nvidia0"}}));
@@ -631,9 +632,11 @@ TEST(ApplyMerge, AppendsEveryListAndTheLastIntelRdtWins) {
   EXPECT_EQ(merged.net_devices, device.net_devices);
   ASSERT_TRUE(merged.intel_rdt);
   EXPECT_EQ(merged.intel_rdt->clos_id, "first");
-  const ContainerEdits later{.intel_rdt = IntelRdt{.clos_id = "second"}};
-  EXPECT_EQ(merge(merged, later).intel_rdt->clos_id, "second");
-  EXPECT_EQ(merge(ContainerEdits{}, ContainerEdits{}), ContainerEdits{});
+  append(merged, ContainerEdits{.intel_rdt = IntelRdt{.clos_id = "second"}});
+  EXPECT_EQ(merged.intel_rdt->clos_id, "second");
+  ContainerEdits empty;
+  append(empty, ContainerEdits{});
+  EXPECT_EQ(empty, ContainerEdits{});
 }
 
 }  // namespace
