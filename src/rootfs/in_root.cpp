@@ -24,7 +24,7 @@ constexpr int k_max_links = 40;
 
 using FdOrErrno = std::expected<UniqueFd, int>;
 
-// Whether openat2 is known to be missing (ENOSYS once seen: every later call walks).
+// Whether openat2 is known to be unusable here (see openat2_unusable): every later call walks.
 bool g_no_openat2 = false;
 
 FdOrErrno openat2_in_root(int root_fd, std::string_view path, int flags) {
@@ -130,11 +130,27 @@ FdOrErrno walk_in_root(int root_fd, std::string_view path, int flags, FollowLast
   return out;
 }
 
+// Whether openat2's error `err` says the call itself is unusable rather than the path: ENOSYS before
+// Linux 5.6, and EPERM or EINVAL from a seccomp filter that does not know the call (container engines'
+// default profiles did that before they allowed it; crun falls back on the same three). EPERM and EINVAL
+// can also be the path's own answer (an immutable file opened for writing), so they count only when
+// openat2 also refuses the root itself, which nothing else can.
+bool openat2_unusable(int err, int root_fd) {
+  if (err == ENOSYS) {
+    return true;
+  }
+  if (err != EPERM && err != EINVAL) {
+    return false;
+  }
+  auto probe = openat2_in_root(root_fd, ".", O_PATH | O_DIRECTORY);
+  return !probe && (probe.error() == ENOSYS || probe.error() == EPERM || probe.error() == EINVAL);
+}
+
 FdOrErrno resolve(const Root& root, std::string_view path, int flags, FollowLast follow) {
   const int all_flags = flags | (follow == FollowLast::no ? O_NOFOLLOW : 0);
   if (root.resolver() == Resolver::automatic && !g_no_openat2) {
     auto fd = openat2_in_root(root.fd(), path, all_flags);
-    if (fd || fd.error() != ENOSYS) {
+    if (fd || !openat2_unusable(fd.error(), root.fd())) {
       return fd;
     }
     g_no_openat2 = true;

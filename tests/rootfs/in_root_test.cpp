@@ -3,14 +3,17 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "rootfs/rootfs_test_support.hpp"
 #include "util/fd.hpp"
+#include "util/syscall_filter.hpp"
 
 namespace gpuctk::rootfs {
 namespace {
@@ -196,6 +199,39 @@ TEST_P(InRootTest, AbsoluteSymlinksResolveInsideTheRoot) {
   EXPECT_EQ(read_in_root("/abs-dir/passwd"), "container passwd\n");
   EXPECT_EQ(read_in_root("/host-file"),
             "error: /host-file in container root " + m_root_path + ": No such file or directory");
+}
+
+// A seccomp profile that does not know openat2 answers EPERM or EINVAL instead of ENOSYS (container
+// engines' default profiles did): the automatic resolver then walks, with the same answers, links still
+// resolved inside the root. A path's own EPERM stays its error (below: checked without a filter).
+TEST(InRootOpenat2, AFilterRefusingOpenat2MakesTheResolverWalk) {
+  test::TempDir temp;
+  const std::string root_path = temp.path() + "/rootfs";
+  write_host_file(root_path + "/etc/passwd", "container passwd\n");
+  write_host_file(temp.path() + "/etc/passwd", "host passwd\n");
+  make_host_link("/etc/passwd", root_path + "/abs-file");
+  make_host_link("../../../etc/passwd", root_path + "/up-file");
+  make_host_link(temp.path() + "/etc/passwd", root_path + "/host-file");
+  for (const int err : {ENOSYS, EPERM, EINVAL}) {
+    const auto outcome = test::run_under_filter({.failing = {{SYS_openat2, err}}}, [&] {
+      auto root = Root::open(root_path, Resolver::automatic);
+      if (!root) {
+        return 1;
+      }
+      for (const char* path : {"/abs-file", "/up-file"}) {
+        auto fd = open_in_root(*root, path, O_RDONLY, FollowLast::yes);
+        if (!fd || read_all(*fd) != "container passwd\n") {
+          return 2;
+        }
+      }
+      auto escape = open_in_root(*root, "/host-file", O_RDONLY, FollowLast::yes);
+      return escape ? 3 : 0;
+    });
+    if (outcome == test::FilterOutcome::unavailable) {
+      GTEST_SKIP() << "seccomp is not available here";
+    }
+    EXPECT_EQ(outcome, test::FilterOutcome::clean) << "openat2 failing with " << ::strerrordesc_np(err);
+  }
 }
 
 TEST_P(InRootTest, RelativeSymlinksResolveInsideTheRoot) {

@@ -5,6 +5,7 @@
 //   forbid_sync():        fsync, fdatasync, syncfs, sync, sync_file_range, openat with O_SYNC or O_DSYNC
 //   forbid_path_chown():  chown, lchown, fchownat, chmod, fchmodat - changing a file's owner or mode by path
 //                         (fchown and fchmod on an fd stay allowed)
+// or makes chosen calls fail with an errno (`failing`), as a seccomp profile that does not know them does.
 
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -18,6 +19,7 @@
 #include <csignal>
 #include <cstddef>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace gpuctk::test {
@@ -25,6 +27,8 @@ namespace gpuctk::test {
 struct SyscallFilter {
   std::vector<long> killed;      // system call numbers that kill the process
   bool kill_sync_opens = false;  // openat with O_DSYNC (O_SYNC includes it): every write a flush
+  // System call numbers that fail with an errno instead, as a profile that does not know them answers.
+  std::vector<std::pair<long, int>> failing{};
 };
 
 inline SyscallFilter forbid_sync() {
@@ -92,6 +96,11 @@ inline FilterOutcome run_under_filter(const SyscallFilter& filter, const std::fu
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
     };
+    for (const auto& [nr, err] : filter.failing) {
+      program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<unsigned>(nr), 0, 1));
+      program.push_back(
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<unsigned>(err) & SECCOMP_RET_DATA)));
+    }
     for (const long nr : filter.killed) {
       program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<unsigned>(nr), 0, 1));
       program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
