@@ -14,6 +14,7 @@
 
 #include "util/fd.hpp"
 #include "util/file.hpp"
+#include "util/mountinfo.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cgroup {
@@ -105,24 +106,6 @@ Result<ProcessCgroups> parse_proc_cgroup(std::string_view text, std::string_view
   return found;
 }
 
-// A mountinfo path field with its octal escapes (\040 space, \011 tab, \012 newline, \134 backslash)
-// decoded.
-std::string unescape_mount_path(std::string_view field) {
-  std::string out;
-  out.reserve(field.size());
-  for (size_t i = 0; i < field.size(); ++i) {
-    const auto octal = [&](size_t at) { return at < field.size() && field[at] >= '0' && field[at] <= '7'; };
-    if (field[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
-      out +=
-          static_cast<char>(((field[i + 1] - '0') << 6) | ((field[i + 2] - '0') << 3) | (field[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += field[i];
-    }
-  }
-  return out;
-}
-
 struct CgroupMount {
   std::string root;         // the directory of the hierarchy the mount shows ("/" for all of it)
   std::string mount_point;  // where, in the caller's mount namespace
@@ -155,28 +138,14 @@ struct CgroupMounts {
   std::optional<CgroupMount> unified;  // the first "cgroup2"
 };
 
-Result<CgroupMounts> parse_mountinfo(std::string_view text, std::string_view name) {
-  GPUCTK_TRY_ASSIGN(const auto lines, bounded_lines(text, name, k_max_mountinfo_size));
+Result<CgroupMounts> cgroup_mounts(std::string_view text, std::string_view name) {
+  GPUCTK_TRY_ASSIGN(auto table, parse_mountinfo(text, name));
   CgroupMounts mounts;
-  for (size_t n = 0; n < lines.size(); ++n) {
-    if (lines[n].empty()) {
-      continue;
-    }
-    // "ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER-OPTIONS"
-    const std::vector<std::string_view> fields = split(lines[n], ' ');
-    size_t dash = 6;
-    while (dash < fields.size() && fields[dash] != "-") {
-      ++dash;
-    }
-    if (dash + 3 >= fields.size()) {
-      return fail(std::string(name) + " line " + std::to_string(n + 1) +
-                  ": not a mountinfo line: " + quote(lines[n]));
-    }
-    const std::string_view fstype = fields[dash + 1];
-    const bool devices = fstype == "cgroup" && lists(fields[dash + 3], "devices");
-    const bool unified = fstype == "cgroup2" && !mounts.unified;
+  for (auto& entry : table) {
+    const bool devices = entry.fstype == "cgroup" && lists(entry.super_options, "devices");
+    const bool unified = entry.fstype == "cgroup2" && !mounts.unified;
     if (devices || unified) {
-      CgroupMount mount{unescape_mount_path(fields[3]), unescape_mount_path(fields[4])};
+      CgroupMount mount{std::move(entry.root), std::move(entry.mount_point)};
       if (devices) {
         mounts.devices.push_back(std::move(mount));
       } else {
@@ -190,7 +159,7 @@ Result<CgroupMounts> parse_mountinfo(std::string_view text, std::string_view nam
 Result<DeviceCgroups> parse_named(std::string_view proc_cgroup, std::string_view cgroup_name,
                                   std::string_view mountinfo, std::string_view mountinfo_name) {
   GPUCTK_TRY_ASSIGN(ProcessCgroups process, parse_proc_cgroup(proc_cgroup, cgroup_name));
-  GPUCTK_TRY_ASSIGN(const CgroupMounts mounts, parse_mountinfo(mountinfo, mountinfo_name));
+  GPUCTK_TRY_ASSIGN(const CgroupMounts mounts, cgroup_mounts(mountinfo, mountinfo_name));
   DeviceCgroups found;
   // A process in a hierarchy's root cgroup has no cgroup of its own there: the root's device access is
   // the whole host's (v1: it allows everything and cannot be changed; v2: a program there would filter

@@ -26,10 +26,9 @@ struct DeviceCgroups {
   std::string v2_dir;  // the unified (cgroup2) directory of the process, when cgroup2 is mounted
 };
 
-// The most bytes read of /proc/<pid>/cgroup and of /proc/self/mountinfo, and the longest line of either.
-// mountinfo gets more room: a host with many containers has thousands of mounts.
+// The most bytes read of /proc/<pid>/cgroup, and its longest line; mountinfo has its own bounds
+// (util/mountinfo.hpp: a host with many containers has thousands of mounts).
 inline constexpr size_t k_max_proc_cgroup_size = size_t{1} << 20;
-inline constexpr size_t k_max_mountinfo_size = size_t{16} << 20;
 inline constexpr size_t k_max_line_size = size_t{64} << 10;
 
 // Pure: from the text of /proc/<pid>/cgroup and of /proc/self/mountinfo (the caller's, host view).
@@ -40,10 +39,10 @@ inline constexpr size_t k_max_line_size = size_t{64} << 10;
 // of the devices hierarchy, the first whose root holds the cgroup path counts (they all show the same
 // directories). Octal escapes of mountinfo (\040) are decoded.
 // Errors (prefixed "/proc/<pid>/cgroup" or "/proc/self/mountinfo"): a malformed line, a line longer than
-// k_max_line_size, text over its bound, a cgroup path that is not absolute or has "." or ".."
-// components (a process in another cgroup namespace), a devices line with no devices mount or with a
-// path outside every such mount's root, the "0::" path outside the cgroup2 mount's root, and a cgroup
-// list with neither a devices line nor a "0::" line. No cgroup2 mount is not an error: v2_dir is "".
+// its bound (k_max_line_size, k_max_mountinfo_line), text over its bound, a cgroup path that is not absolute
+// or has "." or ".." components (a process in another cgroup namespace), a devices line with no devices mount
+// or with a path outside every such mount's root, the "0::" path outside the cgroup2 mount's root, and a
+// cgroup list with neither a devices line nor a "0::" line. No cgroup2 mount is not an error: v2_dir is "".
 // A process in the root cgroup of a hierarchy ("/") gets "" for it: the root is the whole host's, never a
 // container's own (v1 root allows everything; a v2 program there would filter every process).
 Result<DeviceCgroups> parse_device_cgroups(std::string_view proc_cgroup, std::string_view mountinfo);

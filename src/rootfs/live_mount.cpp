@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "util/file.hpp"
+#include "util/mountinfo.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::rootfs {
@@ -93,25 +94,6 @@ Result<uint64_t> mount_id(int fd, int proc_dir) {
     }
   }
   return fail("/proc/self/fdinfo/" + std::to_string(fd) + ": no mnt_id");
-}
-
-// A mountinfo field with its octal escapes (\040 for a space) decoded.
-std::string unescape_mountinfo(std::string_view field) {
-  std::string out;
-  out.reserve(field.size());
-  for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size()) {
-      const auto digits = field.substr(i + 1, 3);
-      unsigned value = 0;
-      if (std::from_chars(digits.data(), digits.data() + 3, value, 8).ec == std::errc{} && value < 256) {
-        out += static_cast<char>(value);
-        i += 3;
-        continue;
-      }
-    }
-    out += field[i];
-  }
-  return out;
 }
 
 // What `st` is, for messages: "a directory", "a regular file", "a character device 195:0".
@@ -298,7 +280,7 @@ Result<bool> in_other_user_namespace(const Process& process) {
 }
 
 Result<MountTable> MountTable::read(int proc_dir) {
-  GPUCTK_TRY_ASSIGN(const auto text, read_proc(proc_dir, "self/mountinfo", 64 << 20));
+  GPUCTK_TRY_ASSIGN(const auto text, read_proc(proc_dir, "self/mountinfo", k_max_mountinfo_size));
   GPUCTK_TRY_ASSIGN(auto table, parse(text));
   table.m_live = true;
   table.m_proc_dir = proc_dir;
@@ -306,27 +288,11 @@ Result<MountTable> MountTable::read(int proc_dir) {
 }
 
 Result<MountTable> MountTable::parse(std::string_view mountinfo_text) {
+  GPUCTK_TRY_ASSIGN(auto mounts, parse_mountinfo(mountinfo_text, "/proc/self/mountinfo"));
   MountTable table;
-  for (const auto line : split(mountinfo_text, '\n')) {
-    if (line.empty()) {
-      continue;
-    }
-    // id parent major:minor root mount-point options [optional fields...] - fstype source super-options
-    const auto fields = split(line, ' ');
-    if (fields.size() < 10 || std::ranges::find(fields, std::string_view("-")) == fields.end()) {
-      return fail("mountinfo: malformed line " + quote(line));
-    }
-    uint64_t id = 0;
-    if (std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), id).ec != std::errc{}) {
-      return fail("mountinfo: malformed mount id in " + quote(line));
-    }
-    Entry entry{unescape_mountinfo(fields[4]), {}};
-    for (size_t i = 6; i < fields.size() && fields[i] != "-"; ++i) {
-      if (fields[i].starts_with("shared:")) {
-        entry.peer_group = std::string(fields[i].substr(7));
-      }
-    }
-    table.m_mounts.insert_or_assign(id, std::move(entry));
+  for (auto& mount : mounts) {
+    table.m_mounts.insert_or_assign(mount.id,
+                                    Entry{std::move(mount.mount_point), std::move(mount.peer_group)});
   }
   return table;
 }

@@ -15,6 +15,7 @@
 
 #include "util/fd.hpp"
 #include "util/file.hpp"
+#include "util/mountinfo.hpp"
 #include "util/process_support.hpp"
 #include "util/strings.hpp"
 
@@ -158,7 +159,7 @@ TEST(CgroupParse, InputIsBounded) {
   const std::string big(k_max_proc_cgroup_size + 1, '\n');
   EXPECT_EQ(parsed(big, k_v2_mountinfo), "error: /proc/<pid>/cgroup: larger than 1048576 bytes");
   const std::string big_mountinfo(k_max_mountinfo_size + 1, '\n');
-  EXPECT_EQ(parsed("0::/\n", big_mountinfo), "error: /proc/self/mountinfo: larger than 16777216 bytes");
+  EXPECT_EQ(parsed("0::/\n", big_mountinfo), "error: /proc/self/mountinfo: larger than 67108864 bytes");
 }
 
 TEST(CgroupParse, FindReadsProcFiles) {

@@ -320,12 +320,12 @@ TEST(LiveMountTable, MalformedLinesAreErrors) {
   const auto short_line =
       MountTable::parse("22 1 0:21 / /proc rw,nosuid shared:12 - proc proc rw\ngarbage\n");
   ASSERT_FALSE(short_line);
-  EXPECT_EQ(short_line.error().message, "mountinfo: malformed line \"garbage\"");
+  EXPECT_EQ(short_line.error().message, "/proc/self/mountinfo line 2: not a mountinfo line: \"garbage\"");
 
   const auto bad_id = MountTable::parse("x22 1 0:21 / /proc rw,nosuid - proc proc rw\n");
   ASSERT_FALSE(bad_id);
   EXPECT_EQ(bad_id.error().message,
-            "mountinfo: malformed mount id in \"x22 1 0:21 / /proc rw,nosuid - proc proc rw\"");
+            "/proc/self/mountinfo line 1: bad mount id in \"x22 1 0:21 / /proc rw,nosuid - proc proc rw\"");
 
   // Empty lines (the final newline) are fine.
   EXPECT_TRUE(MountTable::parse(""));
