@@ -1,7 +1,7 @@
 #pragma once
 // Applying CDI container edits to an OCI runtime config (config.json) held as a JSON DOM.
 //
-// The rules are those of the reference library's ContainerEdits.Apply (cdi-spec.md §3.2–3.3), in its
+// The rules are those of the CDI library's ContainerEdits.Apply (pkg/cdi/container-edits.go), in its
 // order: env, device nodes (+ cgroup rules), netDevices, mounts (+ sort), hooks, intelRdt,
 // additionalGids. Deliberate choices where the reference differs between releases or is not
 // idempotent:

@@ -2,7 +2,7 @@
 // CDI name syntax: the vendor and class of a spec's `kind`, device names, and qualified device names
 // "vendor/class=name" (how runtimes, annotations and our hook request devices).
 //
-// Rules of the reference library (cdi-spec §2.2-2.4), with one deliberate extra: a one-character
+// Rules of the CDI library (pkg/parser/parser.go), with one deliberate extra: a one-character
 // vendor or class is rejected, because every released CDI library up to v1.1.0 crashes on it.
 // Version-dependent syntax (a "." in the class needs 0.6.0, a digit-first device name 0.5.0) is not
 // checked here; cdi/version.hpp turns it into a minimum cdiVersion.

@@ -1,7 +1,7 @@
 #pragma once
 // CDI spec directories: which qualified device names resolve, and to which spec file.
 //
-// Mirrors how CDI runtimes read their spec directories (cdi-spec §4):
+// Mirrors how CDI runtimes read their spec directories (the CDI library's pkg/cdi/cache.go):
 //  - each directory is read non-recursively; only regular files (symlinks followed) named *.json or
 //    *.yaml are read ("*.yml" is ignored, as runtimes ignore it), in name order;
 //  - a missing directory is skipped silently; an unreadable one is an error;

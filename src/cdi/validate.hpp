@@ -1,5 +1,5 @@
 #pragma once
-// Validation of a parsed spec against the CDI rules (reference library, cdi-spec §2), reporting every
+// Validation of a parsed spec against the CDI rules (SPEC.md and the CDI library), reporting every
 // problem rather than the first.
 //
 // Where we are stricter than the reference library, on purpose:
@@ -9,7 +9,8 @@
 //  - a one-character vendor or class is rejected (released libraries crash on it);
 //  - `permissions: none` is rejected (accepted only by unreleased library code);
 //  - `type: u` needs a major (injection can never stat a "u" node);
-//  - annotation keys are checked (runtimes skip the check by accident, see §2.10);
+//  - annotation keys are checked (the library's check is a no-op when runtimes load specs: it is given a
+//    map[string]string and acts only on map[string]interface{});
 //  - enableCMT/enableMBM in a spec declaring 1.1.0 or later (no released library accepts both).
 
 #include <string>

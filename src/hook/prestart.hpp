@@ -25,7 +25,8 @@
 // not added; both are logged. Edits that would be wrong to leave out (netDevices, intelRdt, hooks of
 // stages that have passed or run elsewhere: startContainer, poststart, poststop) are errors.
 // Every mount is made inside the container's mount namespace, whose root is at prestart still the host
-// path of its root filesystem (no pivot_root yet: real-runtimes.md §2); a shared mount point is refused
+// path of its root filesystem (no pivot_root yet: runc and crun run these hooks before it, with the
+// states of tests/oci/state_test.cpp); a shared mount point is refused
 // so that nothing propagates back to the host. A container past that point (its process's root, or its
 // namespace's, is not the host's: a hook run late, a namespace joined from another container) is
 // refused before anything changes, and so is a state whose status is not "creating" or "created". The

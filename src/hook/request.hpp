@@ -1,7 +1,7 @@
 #pragma once
 // What a container asks for: the GPU request read from its OCI config.json (pure logic, no I/O).
 //
-// Sources, in order of precedence (product.md, "Request protocol the hook must honour"):
+// Sources, in order of precedence (docs/architecture.md, "The request protocol"):
 //  1. annotations whose key starts with one of `annotation_prefixes` ("cdi.k8s.io/..."): a comma list of
 //     fully qualified CDI names; keys are read in sorted order;
 //  2. volume mounts (only with `accept_volume_mounts`): `/dev/null` mounted on
@@ -24,8 +24,8 @@
 // When the result is not a GPU container, nothing else is read: no other variable can cause an error.
 //
 // Everything here comes from the container (or from a pod spec anyone who can create pods writes), so
-// it is bounded and parsed in linear time (product.md, security rule 7): the limits below are errors that
-// name the limit and the variable or annotation, never silent truncation.
+// it is bounded and parsed in linear time (docs/architecture.md, security rule 11): the limits below are
+// errors that name the limit and the variable or annotation, never silent truncation.
 
 #include <cstddef>
 #include <string>

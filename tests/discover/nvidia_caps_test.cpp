@@ -7,7 +7,7 @@ namespace {
 
 // /proc/driver/nvidia-caps/mig-minors as the driver writes it: config 1, monitor 2, then for each of 32
 // GPU minors and 15 GPU instances the GI's access line followed by its 8 compute instances, numbered on
-// from 3 (libnvidia-container.md §5.1).
+// from 3 (the driver's nvidia-caps numbering).
 std::string full_mig_minors() {
   std::string text = "config 1\nmonitor 2\n";
   uint32_t minor = 3;

@@ -120,8 +120,8 @@ PY
   echo "$bundle"
 }
 
-# Podman with all state under $LAB and the settings these machines need (see the runtime notes:
-# no CAP_SYS_RESOURCE, so explicit ulimits; no systemd, so cgroupfs and file events).
+# Podman with all state under $LAB and the settings CI machines need (no CAP_SYS_RESOURCE, so explicit
+# ulimits; no systemd, so cgroupfs and file events).
 e2e_podman_init() {
   command -v podman >/dev/null || e2e_skip "podman is not installed"
   PODMAN=(podman --root "$LAB/podman/root" --runroot "$LAB/podman/runroot" --cgroup-manager=cgroupfs

@@ -30,7 +30,7 @@ TEST(OciRuntimeArgs, ContainerdCreate) {
   EXPECT_TRUE(args.creates_container());
 }
 
-// conmon as started by podman 4.3 (real-runtimes.md §5).
+// conmon as started by podman 4.3 (Debian 12), verbatim.
 TEST(OciRuntimeArgs, PodmanCreate) {
   const std::string userdata = "/var/lib/containers/storage/overlay-containers/bdc6/userdata";
   const auto args =

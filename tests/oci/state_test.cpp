@@ -10,7 +10,7 @@ std::string error_of(std::string_view json) {
   return result ? "parsed" : result.error().message;
 }
 
-// Verbatim from runc 1.1.5 at prestart (real-runtimes.md §2).
+// Verbatim from runc 1.1.5 at prestart (Debian 12).
 TEST(OciState, RuncPrestart) {
   const auto state = parse_state(
       R"({"ociVersion":"1.0.2-dev","id":"h-runc","status":"creating","pid":8808,"bundle":"/lab/bundle-hooks",)"
