@@ -568,6 +568,15 @@ Result<void> add_extras(cdi::ContainerEdits& edits, const nlohmann::ordered_json
   return {};
 }
 
+// Whether a constraint of the request is about `property` ("brand", "arch").
+bool wants(const Request& request, std::string_view property) {
+  return std::ranges::any_of(request.requirements, [&](const Requirement& r) {
+    return std::ranges::any_of(r.any_of, [&](const std::vector<Constraint>& all) {
+      return std::ranges::any_of(all, [&](const Constraint& c) { return c.property == property; });
+    });
+  });
+}
+
 Result<void> check_host_requirements(const Request& request, const Config& cfg, RunningDriver& driver) {
   if (request.requirements.empty()) {
     return {};
@@ -575,18 +584,26 @@ Result<void> check_host_requirements(const Request& request, const Config& cfg, 
   HostFacts facts;
   facts.driver_version = driver.version();
   facts.cuda_version = cuda_version_for_driver(facts.driver_version);
-  // GPU brands cost a read per GPU: only when a constraint asks for one.
-  const bool wants_brand = std::ranges::any_of(request.requirements, [](const Requirement& r) {
-    return std::ranges::any_of(r.any_of, [](const std::vector<Constraint>& all) {
-      return std::ranges::any_of(all, [](const Constraint& c) { return c.property == "brand"; });
-    });
-  });
+  // GPU brands cost a read per GPU, compute capabilities an NVML load: only when a constraint asks.
   const std::string gpus_dir = discover::under_root(cfg.dev_root, "/proc/driver/nvidia/gpus");
-  if (auto gpus = wants_brand ? discover::list_dir(gpus_dir) : Result<std::vector<discover::DirEntry>>{}) {
+  if (auto gpus = wants(request, "brand") ? discover::list_dir(gpus_dir)
+                                          : Result<std::vector<discover::DirEntry>>{}) {
     for (const auto& entry : *gpus) {
       if (auto info =
               read_parsed(gpus_dir + "/" + entry.name + "/information", discover::parse_gpu_information)) {
         facts.brands.push_back(brand_for_model(info->model));
+      }
+    }
+  }
+  // Compute capabilities come only from NVML, loaded only for an arch constraint; without NVML (or
+  // with one that cannot say) the facts stay unknown and the constraint fails as unknown.
+  if (wants(request, "arch")) {
+    if (auto inventory = discover::discover({cfg.driver_root, cfg.dev_root, discover::Mode::nvml, {}})) {
+      for (const auto& gpu : inventory->gpus) {
+        if (gpu.compute_capability) {
+          facts.archs.push_back(std::to_string(gpu.compute_capability->major) + "." +
+                                std::to_string(gpu.compute_capability->minor));
+        }
       }
     }
   }

@@ -296,6 +296,19 @@ TEST_F(InjectTest, RequirementsAreCheckedAgainstTheHost) {
             "unsatisfied requirement NVIDIA_REQUIRE_BRAND=\"brand=geforce\": host GPU brand is tesla");
 }
 
+// arch compares the GPUs' compute capability, which only NVML knows (the T4's is 7.5).
+TEST_F(InjectTest, ArchRequirementsAreCheckedAgainstNvml) {
+  install_spec();
+  auto turing = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_ARCH=arch>=7.5,arch<8.0"});
+  auto ok = inject(turing);
+  EXPECT_TRUE(ok) << ok.error().message;
+  auto ampere = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_ARCH=arch>=8.0"});
+  auto refused = inject(ampere);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            "unsatisfied requirement NVIDIA_REQUIRE_ARCH=\"arch>=8.0\": host GPU architecture is 7.5");
+}
+
 TEST_F(InjectTest, MigDevicesByIndexAndUuidOnTheDgx) {
   materialise("dgx-a100");
   install_spec();
