@@ -21,10 +21,6 @@ using discover::MigDevice;
 // the container's mounts from propagating back to the host. IPC files: see spec_builder.hpp.
 const std::vector<std::string> k_file_options{"ro", "nosuid", "nodev", "rbind", "rprivate"};
 
-// Every hook we write carries this explicit environment: a hook must never inherit the container's
-// (an image's LD_PRELOAD would run inside the privileged hook, CVE-2025-23266).
-const std::vector<std::string> k_hook_env{"GPUCTK_DEBUG=false"};
-
 constexpr std::string_view k_all_hooks[] = {k_hook_create_symlinks, k_hook_enable_cuda_compat,
                                             k_hook_update_ldcache, k_hook_disable_device_node_modification};
 

@@ -23,6 +23,11 @@ enum class NameStrategy {
 // Parses "index", "uuid", "type-index".
 Result<NameStrategy> parse_name_strategy(std::string_view text);
 
+// The explicit environment of every hook a generated spec holds (NVIDIA's, AMD's, Intel's): a hook must
+// never inherit the container's (an image's LD_PRELOAD would run inside the privileged hook,
+// CVE-2025-23266).
+inline const std::vector<std::string> k_hook_env{"GPUCTK_DEBUG=false"};
+
 // The createContainer hooks a generated spec can carry (each a `gpuctk hook <name>` subcommand).
 inline constexpr std::string_view k_hook_create_symlinks = "create-symlinks";
 inline constexpr std::string_view k_hook_enable_cuda_compat = "enable-cuda-compat";

@@ -26,10 +26,6 @@ constexpr VendorRow k_vendors[] = {
     {GpuVendor::intel, "intel"},    // intel.com/gpu: DRM nodes, by-path links
 };
 
-// The same explicit environment spec_builder gives every hook it writes: a hook never inherits the
-// container's (an image's LD_PRELOAD would run inside it, CVE-2025-23266).
-const std::vector<std::string> k_hook_env{"GPUCTK_DEBUG=false"};
-
 std::string_view vendor_label(DrmVendor vendor) {
   return vendor == DrmVendor::amd ? "AMD" : "Intel";
 }
