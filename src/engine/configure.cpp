@@ -118,14 +118,6 @@ Result<bool> exists(const std::string& path) {
   return fail_errno("stat " + path, errno);
 }
 
-std::string parent_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) {
-    return ".";
-  }
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // Deletes `path` (nothing to do when it is missing), durably: the directory is synced after the unlink.
 Result<void> remove_file(const std::string& path) {
   if (::unlink(path.c_str()) != 0) {
@@ -134,7 +126,7 @@ Result<void> remove_file(const std::string& path) {
     }
     return fail_errno("remove " + path, errno);
   }
-  const UniqueFd dir(::open(parent_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const UniqueFd dir(::open(parent_path(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir) {
     ::fsync(dir.get());
   }
@@ -144,11 +136,11 @@ Result<void> remove_file(const std::string& path) {
 // The file's directory, made when it is missing but its own parent exists: a host with no CRI-O drop-in
 // directory yet, or no /etc/docker. Nothing deeper: a mistyped path stays an error.
 Result<void> make_directory_of(const std::string& path) {
-  const std::string dir = parent_of(path);
+  const std::string dir = parent_path(path);
   if (::mkdir(dir.c_str(), 0755) != 0) {
     return errno == EEXIST ? Result<void>{} : fail_errno("create directory " + dir, errno);
   }
-  const UniqueFd parent(::open(parent_of(dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const UniqueFd parent(::open(parent_path(dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (parent) {
     ::fsync(parent.get());
   }
@@ -289,7 +281,7 @@ StateFiles state_files(Engine engine, const std::string& path) {
   // CRI-O reads every file below its drop-in directory (pkg/config: filepath.Walk, no name filter).
   if (engine == Engine::crio && dir.size() > 1 &&
       std::string_view(dir).substr(0, dir.size() - 1).ends_with(".d")) {
-    dir = parent_of(dir.substr(0, dir.size() - 1));
+    dir = parent_path(dir.substr(0, dir.size() - 1));
     if (!dir.ends_with('/')) {
       dir += '/';
     }

@@ -20,11 +20,6 @@ namespace {
 // The largest file put_file compares with (gpuctk with debug info is under 100 MiB).
 constexpr size_t k_max_compared = size_t{512} << 20;
 
-std::string parent_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == 0 || slash == std::string::npos ? std::string("/") : path.substr(0, slash);
-}
-
 // lstat that tells "missing" (nullopt) from an error.
 Result<std::optional<struct stat>> lstat_path(const std::string& path) {
   struct stat st {};
@@ -121,7 +116,7 @@ Result<void> make_dirs(const std::string& dir) {
     return {};
   }
   if (dir != "/") {
-    GPUCTK_TRY(make_dirs(parent_of(dir)));
+    GPUCTK_TRY(make_dirs(parent_path(dir)));
   }
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return fail_errno("mkdir " + dir, errno);
@@ -138,7 +133,7 @@ Result<Change> put_file(const std::string& path, std::string_view bytes, mode_t 
       return Change::unchanged;
     }
   }
-  GPUCTK_TRY(make_dirs(parent_of(path)));
+  GPUCTK_TRY(make_dirs(parent_path(path)));
   GPUCTK_TRY(write_file_atomic(path, bytes, mode));
   return Change::changed;
 }
@@ -163,7 +158,7 @@ Result<Change> put_symlink(const std::string& target, const std::string& link) {
       return Change::unchanged;
     }
   }
-  GPUCTK_TRY(make_dirs(parent_of(link)));
+  GPUCTK_TRY(make_dirs(parent_path(link)));
   // A fresh name beside the link, then rename: the link is replaced in one step, never missing.
   const std::string temp = link + "." + std::to_string(std::random_device{}()) + ".tmp";
   if (::symlink(target.c_str(), temp.c_str()) != 0) {

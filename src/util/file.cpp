@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "util/fd.hpp"
+#include "util/path.hpp"
 
 namespace gpuctk {
 
@@ -36,14 +37,6 @@ class TempFile {
   UniqueFd m_fd;
   bool m_committed = false;
 };
-
-std::string parent_dir(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) {
-    return ".";
-  }
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
 
 std::string base_name(const std::string& path) {
   const auto slash = path.rfind('/');
@@ -135,7 +128,7 @@ Result<std::string> read_file_nofollow(const std::string& path, size_t max_size)
 
 Result<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode,
                                Durability durability, std::optional<FileOwner> owner) {
-  const std::string dir_path = parent_dir(path);
+  const std::string dir_path = parent_path(path);
   const std::string name = base_name(path);
   const auto write_error = [&](std::string_view step) {
     return fail_errno("write " + path + ": " + std::string(step), errno);

@@ -45,4 +45,12 @@ std::string clean_absolute_path(std::string_view path, std::string_view base) {
   return clean_path(full.string());
 }
 
+std::string parent_path(std::string_view path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string_view::npos) {
+    return ".";
+  }
+  return slash == 0 ? "/" : std::string(path.substr(0, slash));
+}
+
 }  // namespace gpuctk

@@ -16,4 +16,7 @@ std::string clean_path(std::string_view path);
 // `path`, made absolute against `base` when it is relative, then cleaned.
 std::string clean_absolute_path(std::string_view path, std::string_view base);
 
+// The directory part of `path`, lexically: "/a/b" -> "/a", "/a" -> "/", "a/b" -> "a", "a" -> ".".
+std::string parent_path(std::string_view path);
+
 }  // namespace gpuctk
