@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "discover/host_fs.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
 
@@ -19,18 +20,6 @@ namespace {
 
 // The largest file put_file compares with (gpuctk with debug info is under 100 MiB).
 constexpr size_t k_max_compared = size_t{512} << 20;
-
-// lstat that tells "missing" (nullopt) from an error.
-Result<std::optional<struct stat>> lstat_path(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) {
-      return std::nullopt;
-    }
-    return fail_errno("stat " + path, errno);
-  }
-  return st;
-}
 
 }  // namespace
 
@@ -80,7 +69,7 @@ Result<std::string> resolve_under_root(std::string_view root, std::string_view p
       done = next;
       continue;
     }
-    GPUCTK_TRY_ASSIGN(const auto st, lstat_path(base + next));
+    GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(base + next));
     if (!st) {
       missing = true;
       done = next;
@@ -108,7 +97,7 @@ Result<std::string> resolve_under_root(std::string_view root, std::string_view p
 }
 
 Result<void> make_dirs(const std::string& dir) {
-  GPUCTK_TRY_ASSIGN(const auto st, lstat_path(dir));
+  GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(dir));
   if (st) {
     if (!S_ISDIR(st->st_mode)) {
       return fail("mkdir " + dir + ": exists and is not a directory");
@@ -125,7 +114,7 @@ Result<void> make_dirs(const std::string& dir) {
 }
 
 Result<Change> put_file(const std::string& path, std::string_view bytes, mode_t mode) {
-  GPUCTK_TRY_ASSIGN(const auto st, lstat_path(path));
+  GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(path));
   if (st && S_ISREG(st->st_mode) && (st->st_mode & 07777) == mode &&
       static_cast<size_t>(st->st_size) == bytes.size()) {
     GPUCTK_TRY_ASSIGN(const auto old, read_file(path, k_max_compared));
@@ -139,7 +128,7 @@ Result<Change> put_file(const std::string& path, std::string_view bytes, mode_t 
 }
 
 Result<Change> put_file_if_missing(const std::string& path, std::string_view bytes, bool overwrite) {
-  GPUCTK_TRY_ASSIGN(const auto st, lstat_path(path));
+  GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(path));
   if (st && !overwrite) {
     return Change::unchanged;
   }
@@ -147,7 +136,7 @@ Result<Change> put_file_if_missing(const std::string& path, std::string_view byt
 }
 
 Result<Change> put_symlink(const std::string& target, const std::string& link) {
-  GPUCTK_TRY_ASSIGN(const auto st, lstat_path(link));
+  GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(link));
   if (st && S_ISLNK(st->st_mode)) {
     std::string old(static_cast<size_t>(st->st_size) + 1, '\0');
     const ssize_t n = ::readlink(link.c_str(), old.data(), old.size());
@@ -173,7 +162,7 @@ Result<Change> put_symlink(const std::string& target, const std::string& link) {
 }
 
 Result<Change> remove_file(const std::string& path) {
-  GPUCTK_TRY_ASSIGN(const auto st, lstat_path(path));
+  GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(path));
   if (!st) {
     return Change::unchanged;
   }
@@ -187,7 +176,7 @@ Result<Change> remove_file(const std::string& path) {
 }
 
 Result<Change> remove_file_if_same(const std::string& path, std::string_view bytes) {
-  GPUCTK_TRY_ASSIGN(const auto st, lstat_path(path));
+  GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(path));
   if (!st || !S_ISREG(st->st_mode) || static_cast<size_t>(st->st_size) != bytes.size()) {
     return Change::unchanged;
   }
@@ -199,7 +188,7 @@ Result<Change> remove_file_if_same(const std::string& path, std::string_view byt
 }
 
 Result<Change> remove_symlink_if(const std::string& link, std::string_view target) {
-  GPUCTK_TRY_ASSIGN(const auto st, lstat_path(link));
+  GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(link));
   if (!st || !S_ISLNK(st->st_mode)) {
     return Change::unchanged;
   }
