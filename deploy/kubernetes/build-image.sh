@@ -52,11 +52,16 @@ for library in "${needed[@]}"; do
   # the image keeps the path as a plain directory.
 done
 
+# "gpuctk 0.1.0 (commit 0123456789ab)": the release and the commit, as OCI's version and revision.
+version_line=$("$binary" --version)
+version=$(sed -E 's/^gpuctk ([^ ]+).*/\1/' <<<"$version_line")
+revision=$(sed -nE 's/.*\(commit ([^)]+)\)$/\1/p' <<<"$version_line")
 container=$(buildah "${store[@]}" from --quiet scratch)
 buildah "${store[@]}" copy --quiet "$container" "$context/rootfs/" / >/dev/null
 buildah "${store[@]}" config --entrypoint '["/gpuctk"]' --cmd '["install", "--help"]' \
   --label org.opencontainers.image.title=gpuctk-installer \
-  --label "org.opencontainers.image.version=$("$binary" --version | sed 's/^gpuctk //')" "$container"
+  --label "org.opencontainers.image.version=$version" --label "org.opencontainers.image.revision=$revision" \
+  "$container"
 rm -f "$output"
 buildah "${store[@]}" commit --quiet --format oci "$container" "oci-archive:$output:$name" >/dev/null
 # The manifest's digest, for the DaemonSet's image (name@digest): the archive's index names it, and the

@@ -9,6 +9,7 @@
 
 namespace gpuctk::cli {
 
+#include "gpuctk_commit.hpp"  // generated at build time (cmake/gpuctk_commit.cmake)
 namespace {
 
 struct GroupRow {
@@ -182,7 +183,8 @@ int run(int argc, char** argv) {
     }
   }
   CLI::App app{"gpuctk: gives containers their GPUs (CDI spec generator and OCI hook)", "gpuctk"};
-  app.set_version_flag("--version", "gpuctk " GPUCTK_VERSION);
+  // The release and the commit it was built from ("unknown" outside a git tree; "-dirty": changed files).
+  app.set_version_flag("--version", "gpuctk " GPUCTK_VERSION " (commit " GPUCTK_COMMIT ")");
   app.require_subcommand(1);
   app.fallthrough(false);
 

@@ -24,7 +24,7 @@ grep -qx "localhost/gpuctk-installer@$digest" "$LAB/build.out" ||
   e2e_fail "build-image.sh did not print localhost/gpuctk-installer@$digest: $(cat "$LAB/build.out")"
 
 # The OCI layout: index -> manifest -> config and layers (python3's json only; no skopeo/umoci needed).
-python3 - "$LAB/oci" "$LAB/layers" >"$LAB/oci.out" <<'PY' || e2e_fail "OCI layout: $(cat "$LAB/oci.out")"
+python3 - "$LAB/oci" "$LAB/layers" "$("$gpuctk" --version)" >"$LAB/oci.out" <<'PY' || e2e_fail "OCI layout: $(cat "$LAB/oci.out")"
 import json, sys, os
 root, layers = sys.argv[1], sys.argv[2]
 blob = lambda d: os.path.join(root, "blobs", *d.split(":"))
@@ -34,6 +34,10 @@ assert m["annotations"]["org.opencontainers.image.ref.name"] == "localhost/gpuct
 manifest = json.load(open(blob(m["digest"])))
 config = json.load(open(blob(manifest["config"]["digest"])))
 assert config["config"]["Entrypoint"] == ["/gpuctk"], config["config"]
+labels = config["config"]["Labels"]
+version = sys.argv[3].split()  # "gpuctk 0.1.0 (commit 0123456789ab)"
+assert labels["org.opencontainers.image.version"] == version[1], labels
+assert labels["org.opencontainers.image.revision"] == version[3].rstrip(")"), labels
 assert config["os"] == "linux", config["os"]
 with open(layers, "w") as out:
     for layer in manifest["layers"]:
