@@ -5,11 +5,11 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "gpuctk_commit.hpp"  // generated at build time (cmake/gpuctk_commit.cmake)
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
 
-#include "gpuctk_commit.hpp"  // generated at build time (cmake/gpuctk_commit.cmake)
 namespace {
 
 struct GroupRow {
