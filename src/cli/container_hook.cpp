@@ -1,9 +1,6 @@
 // The shared start of the in-container hooks: config and log, the OCI state on stdin, the container root.
-#include <unistd.h>
-
 #include "cli/commands.hpp"
 #include "hook/container_hooks.hpp"
-#include "util/file.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
@@ -77,7 +74,7 @@ int run_container_hook(const std::string& config_path, const std::string& name,
     return k_exit_ok;
   }
   return run_with_log(config_path, [&](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
-    auto state = read_fd(STDIN_FILENO, "the OCI state on standard input", hook::k_max_state_size);
+    auto state = read_hook_stdin("OCI state", hook::k_max_state_size);
     if (!state) {
       return fail_with(name, state.error());
     }

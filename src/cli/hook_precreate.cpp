@@ -1,50 +1,123 @@
 // gpuctk hook precreate: the podman hooks.d `precreate` stage (CRI-O runs no precreate hooks; it has the
 // prestart hook). The full config.json arrives on stdin and the config to run with leaves on stdout; a
-// config that asks for no GPU comes back byte for byte.
+// config that asks for no GPU comes back byte for byte, whatever the config file says.
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.hpp"
 #include "hook/config.hpp"
+#include "hook/container_label.hpp"
 #include "hook/inject.hpp"
+#include "hook/request.hpp"
 #include "oci/bundle.hpp"
 #include "util/file.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::cli {
 
+HookStart start_hook(const std::string& config_path) {
+  auto file = hook::read_config(config_path);
+  auto opened = hook::open_log(file.config);
+  HookStart start{std::move(file.config), std::move(opened.log), std::move(file.warnings),
+                  std::move(file.error)};
+  if (opened.warning) {
+    start.warnings.push_back(std::move(*opened.warning));
+  }
+  if (!start.problem && opened.error) {
+    start.problem = std::move(opened.error);
+  }
+  return start;
+}
+
+void announce_warnings(const HookStart& start) {
+  for (const auto& warning : start.warnings) {
+    std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
+    start.log.warning(warning);
+  }
+}
+
+Result<Gate> gate(const HookStart& start, const nlohmann::ordered_json& container, std::string_view what) {
+  if (!start.problem) {
+    return Gate::inject;
+  }
+  if (hook::may_request_gpu(container)) {
+    return std::unexpected(*start.problem);
+  }
+  const std::string warning =
+      start.problem->message + "; " + std::string(what) + " asks for no GPU: left as it is";
+  std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
+  start.log.warning(warning);
+  return Gate::pass_through;
+}
+
+Result<std::string> read_hook_stdin(std::string_view what, size_t limit) {
+  if (::isatty(STDIN_FILENO) == 1) {
+    return fail("stdin is a terminal, not the " + std::string(what) +
+                " a runtime writes (this is a hook: a runtime runs it)");
+  }
+  GPUCTK_TRY_ASSIGN(auto text,
+                    read_fd(STDIN_FILENO, "the " + std::string(what) + " on standard input", limit));
+  if (text.empty()) {
+    return fail("no " + std::string(what) + " on stdin (a runtime writes it there)");
+  }
+  return text;
+}
+
 int run_with_log(const std::string& config_path,
                  const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body) {
-  auto cfg = hook::load_config(config_path);
-  if (!cfg) {
-    return report(cfg.error());
+  const HookStart start = start_hook(config_path);
+  announce_warnings(start);
+  if (start.problem) {
+    start.log.error(start.problem->message);
+    return report(*start.problem);
   }
-  auto log = hook::Log::open(cfg->log_file, cfg->log_level);
-  if (!log) {
-    return report(log.error());
-  }
-  if (auto r = body(*cfg, *log); !r) {
-    log->error(r.error().message);
+  if (auto r = body(start.config, start.log); !r) {
+    start.log.error(r.error().message);
     return report(r.error());
   }
   return k_exit_ok;
 }
+
+namespace {
+
+Result<void> precreate(HookStart& start) {
+  GPUCTK_TRY_ASSIGN(auto input, read_hook_stdin("OCI config.json", SIZE_MAX));
+  GPUCTK_TRY_ASSIGN(auto config, oci::parse_config(input));
+  // podman passes config.json alone: the label is all there is to say which container this is.
+  start.log.set_context(hook::container_label(config));
+  announce_warnings(start);
+  start.warnings.clear();
+  GPUCTK_TRY_ASSIGN(const auto gated, gate(start, config, "the container"));
+  if (gated == Gate::pass_through) {
+    return write_stdout(input);
+  }
+  GPUCTK_TRY_ASSIGN(auto result, hook::inject_request(config, start.config, start.log));
+  return write_stdout(result.changed ? oci::dump_config(config) : input);
+}
+
+}  // namespace
 
 Action define_hook_precreate(CLI::App& command) {
   auto config_path = std::make_shared<std::string>();
   command.add_option("--config", *config_path,
                      "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
   command.footer(
-      "Reads an OCI config.json on stdin and writes it, with the requested GPUs injected, to stdout.");
+      "Reads an OCI config.json on stdin and writes it, with the requested GPUs injected, to stdout. A "
+      "container that asks for no GPU comes back unchanged even when the config file is broken (a warning "
+      "on stderr and in the log); one that does fails with the config's error.");
   return [config_path] {
-    return run_with_log(*config_path, [](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
-      GPUCTK_TRY_ASSIGN(auto input, read_fd(STDIN_FILENO, "standard input", SIZE_MAX));
-      GPUCTK_TRY_ASSIGN(auto config, oci::parse_config(input));
-      GPUCTK_TRY_ASSIGN(auto result, hook::inject_request(config, cfg, log));
-      return write_stdout(result.changed ? oci::dump_config(config) : input);
-    });
+    HookStart start = start_hook(*config_path);
+    if (auto r = precreate(start); !r) {
+      announce_warnings(start);  // when the input could not be read: still said once
+      start.log.error(r.error().message);
+      return report(r.error());
+    }
+    return static_cast<int>(k_exit_ok);
   };
 }
 

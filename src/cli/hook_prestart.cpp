@@ -11,6 +11,8 @@
 #include "cli/commands.hpp"
 #include "hook/container_hooks.hpp"
 #include "hook/prestart.hpp"
+#include "oci/bundle.hpp"
+#include "oci/state.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -32,32 +34,66 @@ bool is_own_hook(const oci::OpenedHook& hook, const std::optional<struct stat>& 
          self->st_ino == other.st_ino;
 }
 
-int run_prestart(const std::string& config_path) {
-  return run_with_log(config_path, [](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
-    auto state = read_fd(STDIN_FILENO, "the OCI state on standard input", hook::k_max_state_size);
-    if (!state) {
-      return fail_with("prestart", state.error());
-    }
-    // This executable, as the host sees it (hooks are prepared before the container's namespace is
-    // entered, and so is this).
-    std::optional<struct stat> self;
-    if (struct stat st{}; ::stat("/proc/self/exe", &st) == 0) {
-      self = st;
-    }
-    const auto prepare = [&](const oci::HookCommand& hook) -> Result<hook::ContainerHook> {
-      GPUCTK_TRY_ASSIGN(auto opened, oci::open_hook(hook));
-      if (!is_own_hook(opened, self)) {
-        return hook::foreign_hook(std::move(opened));
+Result<void> run_prestart(HookStart& start) {
+  auto state = read_hook_stdin("OCI state", hook::k_max_state_size);
+  if (!state) {
+    return fail_with("prestart", state.error());
+  }
+  // Which container the lines are about (hook::prestart parses the state again, and says what is wrong
+  // with one that does not parse).
+  if (const auto parsed = oci::parse_state(*state)) {
+    start.log.set_context("container " + parsed->id);
+    if (start.problem) {
+      // Only here is config.json read before hook::prestart reads it: to let a container without a GPU
+      // through a broken config.
+      auto container = oci::read_config(parsed->bundle);
+      if (!container) {
+        return fail_with("prestart", container.error());
       }
-      GPUCTK_TRY_ASSIGN(auto body, prepare_hook_in_process(hook.args, cfg, log));
-      return hook::ContainerHook(
-          [body = std::move(body)](std::string_view, const rootfs::Root& root) { return body(root); });
-    };
-    if (auto done = hook::prestart(*state, cfg, log, prepare); !done) {
-      return fail_with("prestart", done.error());
+      announce_warnings(start);
+      start.warnings.clear();
+      GPUCTK_TRY_ASSIGN(const auto gated, gate(start, *container, "the container"));
+      if (gated == Gate::pass_through) {
+        return {};
+      }
     }
-    return {};
-  });
+  }
+  announce_warnings(start);
+  start.warnings.clear();
+  if (start.problem) {
+    return std::unexpected(*start.problem);
+  }
+  // This executable, as the host sees it (hooks are prepared before the container's namespace is
+  // entered, and so is this).
+  std::optional<struct stat> self;
+  if (struct stat st{}; ::stat("/proc/self/exe", &st) == 0) {
+    self = st;
+  }
+  const hook::Config& cfg = start.config;
+  const hook::Log& log = start.log;
+  const auto prepare = [&](const oci::HookCommand& hook) -> Result<hook::ContainerHook> {
+    GPUCTK_TRY_ASSIGN(auto opened, oci::open_hook(hook));
+    if (!is_own_hook(opened, self)) {
+      return hook::foreign_hook(std::move(opened));
+    }
+    GPUCTK_TRY_ASSIGN(auto body, prepare_hook_in_process(hook.args, cfg, log));
+    return hook::ContainerHook(
+        [body = std::move(body)](std::string_view, const rootfs::Root& root) { return body(root); });
+  };
+  if (auto done = hook::prestart(*state, cfg, log, prepare); !done) {
+    return fail_with("prestart", done.error());
+  }
+  return {};
+}
+
+int run_prestart(const std::string& config_path) {
+  HookStart start = start_hook(config_path);
+  if (auto r = run_prestart(start); !r) {
+    announce_warnings(start);  // when the state could not be read: still said once
+    start.log.error(r.error().message);
+    return report(r.error());
+  }
+  return k_exit_ok;
 }
 
 constexpr const char* k_legacy_usage =

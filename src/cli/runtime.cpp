@@ -17,6 +17,7 @@
 #include "cdi/apply.hpp"
 #include "cli/commands.hpp"
 #include "hook/config.hpp"
+#include "hook/container_label.hpp"
 #include "hook/inject.hpp"
 #include "hook/prestart.hpp"
 #include "hook/request.hpp"
@@ -36,8 +37,9 @@ std::string real_path(const std::string& path) {
   return ::realpath(path.c_str(), buffer) != nullptr ? std::string(buffer) : std::string();
 }
 
-// The engine reads errors from the --log file it passed (JSON lines with --log-format json).
-void log_to_engine(const oci::RuntimeArgs& args, const std::string& message) {
+// The engine reads errors (and warnings) from the --log file it passed (JSON lines with --log-format
+// json). `level`: "error" or "warning".
+void log_to_engine(const oci::RuntimeArgs& args, const std::string& message, const char* level = "error") {
   if (args.log_file.empty()) {
     return;
   }
@@ -45,11 +47,11 @@ void log_to_engine(const oci::RuntimeArgs& args, const std::string& message) {
   const std::string text = escape_for_log(message);
   std::string line;
   if (args.log_format == "json") {
-    line = nlohmann::json{{"level", "error"}, {"msg", "gpuctk: " + text}, {"time", hook::utc_timestamp()}}
-               .dump() +
-           "\n";
+    line =
+        nlohmann::json{{"level", level}, {"msg", "gpuctk: " + text}, {"time", hook::utc_timestamp()}}.dump() +
+        "\n";
   } else {
-    line = "gpuctk: error: " + text + "\n";
+    line = "gpuctk: " + std::string(level) + ": " + text + "\n";
   }
   const int fd = ::open(args.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd >= 0) {
@@ -74,12 +76,25 @@ Result<void> add_prestart_hook(const oci::RuntimeArgs& args, nlohmann::ordered_j
   return oci::write_config_file(args.config_file, config);
 }
 
-Result<void> edit_bundle(const oci::RuntimeArgs& args, const hook::Config& cfg, const hook::Log& log) {
+Result<void> edit_bundle(const oci::RuntimeArgs& args, HookStart& start) {
   GPUCTK_TRY_ASSIGN(auto config, oci::read_config_file(args.config_file));
-  if (cfg.runtime_mode == hook::RuntimeMode::prestart) {
-    return add_prestart_hook(args, config, cfg, log);
+  start.log.set_context(hook::container_label(config) + " in " + args.bundle);
+  for (const auto& warning : start.warnings) {
+    log_to_engine(args, warning, "warning");
   }
-  GPUCTK_TRY_ASSIGN(const auto result, hook::inject_request(config, cfg, log));
+  announce_warnings(start);
+  start.warnings.clear();
+  GPUCTK_TRY_ASSIGN(const auto gated, gate(start, config, args.config_file));
+  if (gated == Gate::pass_through) {
+    log_to_engine(args, start.problem->message + "; " + args.config_file + " asks for no GPU: left as it is",
+                  "warning");
+    return {};
+  }
+  const hook::Config& cfg = start.config;
+  if (cfg.runtime_mode == hook::RuntimeMode::prestart) {
+    return add_prestart_hook(args, config, cfg, start.log);
+  }
+  GPUCTK_TRY_ASSIGN(const auto result, hook::inject_request(config, cfg, start.log));
   if (!result.changed) {
     return {};
   }
@@ -96,26 +111,26 @@ int run_runtime_shim(const std::vector<std::string>& args) {
     log_to_engine(parsed, message);
     return report(Error{message});
   };
-  auto cfg = hook::load_config("");  // $GPUCTK_CONFIG or the default file: an engine passes no flags of ours
-  if (!cfg) {
-    return fail_shim(cfg.error().message);
-  }
+  // $GPUCTK_CONFIG or the default file: an engine passes no flags of ours. A broken file still gives
+  // its valid keys (`runtimes` above all): every other subcommand (state, kill, delete) must reach the
+  // runtime that created the container, and a container without a GPU must start.
+  hook::Config cfg;
   // Arguments we do not understand go to the runtime untouched: it reports them better than we can.
   if (parsed.unparseable.empty() && parsed.creates_container()) {
-    auto log = hook::Log::open(cfg->log_file, cfg->log_level);
-    if (!log) {
-      return fail_shim(log.error().message);
-    }
-    if (auto edited = edit_bundle(parsed, *cfg, *log); !edited) {
+    HookStart start = start_hook("");
+    if (auto edited = edit_bundle(parsed, start); !edited) {
       const std::string message =
           "could not inject GPUs into " + parsed.config_file + ": " + edited.error().message;
-      log->error(message);
+      start.log.error(message);
       return fail_shim(message);
     }
+    cfg = std::move(start.config);
+  } else {
+    cfg = hook::read_config("").config;
   }
   const char* env_path = std::getenv("PATH");
   auto runtime =
-      oci::find_runtime(cfg->runtimes, env_path != nullptr ? env_path : "", real_path("/proc/self/exe"));
+      oci::find_runtime(cfg.runtimes, env_path != nullptr ? env_path : "", real_path("/proc/self/exe"));
   if (!runtime) {
     return fail_shim(runtime.error().message);
   }

@@ -1,5 +1,7 @@
 #include "hook/config.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include <yaml-cpp/yaml.h>
@@ -7,6 +9,7 @@
 #include "discover/host_fs.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::hook {
 
@@ -68,18 +71,23 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
     return set_list(c.spec_dirs);
   if (key == "annotation-prefixes")
     return set_list(c.request.annotation_prefixes);
-  if (key == "runtimes")
-    return set_list(c.runtimes);
+  if (key == "runtimes") {
+    GPUCTK_TRY_ASSIGN(auto runtimes, list(value, key));
+    if (runtimes.empty()) {
+      return fail(key + ": must name at least one runtime");
+    }
+    c.runtimes = std::move(runtimes);
+    return {};
+  }
   if (key == "mps-pipe-roots" || key == "mps-log-roots") {
-    auto& roots = key == "mps-pipe-roots" ? c.mps_pipe_roots : c.mps_log_roots;
-    if (auto r = set_list(roots); !r)
-      return r;
+    GPUCTK_TRY_ASSIGN(auto roots, list(value, key));
     for (const auto& root : roots) {
       // Clean, so that "below a root" is a plain prefix test; never "/", which would be every directory.
       if (root.size() < 2 || !is_clean_path(root)) {
         return fail(key + ": \"" + root + "\" is not a clean absolute directory other than /");
       }
     }
+    (key == "mps-pipe-roots" ? c.mps_pipe_roots : c.mps_log_roots) = std::move(roots);
     return {};
   }
   if (key == "accept-envvar-when-unprivileged")
@@ -134,7 +142,7 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
     if (!text.empty() && text.front() != '/') {
       return fail(key + ": \"" + text + "\" is not an absolute path");
     }
-    c.log_file = text;
+    c.log_file = std::move(text);
     return {};
   }
   if (key == "log-level") {
@@ -148,60 +156,166 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
   return fail("unknown key \"" + key + "\"");
 }
 
+// The keys apply_key knows, for the nearest-key suggestion of an unknown one (etc/config.yaml documents
+// each).
+constexpr std::string_view k_keys[] = {
+    "spec-dirs",
+    "default-kind",
+    "annotation-prefixes",
+    "accept-envvar-when-unprivileged",
+    "accept-volume-mounts",
+    "supported-capabilities",
+    "disable-require",
+    "driver-root",
+    "dev-root",
+    "hook-path",
+    "allow-ldconfig-from-container",
+    "runtimes",
+    "runtime-mode",
+    "mps-pipe-roots",
+    "mps-log-roots",
+    "log-file",
+    "log-level",
+};
+
+// Levenshtein distance, ASCII case folded (a typo may be "Log-File"); keys are short.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] =
+          std::min({row[j] + 1, row[j - 1] + 1, diagonal + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// `c.yaml:3: unknown key "log_file" ignored (did you mean "log-file"?)`; the suggestion only when the
+// nearest key is a plausible typo of it (at most a third of its letters wrong, or two).
+std::string unknown_key_warning(const std::string& where, const std::string& key) {
+  std::string_view nearest;
+  size_t best = SIZE_MAX;
+  for (const auto known : k_keys) {
+    if (const size_t d = edit_distance(key, known); d < best) {
+      best = d;
+      nearest = known;
+    }
+  }
+  std::string warning = where + "unknown key " + quote(key) + " ignored";
+  if (best <= std::max<size_t>(2, key.size() / 3)) {
+    warning += " (did you mean " + quote(nearest) + "?)";
+  }
+  return warning;
+}
+
+bool is_known_key(std::string_view key) {
+  return std::ranges::find(k_keys, key) != std::end(k_keys);
+}
+
+// "c.yaml:3: " for a node of the file (yaml-cpp counts lines from 0).
+std::string where(const std::string& name, const YAML::Node& node) {
+  return name + ":" + std::to_string(node.Mark().line + 1) + ": ";
+}
+
 }  // namespace
 
-Result<Config> parse_config(std::string_view text, const std::string& name) {
-  Config config;
+ConfigFile parse_config_file(std::string_view text, const std::string& name) {
+  ConfigFile file;
+  const auto failed = [&file](std::string message) {
+    if (!file.error) {
+      file.error = Error{std::move(message)};
+    }
+  };
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    return fail(name + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
-                std::to_string(e.mark.column + 1) + ": " + e.msg);
+    failed(name + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error (column " +
+           std::to_string(e.mark.column + 1) + "): " + e.msg);
+    return file;
   }
   if (root.IsNull()) {
-    return config;  // an empty file: all defaults
+    return file;  // an empty file: all defaults
   }
   if (!root.IsMap()) {
-    return fail(name + ": expected a mapping of settings");
+    failed(where(name, root) + "expected a mapping of settings");
+    return file;
   }
-  try {
-    for (const auto& entry : root) {
+  // Each key on its own: a bad one keeps its default (apply_key sets a value only once all of it is
+  // valid) and the first error is kept; the others still apply (the shim needs `runtimes` whatever else
+  // is wrong).
+  for (const auto& entry : root) {
+    try {
       const std::string key = entry.first.as<std::string>();
-      if (auto r = apply_key(config, key, entry.second); !r) {
-        return fail_with(name, r.error());
+      if (!is_known_key(key)) {
+        file.warnings.push_back(unknown_key_warning(where(name, entry.first), key));
+      } else if (auto r = apply_key(file.config, key, entry.second); !r) {
+        failed(where(name, entry.first) + r.error().message);
       }
+    } catch (const YAML::Exception& e) {
+      failed(where(name, entry.first) + e.msg);
     }
-  } catch (const YAML::Exception& e) {
-    return fail(name + ": " + e.msg);
   }
-  if (config.runtimes.empty()) {
-    return fail(name + ": runtimes: must name at least one runtime");
-  }
-  return config;
+  return file;
 }
 
-Result<Config> load_config(const std::string& explicit_path) {
+Result<Config> parse_config(std::string_view text, const std::string& name) {
+  auto file = parse_config_file(text, name);
+  if (file.error) {
+    return std::unexpected(*file.error);
+  }
+  return std::move(file.config);
+}
+
+ConfigFile read_config(const std::string& explicit_path) {
   std::string path = explicit_path;
   if (path.empty()) {
     if (const char* env = std::getenv("GPUCTK_CONFIG"); env != nullptr && *env != '\0') {
       path = env;
     }
   }
+  ConfigFile file;
   const bool is_default = path.empty();
   if (is_default) {
     path = k_default_config_path;
     // Only a missing default file means the defaults; one that cannot be reached is an error.
-    GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(path));
+    auto st = discover::lstat_path(path);
     if (!st) {
-      return Config{};
+      file.error = Error{"config: " + st.error().message};
+      return file;
+    }
+    if (!*st) {
+      return file;
     }
   }
   auto text = read_file(path);
   if (!text) {
-    return fail("config: " + text.error().message);
+    file.error = Error{"config: " + text.error().message};
+    return file;
   }
-  return parse_config(*text, path);
+  return parse_config_file(*text, path);
+}
+
+ConfigLog open_log(const Config& config) {
+  ConfigLog out;
+  const std::string& path = config.log_file ? *config.log_file : std::string(k_default_log_file);
+  auto log = Log::open(path, config.log_level);
+  if (log) {
+    out.log = std::move(*log);
+  } else if (config.log_file) {
+    out.error = log.error();
+  } else {
+    out.warning = log.error().message + "; not logging (set log-file in the config)";
+  }
+  return out;
 }
 
 }  // namespace gpuctk::hook

@@ -1,9 +1,18 @@
 #pragma once
 // The configuration of the hook, the runtime shim and `cdi inject`: /etc/gpuctk/config.yaml (or --config,
-// or $GPUCTK_CONFIG). A missing default file means the documented defaults below; a file that exists
-// but is invalid (bad YAML, unknown key, wrong type) is an error naming the file and the key.
+// or $GPUCTK_CONFIG). A missing default file means the documented defaults below.
+//
+// A mistake in the file must never stop a container that asks for no GPU (the precreate hook and the
+// shim see every container of the node), so reading is lenient: every valid key is applied over the
+// defaults, an unknown key is a warning naming the nearest known key (NVIDIA's toolkit ignores unknown
+// keys too), and the first error that makes the file unusable (bad YAML, a wrong type or value) is kept
+// beside the settings, one line naming the file, the line and the key:
+//   /etc/gpuctk/config.yaml:12: accept-volume-mounts: expected true or false, got "yes"
+// The injection points decide with it (cli/hook_precreate.cpp): a container that could ask for a GPU
+// under some configuration (hook::may_request_gpu) fails with the error; any other runs untouched.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +24,10 @@
 namespace gpuctk::hook {
 
 inline constexpr const char* k_default_config_path = "/etc/gpuctk/config.yaml";
+// Where the hooks and the shim log when the config says nothing: podman discards a precreate hook's
+// stderr, so without a log the reason a container failed is lost. Appended to (O_APPEND, O_NOFOLLOW),
+// created 0640, rotated at k_max_log_size (hook/log.hpp).
+inline constexpr const char* k_default_log_file = "/var/log/gpuctk.log";
 #ifndef GPUCTK_INSTALLED_BINARY
 #define GPUCTK_INSTALLED_BINARY "/usr/bin/gpuctk"
 #endif
@@ -50,15 +63,38 @@ struct Config {
   // `allow-ldconfig-from-container`: whether update-ldcache may run an ldconfig of the image (a path
   // without "@"). Off: only the host's ldconfig ever runs on a container root.
   bool allow_ldconfig_from_container = false;
-  std::string log_file;                 // `log-file`: "" logs nothing
+  // `log-file`: unset means k_default_log_file; "" logs nothing. A file the config names that cannot be
+  // opened is an error (open_log); the default one is a warning, since a rootless engine runs the
+  // hooks as a user who cannot write /var/log.
+  std::optional<std::string> log_file;
   LogLevel log_level = LogLevel::info;  // `log-level`
 };
 
-// Parses the YAML text of a config file; `name` is used in errors.
+// What reading a config file found.
+struct ConfigFile {
+  Config config;                      // every valid key over the defaults (all defaults after bad YAML)
+  std::vector<std::string> warnings;  // e.g. `c.yaml:3: unknown key "log_file" ignored (did you mean
+                                      // "log-file"?)`
+  std::optional<Error> error;         // the first error that makes the file unusable; none: usable
+};
+
+// Parses the YAML text of a config file; `name` (its path) starts every error and warning.
+ConfigFile parse_config_file(std::string_view text, const std::string& name);
+
+// parse_config_file, with its error as the Result's (warnings are dropped): for tests and tools.
 Result<Config> parse_config(std::string_view text, const std::string& name);
 
 // The config to use: `explicit_path` (from --config) if given, else $GPUCTK_CONFIG, else the default path.
-// Only the default path may be missing (-> defaults); a missing explicit file is an error.
-Result<Config> load_config(const std::string& explicit_path);
+// Only the default path may be missing (-> defaults); a missing or unreadable explicit file is the
+// ConfigFile's error ("config: read /x.yaml: No such file or directory"), with the defaults.
+ConfigFile read_config(const std::string& explicit_path);
+
+// The log `config` asks for (log-file, else k_default_log_file), at its log-level.
+struct ConfigLog {
+  Log log;                             // logs nothing when it could not be opened
+  std::optional<std::string> warning;  // the default log could not be opened
+  std::optional<Error> error;          // the configured log-file could not be opened
+};
+ConfigLog open_log(const Config& config);
 
 }  // namespace gpuctk::hook

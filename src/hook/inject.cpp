@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_set>
 
 #include "cdi/apply.hpp"
@@ -80,6 +81,9 @@ std::string spec_driver_version(const cdi::Spec& spec) {
   }
   return {};
 }
+
+// How many device names the error of an unknown device lists.
+constexpr size_t k_listed_devices = 10;
 
 // The devices that can be resolved, from the spec directories or an in-memory spec.
 class Resolver {
@@ -154,16 +158,27 @@ class Resolver {
  private:
   static std::string quote_name(const std::string& name) { return "\"" + name + "\""; }
 
+  // "devices: 0, 0:0, 1, …" for the error of an unknown device: the names in sorted order (indexes and
+  // MIG indexes sort before UUIDs and "all"), at most k_listed_devices of them and "and N more": a node
+  // with 8 GPUs in MIG mode has over a hundred names, kilobytes on one line.
   [[nodiscard]] std::string existing(const std::string& wanted) const {
     const auto eq = wanted.find('=');
     const std::string prefix = wanted.substr(0, eq + 1);
-    std::string list;
+    std::vector<std::string_view> names;
     for (const auto& [name, device] : m_registry.devices) {
       if (name.starts_with(prefix)) {
-        list += (list.empty() ? "" : ", ") + name.substr(prefix.size());
+        names.push_back(std::string_view(name).substr(prefix.size()));
       }
     }
-    return list.empty() ? "no devices of " + wanted.substr(0, eq) + " are defined" : "devices: " + list;
+    if (names.empty()) {
+      return "no devices of " + wanted.substr(0, eq) + " are defined";
+    }
+    const size_t listed = std::min(names.size(), k_listed_devices);
+    std::string list = "devices: " + join(std::span(names).first(listed), ", ");
+    if (listed < names.size()) {
+      list += " and " + std::to_string(names.size() - listed) + " more; gpuctk cdi list shows all";
+    }
+    return list;
   }
 
   Result<void> build_in_memory(const std::string& why) {

@@ -1,7 +1,14 @@
 #pragma once
-// The hook's log: one line per decision worth knowing, appended to a file (the config's log-file, or the
-// file a container engine passes with --log). Nothing is formatted when the level is off, so logging
-// costs nothing on the hot path unless asked for.
+// The hook's log: one line per decision worth knowing, appended to a file (the config's log-file, or
+// /var/log/gpuctk.log). Nothing is formatted when the level is off, so logging costs nothing on the hot
+// path unless asked for.
+//
+// Bounded growth: a hook that opens the file when it holds k_max_log_size bytes or more renames it to
+// "<path>.1" (replacing the one before) and starts a new file, so the log takes at most about twice that
+// on disk whatever the node runs, with no logrotate needed. Concurrent hooks rotate once: the rename is
+// done under an exclusive flock(2) of the full file, by the hook that still finds that file at the path.
+
+#include <sys/types.h>
 
 #include <string>
 #include <string_view>
@@ -13,6 +20,10 @@ namespace gpuctk::hook {
 
 enum class LogLevel { error = 0, warning = 1, info = 2, debug = 3 };
 
+// A log file is rotated once it holds this much (a line is at most k_max_log_message bytes plus its
+// prefix, so 8 MiB is tens of thousands of container starts).
+inline constexpr off_t k_max_log_size = 8 * 1024 * 1024;
+
 // The current time as log lines carry it: "2026-11-22T06:19:32Z".
 std::string utc_timestamp();
 
@@ -23,15 +34,19 @@ class Log {
  public:
   Log() = default;  // logs nothing
 
-  // Appends to `path` (created 0640 if missing). An empty path logs nothing. A symbolic link at `path`
-  // is refused, never followed: "open log file /tmp/gpuctk.log: is a symbolic link; refused (name the
-  // file itself)".
-  static Result<Log> open(const std::string& path, LogLevel level);
+  // Appends to `path` (created 0640 if missing; rotated at `max_size`, see above). An empty path logs
+  // nothing. A symbolic link at `path` is refused, never followed: "open log file /tmp/gpuctk.log: is a
+  // symbolic link; refused (name the file itself)".
+  static Result<Log> open(const std::string& path, LogLevel level, off_t max_size = k_max_log_size);
+
+  // Which container the lines are about ("container 3f2a…", "container hostname 382a12181436"): every
+  // line written after this carries "<context>: " before its message (escaped like it).
+  void set_context(std::string context) { m_context = std::move(context); }
 
   [[nodiscard]] bool enabled(LogLevel level) const { return m_fd && level <= m_level; }
 
-  // Writes "<UTC time> gpuctk[<pid>] <level>: <message>\n" in one write(2), so lines of concurrent
-  // hooks never interleave. `message` goes through escape_for_log (util/strings.hpp): control
+  // Writes "<UTC time> gpuctk[<pid>] <level>: [<context>: ]<message>\n" in one write(2), so lines of
+  // concurrent hooks never interleave. `message` goes through escape_for_log (util/strings.hpp): control
   // characters and invalid UTF-8 are escaped and it is cut at k_max_log_message bytes, so one call
   // is always exactly one line whatever a container put into the message.
   void write(LogLevel level, std::string_view message) const;
@@ -43,6 +58,7 @@ class Log {
  private:
   UniqueFd m_fd;
   LogLevel m_level = LogLevel::info;
+  std::string m_context;
 };
 
 }  // namespace gpuctk::hook

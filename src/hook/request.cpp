@@ -564,6 +564,32 @@ bool is_privileged(const nlohmann::ordered_json& config) {
   return array_has_string(member(*capabilities, "bounding"), "CAP_SYS_ADMIN");
 }
 
+bool may_request_gpu(const nlohmann::ordered_json& config) {
+  RequestConfig accepting;
+  accepting.accept_envvar_when_unprivileged = true;
+  accepting.accept_volume_mounts = true;
+  const auto request = read_request(config, accepting);
+  if (!request || request->gpu_container) {
+    return true;
+  }
+  const Json* annotations = member(config, "annotations");
+  if (annotations == nullptr || !annotations->is_object()) {
+    return false;
+  }
+  // Linear in the annotations' size: each comma piece is parsed once.
+  for (const Json& value : *annotations) {
+    if (!value.is_string()) {
+      continue;
+    }
+    for (const auto piece : split(value.get_ref<const std::string&>(), ',')) {
+      if (cdi::parse_qualified_name(trim(piece))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 Result<Request> read_request(const nlohmann::ordered_json& config, const RequestConfig& rc) {
   Request request;
   request.privileged = is_privileged(config);

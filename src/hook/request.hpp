@@ -99,6 +99,22 @@ struct Request {
 //   a CDI name, all, none or void)
 Result<Request> read_request(const nlohmann::ordered_json& config, const RequestConfig& rc);
 
+// Whether the container of `config` could ask for a GPU under some configuration: what the injection
+// points decide with when the config file is unusable (hook/config.hpp), before its settings matter.
+// Such a container fails with the config's error; any other runs untouched. The settings that decide
+// whether a container asks (accept-envvar-when-unprivileged, accept-volume-mounts, annotation-prefixes)
+// are taken at their most accepting, so that no working config can make a container a GPU one that this
+// calls GPU-less:
+//  - NVIDIA_VISIBLE_DEVICES set to anything but empty or "void", or a legacy CUDA image (privileged or
+//    not: accept-envvar-when-unprivileged may be true);
+//  - a /dev/null mount under /var/run/nvidia-container-devices/ (accept-volume-mounts may be true);
+//  - an annotation with a "cdi.k8s.io/" key, or any annotation whose value holds a fully qualified CDI
+//    name ("vendor.com/class=name" in its comma list), whatever its key (annotation-prefixes may name
+//    any prefix);
+//  - anything read_request refuses (a request it cannot read is a request).
+// default-kind and supported-capabilities only shape a request already made.
+bool may_request_gpu(const nlohmann::ordered_json& config);
+
 // Whether CAP_SYS_ADMIN is in process.capabilities.bounding (or in process.capabilities itself when that
 // is a plain list, the pre-1.0 OCI form). Anything missing or malformed: not privileged.
 bool is_privileged(const nlohmann::ordered_json& config);

@@ -85,7 +85,8 @@ TEST_F(CliHookPrestartTest, AnUnknownDeviceFailsWithOneLineBeforeTheContainerIsE
       "gpuctk: error: prestart: unknown device \"nvidia.com/gpu=GPU-00000000-0000-0000-0000-000000000000\" "
       "(devices: 0)\n");
   const auto log = read_file(m_dir.path() + "/gpuctk.log").value_or("");
-  EXPECT_NE(log.find("error: prestart: unknown device"), std::string::npos) << log;
+  // The log says which container (the shim and precreate do too).
+  EXPECT_NE(log.find(" error: container c1: prestart: unknown device"), std::string::npos) << log;
 }
 
 TEST_F(CliHookPrestartTest, AStateWithoutPidIsRefusedForAGpuContainer) {
@@ -109,12 +110,17 @@ TEST_F(CliHookPrestartTest, UnderDockersNameItIsThePrestartHook) {
                        {.program = hook, .stdin_path = state(dir, 1), .env = {"GPUCTK_CONFIG=" + m_config}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
+  // A config that cannot be read does not stop a container without a GPU: it is said, and it passes.
   r = test::run_gpuctk({"prestart"}, m_dir.path(),
                        {.program = hook,
                         .stdin_path = state(dir, 1),
                         .env = {"GPUCTK_CONFIG=" + m_dir.path() + "/missing.yaml"}});
-  EXPECT_EQ(r.exit_code, 1) << "the hook did not load the config named by GPUCTK_CONFIG";
-  EXPECT_NE(r.err.find(m_dir.path() + "/missing.yaml"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      r.err.find("gpuctk: warning: config: read " + m_dir.path() +
+                 "/missing.yaml: No such file or directory; the container asks for no GPU: left as it is\n"),
+      std::string::npos)
+      << "the hook did not load the config named by GPUCTK_CONFIG: " << r.err;
 
   for (const char* stage : {"poststart", "poststop"}) {
     r = test::run_gpuctk({stage}, m_dir.path(), {.program = hook});
@@ -135,6 +141,38 @@ TEST_F(CliHookPrestartTest, UnderDockersNameItIsThePrestartHook) {
   r = test::run_gpuctk({}, m_dir.path(), {.program = hook});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("nvidia-container-runtime-hook: no argument"), std::string::npos) << r.err;
+}
+
+// A mistake in the config file never stops a container that asks for no GPU; one that asks fails with
+// the file, the line and the key, before the container is entered.
+TEST_F(CliHookPrestartTest, ABrokenConfigOnlyStopsGpuContainers) {
+  m_config = m_dir.write("gpuctk.yaml", "spec-dirs: [" + m_dir.path() + "/cdi]\nlog-file: " + m_dir.path() +
+                                            "/gpuctk.log\nlog-level: loud\n");
+  const std::string error =
+      m_config + ":3: log-level: unknown log level \"loud\" (want error, warning, info or debug)";
+  std::string dir = bundle({"PATH=/bin"});
+  auto r = test::run_gpuctk({"hook", "prestart", "--config", m_config}, m_dir.path(),
+                            {.stdin_path = state(dir, 1)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "gpuctk: warning: " + error + "; the container asks for no GPU: left as it is\n");
+  const auto log = read_file(m_dir.path() + "/gpuctk.log").value_or("");
+  EXPECT_NE(log.find(" warning: container c1: " + error + "; the container asks for no GPU"),
+            std::string::npos)
+      << log;
+  dir = bundle({"NVIDIA_VISIBLE_DEVICES=0"});
+  r = test::run_gpuctk({"hook", "prestart", "--config", m_config}, m_dir.path(),
+                       {.stdin_path = state(dir, 1)});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpuctk: error: " + error + "\n");
+}
+
+TEST_F(CliHookPrestartTest, NoStateOnStdinIsOneLine) {
+  const auto r = test::run_gpuctk({"hook", "prestart", "--config", m_config}, m_dir.path());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpuctk: error: prestart: no OCI state on stdin (a runtime writes it there)\n");
+  const auto hook = test::run_gpuctk({"hook", "create-symlinks", "--config", m_config}, m_dir.path());
+  EXPECT_EQ(hook.exit_code, 1);
+  EXPECT_EQ(hook.err, "gpuctk: error: create-symlinks: no OCI state on stdin (a runtime writes it there)\n");
 }
 
 class CliShimPrestartModeTest : public CliHookPrestartTest {

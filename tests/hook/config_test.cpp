@@ -52,7 +52,7 @@ disable-require: true
 driver-root: /run/nvidia/driver
 dev-root: /host
 runtimes: [/usr/bin/crun]
-log-file: /var/log/gpuctk.log
+log-file: /var/log/gpuctk-test.log
 log-level: debug
 mps-pipe-roots: [/run/mps/pipes, /var/run/mps]
 mps-log-roots: []
@@ -68,6 +68,7 @@ mps-log-roots: []
   EXPECT_TRUE(config->request.disable_require);
   EXPECT_EQ(config->driver_root, "/run/nvidia/driver");
   EXPECT_EQ(config->runtimes, (std::vector<std::string>{"/usr/bin/crun"}));
+  EXPECT_EQ(config->log_file, std::optional<std::string>("/var/log/gpuctk-test.log"));
   EXPECT_EQ(config->log_level, LogLevel::debug);
   EXPECT_EQ(config->mps_pipe_roots, (std::vector<std::string>{"/run/mps/pipes", "/var/run/mps"}));
   EXPECT_TRUE(config->mps_log_roots.empty());
@@ -84,32 +85,91 @@ TEST(HookConfig, MpsRoots) {
     return config ? std::string("(no error)") : config.error().message;
   };
   EXPECT_EQ(error("mps-pipe-roots: [/]"),
-            "c.yaml: mps-pipe-roots: \"/\" is not a clean absolute directory other than /");
+            "c.yaml:1: mps-pipe-roots: \"/\" is not a clean absolute directory other than /");
   EXPECT_EQ(error("mps-log-roots: [/run/nvidia/../mps]"),
-            "c.yaml: mps-log-roots: \"/run/nvidia/../mps\" is not a clean absolute directory other than /");
+            "c.yaml:1: mps-log-roots: \"/run/nvidia/../mps\" is not a clean absolute directory other than /");
   EXPECT_EQ(error("mps-pipe-roots: [/run/nvidia/mps/]"),
-            "c.yaml: mps-pipe-roots: \"/run/nvidia/mps/\" is not a clean absolute directory other than /");
+            "c.yaml:1: mps-pipe-roots: \"/run/nvidia/mps/\" is not a clean absolute directory other than /");
   EXPECT_EQ(error("mps-log-roots: [run/mps]"),
-            "c.yaml: mps-log-roots: \"run/mps\" is not a clean absolute directory other than /");
+            "c.yaml:1: mps-log-roots: \"run/mps\" is not a clean absolute directory other than /");
 }
 
-TEST(HookConfig, InvalidFilesNameTheFileAndKey) {
+// One line naming the file, the line and the key: what a GPU container fails with.
+TEST(HookConfig, InvalidFilesNameTheFileLineAndKey) {
   const auto error = [](std::string_view text) { return parse_config(text, "c.yaml").error().message; };
-  EXPECT_EQ(error("spec-dir: [/a]"), "c.yaml: unknown key \"spec-dir\"");
   EXPECT_EQ(error("accept-volume-mounts: yes"),
-            "c.yaml: accept-volume-mounts: expected true or false, got \"yes\"");
-  EXPECT_EQ(error("driver-root: relative"), "c.yaml: driver-root: \"relative\" is not an absolute path");
-  EXPECT_EQ(error("spec-dirs: /a"), "c.yaml: spec-dirs: expected a list");
+            "c.yaml:1: accept-volume-mounts: expected true or false, got \"yes\"");
+  EXPECT_EQ(error("spec-dirs: [/a]\n\ndriver-root: relative"),
+            "c.yaml:3: driver-root: \"relative\" is not an absolute path");
+  EXPECT_EQ(error("spec-dirs: /a"), "c.yaml:1: spec-dirs: expected a list");
   EXPECT_EQ(error("log-level: loud"),
-            "c.yaml: log-level: unknown log level \"loud\" (want error, warning, info or debug)");
-  EXPECT_EQ(error("runtimes: []"), "c.yaml: runtimes: must name at least one runtime");
-  EXPECT_EQ(error("runtime-mode: legacy"), "c.yaml: runtime-mode: expected cdi or prestart, got \"legacy\"");
-  EXPECT_EQ(error("- a\n- b"), "c.yaml: expected a mapping of settings");
-  EXPECT_TRUE(error("a: [b").starts_with("c.yaml: YAML syntax error at line ")) << error("a: [b");
-  EXPECT_EQ(
-      error("supported-capabilities: [utility, magic]"),
-      "c.yaml: supported-capabilities: unknown driver capability \"magic\" (known: utility, compute, video, "
-      "graphics, display, ngx, compat32, all)");
+            "c.yaml:1: log-level: unknown log level \"loud\" (want error, warning, info or debug)");
+  EXPECT_EQ(error("log-file: [/a]"), "c.yaml:1: log-file: expected a string");
+  EXPECT_EQ(error("runtimes: []"), "c.yaml:1: runtimes: must name at least one runtime");
+  EXPECT_EQ(error("runtime-mode: legacy"),
+            "c.yaml:1: runtime-mode: expected cdi or prestart, got \"legacy\"");
+  EXPECT_EQ(error("- a\n- b"), "c.yaml:1: expected a mapping of settings");
+  EXPECT_EQ(error("a: 1\nb: [c"), "c.yaml:2: YAML syntax error (column 1): end of sequence flow not found");
+  EXPECT_EQ(error("supported-capabilities: [utility, magic]"),
+            "c.yaml:1: supported-capabilities: unknown driver capability \"magic\" (known: utility, compute, "
+            "video, "
+            "graphics, display, ngx, compat32, all)");
+}
+
+// NVIDIA's toolkit ignores keys it does not know: gpuctk warns, naming the key it probably meant.
+TEST(HookConfig, UnknownKeysAreWarningsNamingTheNearestKnownKey) {
+  const auto file = parse_config_file(
+      "log_file: /x.log\nspec-dir: [/a]\nLog-Level: debug\nfrobnicate: 1\n"
+      "spec-dirs: [/b]\n",
+      "c.yaml");
+  EXPECT_FALSE(file.error) << file.error->message;
+  EXPECT_EQ(file.warnings, (std::vector<std::string>{
+                               "c.yaml:1: unknown key \"log_file\" ignored (did you mean \"log-file\"?)",
+                               "c.yaml:2: unknown key \"spec-dir\" ignored (did you mean \"spec-dirs\"?)",
+                               "c.yaml:3: unknown key \"Log-Level\" ignored (did you mean \"log-level\"?)",
+                               "c.yaml:4: unknown key \"frobnicate\" ignored",
+                           }));
+  EXPECT_EQ(file.config.spec_dirs, std::vector<std::string>{"/b"});
+  EXPECT_EQ(file.config.log_file, std::nullopt);
+  ASSERT_TRUE(parse_config("spec-dir: [/a]", "c.yaml"));
+}
+
+// A bad key keeps its default; every valid key still applies, so that the shim still finds the runtime
+// the node uses and a container without a GPU still starts.
+TEST(HookConfig, ABadKeyKeepsItsDefaultAndTheOthersApply) {
+  const auto file = parse_config_file(
+      "runtimes: [/opt/crun]\naccept-volume-mounts: ture\nmps-pipe-roots: [/ok, /]\nspec-dirs: [/a]\n"
+      "runtimes: []\n",
+      "c.yaml");
+  ASSERT_TRUE(file.error);
+  EXPECT_EQ(file.error->message, "c.yaml:2: accept-volume-mounts: expected true or false, got \"ture\"");
+  EXPECT_EQ(file.config.runtimes, std::vector<std::string>{"/opt/crun"});
+  EXPECT_FALSE(file.config.request.accept_volume_mounts);
+  EXPECT_EQ(file.config.mps_pipe_roots, Config{}.mps_pipe_roots);
+  EXPECT_EQ(file.config.spec_dirs, std::vector<std::string>{"/a"});
+  // Bad YAML: nothing of the file can be trusted, all defaults.
+  const auto bad = parse_config_file("runtimes: [/opt/crun]\nspec-dirs: [/a\n", "c.yaml");
+  ASSERT_TRUE(bad.error);
+  EXPECT_EQ(bad.config.runtimes, Config{}.runtimes);
+}
+
+// The default log is /var/log/gpuctk.log; "" logs nothing; a log-file the config names that cannot be
+// opened is an error, for the hooks to fail GPU containers with.
+TEST(HookConfig, TheLogIsTheDefaultUnlessNamed) {
+  EXPECT_EQ(std::string(k_default_log_file), "/var/log/gpuctk.log");
+  EXPECT_EQ(Config{}.log_file, std::nullopt);
+  auto none = parse_config("log-file: \"\"", "c.yaml");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->log_file, std::optional<std::string>(""));
+  const auto silent = open_log(*none);
+  EXPECT_FALSE(silent.error);
+  EXPECT_FALSE(silent.warning);
+  EXPECT_FALSE(silent.log.enabled(LogLevel::error));
+  auto missing = parse_config("log-file: /nonexistent/dir/gpuctk.log", "c.yaml");
+  ASSERT_TRUE(missing);
+  const auto failed = open_log(*missing);
+  ASSERT_TRUE(failed.error);
+  EXPECT_EQ(failed.error->message, "open log file /nonexistent/dir/gpuctk.log: No such file or directory");
 }
 
 TEST(HookConfig, EmptyFileIsDefaultsAndMissingExplicitFileIsAnError) {
@@ -119,9 +179,10 @@ TEST(HookConfig, EmptyFileIsDefaultsAndMissingExplicitFileIsAnError) {
   EXPECT_EQ(config->runtime_mode, RuntimeMode::cdi);
   EXPECT_EQ(parse_config("runtime-mode: prestart", "c.yaml")->runtime_mode, RuntimeMode::prestart);
   EXPECT_EQ(parse_config("runtime-mode: cdi", "c.yaml")->runtime_mode, RuntimeMode::cdi);
-  auto missing = load_config("/nonexistent/gpuctk.yaml");
-  ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message, "config: read /nonexistent/gpuctk.yaml: No such file or directory");
+  auto missing = read_config("/nonexistent/gpuctk.yaml");
+  ASSERT_TRUE(missing.error);
+  EXPECT_EQ(missing.error->message, "config: read /nonexistent/gpuctk.yaml: No such file or directory");
+  EXPECT_EQ(missing.config.runtimes, (std::vector<std::string>{"runc", "crun"}));
 }
 
 }  // namespace

@@ -211,6 +211,25 @@ TEST_F(InjectTest, UnknownDeviceListsTheDevicesThatExist) {
                                         m_fixture->manifest.gpus[0].uuid + ", all)");
 }
 
+// A node with many devices (8 GPUs in MIG mode have over a hundred names) must not make the error a
+// kilobyte long: the first names in sorted order, then how many more.
+TEST_F(InjectTest, UnknownDeviceListsAtMostTenNames) {
+  std::string spec = "cdiVersion: \"0.5.0\"\nkind: \"example.com/gpu\"\ndevices:\n";
+  for (const std::string name :
+       {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "all", "GPU-x"}) {
+    spec += "  - name: \"" + name + "\"\n    containerEdits:\n      env: [\"A=" + name + "\"]\n";
+  }
+  ASSERT_TRUE(write_file_atomic(m_cfg.spec_dirs[0] + "/example.yaml", spec, 0644));
+  auto config = runc_config({});
+  config["annotations"] = {{"cdi.k8s.io/x", "example.com/gpu=99"}};
+  auto result = inject(config);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(
+      result.error().message,
+      "unknown device \"example.com/gpu=99\" (devices: 0, 1, 10, 11, 2, 3, 4, 5, 6, 7 and 4 more; gpuctk "
+      "cdi list shows all)");
+}
+
 TEST_F(InjectTest, WithoutAnInstalledSpecTheSpecIsBuiltInMemory) {
   auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=" + m_fixture->manifest.gpus[0].uuid});
   auto result = inject(config);

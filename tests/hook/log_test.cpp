@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -112,6 +113,55 @@ TEST(HookLog, AHookErrorIsOneLineInTheLogAndOnStderr) {
   const auto lines = lines_of(read_file(log_path).value());
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_TRUE(lines[0].ends_with("error: " + escaped)) << lines[0];
+}
+
+// Which container a line is about goes before the message, escaped like it (it comes from config.json).
+TEST(HookLog, TheContextPrefixesEveryLine) {
+  auto temp = fixture::TempRoot::create();
+  ASSERT_TRUE(temp) << temp.error().message;
+  const std::string path = temp->path() + "/hook.log";
+  auto log = Log::open(path, LogLevel::info);
+  ASSERT_TRUE(log) << log.error().message;
+  log->info("before");
+  log->set_context("container with hostname a\nb");
+  log->info("request");
+  log->error("refused");
+  const auto lines = lines_of(read_file(path).value());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(lines[0].ends_with("] info: before")) << lines[0];
+  EXPECT_TRUE(lines[1].ends_with(R"(] info: container with hostname a\nb: request)")) << lines[1];
+  EXPECT_TRUE(lines[2].ends_with(R"(] error: container with hostname a\nb: refused)")) << lines[2];
+}
+
+// The log never grows without bound: a hook that opens a full file moves it to "<path>.1" (replacing the
+// one before) and starts a new one, created 0640 like the first.
+TEST(HookLog, AFullLogIsRotatedOnce) {
+  auto temp = fixture::TempRoot::create();
+  ASSERT_TRUE(temp) << temp.error().message;
+  const std::string path = temp->path() + "/hook.log";
+  const off_t max = 100;
+  ASSERT_TRUE(write_file_atomic(path + ".1", "the oldest lines\n", 0640));
+  auto first = Log::open(path, LogLevel::info, max);
+  ASSERT_TRUE(first) << first.error().message;
+  first->info(std::string(120, 'a'));                 // now over the limit
+  auto early = Log::open(path, LogLevel::info, max);  // rotates: hook.log -> hook.log.1
+  ASSERT_TRUE(early) << early.error().message;
+  early->info("after the rotation");
+  const auto rotated = lines_of(read_file(path + ".1").value());
+  ASSERT_EQ(rotated.size(), 1u);
+  EXPECT_TRUE(rotated[0].ends_with(std::string(120, 'a'))) << rotated[0];
+  auto current = lines_of(read_file(path).value());
+  ASSERT_EQ(current.size(), 1u);
+  EXPECT_TRUE(current[0].ends_with("info: after the rotation")) << current[0];
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  // Below the limit nothing moves.
+  auto again = Log::open(path, LogLevel::info, max);
+  ASSERT_TRUE(again);
+  again->info("one more");
+  EXPECT_EQ(lines_of(read_file(path).value()).size(), 2u);
+  EXPECT_EQ(lines_of(read_file(path + ".1").value()).size(), 1u);
 }
 
 }  // namespace

@@ -689,3 +689,49 @@ TEST(Request, LargeRequestsAreRefusedWithTheDefaultLimits) {
 
 }  // namespace
 }  // namespace gpuctk::hook
+
+namespace gpuctk::hook {
+namespace {
+
+// ---- may_request_gpu: the decision with an unusable config file ----------------------------------
+
+// A container asks for no GPU under any configuration only when nothing in it could be a request.
+TEST(MayRequestGpu, NothingThatCouldBeARequest) {
+  EXPECT_FALSE(may_request_gpu(with_env({"PATH=/bin"})));
+  EXPECT_FALSE(may_request_gpu(with_env({"NVIDIA_VISIBLE_DEVICES="})));
+  EXPECT_FALSE(may_request_gpu(with_env({"NVIDIA_VISIBLE_DEVICES=void"})));
+  EXPECT_FALSE(may_request_gpu(with_env({"NVIDIA_VISIBLE_DEVICES=void", "CUDA_VERSION=12.2"})));
+  // An image that states its CUDA requirement is not a legacy one.
+  EXPECT_FALSE(may_request_gpu(with_env({"CUDA_VERSION=12.2", "NVIDIA_REQUIRE_CUDA=cuda>=12.2"})));
+  // podman's own annotations, and a mount of /dev/null elsewhere.
+  Json podman = with_env({"PATH=/bin"});
+  podman["annotations"] = {{"io.container.manager", "libpod"},
+                           {"org.opencontainers.image.stopSignal", "15"},
+                           {"io.podman.annotations.autoremove", "TRUE"},
+                           {"x", 3}};
+  podman["mounts"] = Json::array({{{"source", "/dev/null"}, {"destination", "/dev/foo"}}});
+  EXPECT_FALSE(may_request_gpu(podman));
+}
+
+TEST(MayRequestGpu, AnythingThatCouldBe) {
+  // Whatever accept-envvar-when-unprivileged says (the container is unprivileged).
+  EXPECT_TRUE(may_request_gpu(with_env({"NVIDIA_VISIBLE_DEVICES=0"})));
+  EXPECT_TRUE(may_request_gpu(with_env({"NVIDIA_VISIBLE_DEVICES=none"})));
+  EXPECT_TRUE(may_request_gpu(with_env({"CUDA_VERSION=12.2"})));
+  // What read_request refuses is a request too.
+  EXPECT_TRUE(may_request_gpu(with_env({"NVIDIA_VISIBLE_DEVICES=xyz"})));
+  // Whatever accept-volume-mounts says.
+  Json mounts = with_env({"PATH=/bin"});
+  mounts["mounts"] =
+      Json::array({{{"source", "/dev/null"}, {"destination", "/var/run/nvidia-container-devices/GPU-4d2a"}}});
+  EXPECT_TRUE(may_request_gpu(mounts));
+  // Whatever annotation-prefixes say: the default prefix, or a value that names a CDI device.
+  Json annotated = with_env({"PATH=/bin"});
+  annotated["annotations"] = {{"cdi.k8s.io/x", "garbage"}};
+  EXPECT_TRUE(may_request_gpu(annotated));
+  annotated["annotations"] = {{"example.org/devices", "x, nvidia.com/gpu=0"}};
+  EXPECT_TRUE(may_request_gpu(annotated));
+}
+
+}  // namespace
+}  // namespace gpuctk::hook
