@@ -325,18 +325,55 @@ void mixed_strategy_labels(const discover::Inventory& inv, const NvidiaOptions& 
   }
 }
 
-std::optional<uint32_t> read_pci_class(const std::string& dev_root, const std::string& bus_id) {
-  auto text = read_file(discover::under_root(dev_root, "/sys/bus/pci/devices/" + bus_id + "/class"), 64);
+// A sysfs attribute of a PCI device written as "0x%0Nx\n" ("0x030200", "0x10de"); nullopt when unreadable.
+std::optional<uint32_t> read_pci_hex(const std::string& dev_root, const std::string& bus_id,
+                                     std::string_view attribute) {
+  auto text = read_file(
+      discover::under_root(dev_root, "/sys/bus/pci/devices/" + bus_id + "/" + std::string(attribute)), 64);
   if (!text) {
     return std::nullopt;
   }
-  // "0x030200\n"
   const auto value = trim(*text);
   const auto parsed = value.starts_with("0x") ? parse_hex(value) : std::nullopt;
   if (!parsed || *parsed > std::numeric_limits<uint32_t>::max()) {
     return std::nullopt;
   }
   return static_cast<uint32_t>(*parsed);
+}
+
+std::optional<uint32_t> read_pci_class(const std::string& dev_root, const std::string& bus_id) {
+  return read_pci_hex(dev_root, bus_id, "class");
+}
+
+// What the GPU Operator's nvidia.com/gpu.present stands for: it sets the label on a node that NFD gives
+// feature.node.kubernetes.io/pci-10de.present (or pci-0300_10de / pci-0302_10de), i.e. that has an NVIDIA
+// PCI display controller, whether or not a driver is loaded (the label is what schedules the driver).
+constexpr uint32_t k_nvidia_pci_vendor = 0x10de;
+// PCI base class and subclass (class >> 8) of the controllers NFD's labels above name.
+constexpr uint32_t k_nvidia_gpu_classes[] = {
+    0x0300,  // VGA compatible controller (GPUs with a display engine: T4, A10, L4, RTX)
+    0x0302,  // 3D controller (data-centre GPUs without one: A100, H100)
+};
+
+// Bounded: a node has a few hundred PCI functions; a sysfs with more is not read further.
+constexpr size_t k_max_pci_devices = 65536;
+
+bool has_nvidia_pci_gpu(const std::string& dev_root) {
+  const auto entries = discover::list_dir(discover::under_root(dev_root, "/sys/bus/pci/devices"));
+  if (!entries) {
+    return false;
+  }
+  for (size_t i = 0; i < entries->size() && i < k_max_pci_devices; ++i) {
+    const std::string& bus = (*entries)[i].name;
+    if (read_pci_hex(dev_root, bus, "vendor") != k_nvidia_pci_vendor) {
+      continue;
+    }
+    if (const auto klass = read_pci_class(dev_root, bus);
+        klass && std::ranges::find(k_nvidia_gpu_classes, *klass >> 8) != std::end(k_nvidia_gpu_classes)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Intel GPUs that Intel's NFD rules (intel-device-plugins-for-kubernetes, platform-labeling-rules)
@@ -514,6 +551,7 @@ HostFacts read_host_facts(const std::string& dev_root, const discover::Inventory
       facts.pci_classes.emplace(bus, *klass);
     }
   }
+  facts.nvidia_pci_gpu = has_nvidia_pci_gpu(dev_root);
   return facts;
 }
 
@@ -580,6 +618,11 @@ Result<Labels> node_labels(const discover::Inventory& inventory, const HostFacts
                            const discover::DrmInventory& drm) {
   // Each vendor's set writes only its own prefix (nvidia.com/, amd.com/, gpu.intel.com/): no overrides.
   GPUCTK_TRY_ASSIGN(Labels labels, nvidia_labels(inventory, facts, options, warnings));
+  // The GPU Operator's label (not GFD's), which DaemonSets of NVIDIA's stack select nodes by: written
+  // for NVIDIA GPUs on the PCI bus, driver or not, or ones discovery found.
+  if (facts.nvidia_pci_gpu || !inventory.gpus.empty()) {
+    labels.emplace("nvidia.com/gpu.present", "true");
+  }
   labels.merge(amd_labels(drm));
   labels.merge(intel_labels(drm, facts));
   drop_invalid(labels, warnings);

@@ -34,6 +34,9 @@ struct HostFacts {
   // The PCI class of each GPU by bus id ("0000:07:00.0"): /sys/bus/pci/devices/<bus>/class, e.g.
   // 0x030200; absent when unreadable.
   std::map<std::string, uint32_t> pci_classes;
+  // Whether /sys/bus/pci/devices has an NVIDIA display controller (vendor 0x10de, class 0x0300xx or
+  // 0x0302xx), loaded driver or not: the GPU Operator's meaning of nvidia.com/gpu.present.
+  bool nvidia_pci_gpu = false;
 };
 
 // Reads HostFacts for the GPUs of `nvidia` and `drm` below `dev_root`. Missing files are unknown facts,
@@ -94,7 +97,8 @@ Labels amd_labels(const discover::DrmInventory& drm);
 Labels intel_labels(const discover::DrmInventory& drm, const HostFacts& facts);
 
 // Every vendor's label set for the node, merged (each vendor writes only its own prefix), with invalid
-// labels dropped (drop_invalid).
+// labels dropped (drop_invalid); and the GPU Operator's nvidia.com/gpu.present=true when the node has an
+// NVIDIA GPU on its PCI bus (facts.nvidia_pci_gpu) or in `inventory`.
 Result<Labels> node_labels(const discover::Inventory& inventory, const HostFacts& facts,
                            const NvidiaOptions& options, std::vector<std::string>& warnings,
                            const discover::DrmInventory& drm = {});

@@ -175,6 +175,16 @@ TEST(CliLabels, AHostWithoutGpusGetsAnEmptyFileAndSaysWhy) {
   std::filesystem::remove_all(root);
 }
 
+// A node whose NVIDIA GPUs have no driver yet gets the GPU Operator's nvidia.com/gpu.present (what
+// schedules the driver and the DaemonSets of NVIDIA's stack) and nothing else of NVIDIA's.
+TEST_F(CliLabelsTest, GpuPresentWithoutADriver) {
+  std::filesystem::remove_all(m_fixture->host.dev_root + "/proc/driver/nvidia");
+  const auto r = labels({"-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "nvidia.com/gpu.present=true\n");
+  EXPECT_EQ(r.err, "");
+}
+
 TEST(CliLabels, HelpNamesTheDefaultOutputAndEveryOption) {
   const std::string scratch = std::filesystem::temp_directory_path();
   const auto r = test::run_gpuctk({"labels", "--help"}, scratch);

@@ -352,6 +352,42 @@ TEST(NvidiaLabels, MachineAndModeComeFromHostFacts) {
   EXPECT_EQ(labels.at("nvidia.com/gpu.mode"), "graphics");
 }
 
+// The GPU Operator's nvidia.com/gpu.present: for an NVIDIA GPU on the PCI bus (a VGA or 3D controller of
+// vendor 0x10de), with or without a driver; not for NVIDIA's other PCI functions (audio, USB), nor for
+// another vendor's GPU.
+TEST(Labels, GpuPresentForNvidiaDisplayControllersOnThePciBus) {
+  const auto root = std::filesystem::temp_directory_path() / "gpuctk-labels-pci";
+  std::filesystem::remove_all(root);
+  const auto device = [&](const std::string& bus, const std::string& vendor, const std::string& klass) {
+    const auto dir = root / "sys/bus/pci/devices" / bus;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "vendor") << vendor << "\n";
+    std::ofstream(dir / "class") << klass << "\n";
+  };
+  device("0000:00:1f.3", "0x8086", "0x040300");  // Intel audio
+  device("0000:3b:00.1", "0x10de", "0x040300");  // an NVIDIA GPU's HDMI audio function
+  device("0000:65:00.0", "0x1002", "0x030200");  // an AMD GPU
+  HostFacts facts = read_host_facts(root, discover::Inventory{});
+  EXPECT_FALSE(facts.nvidia_pci_gpu);
+  std::vector<std::string> warnings;
+  EXPECT_EQ(node_labels(inventory({}), facts, {}, warnings).value(), Labels{});
+  for (const std::string klass : {"0x030200", "0x030000"}) {  // a 3D controller (A100), a VGA one (T4)
+    device("0000:3b:00.0", "0x10de", klass);
+    facts = read_host_facts(root, discover::Inventory{});
+    EXPECT_TRUE(facts.nvidia_pci_gpu) << klass;
+    // No driver: no inventory, only this label (it is what schedules the driver).
+    EXPECT_EQ(node_labels(inventory({}), facts, {}, warnings).value(),
+              (Labels{{"nvidia.com/gpu.present", "true"}}))
+        << klass;
+  }
+  // GPUs discovery found are present whatever sysfs says.
+  const auto labels =
+      node_labels(inventory({gpu(0, "Tesla T4", 15360, {7, 5})}), HostFacts{}, {}, warnings).value();
+  EXPECT_EQ(labels.at("nvidia.com/gpu.present"), "true");
+  EXPECT_TRUE(warnings.empty());
+  std::filesystem::remove_all(root);
+}
+
 discover::DrmGpu drm_gpu(discover::DrmVendor vendor, std::string bus, uint16_t device,
                          uint32_t partition = 0) {
   discover::DrmGpu g;

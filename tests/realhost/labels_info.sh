@@ -30,6 +30,7 @@ nvidia.com/cuda.driver.minor=$minor
 nvidia.com/cuda.driver.rev=$rev
 nvidia.com/gpu.count=2
 nvidia.com/gpu.mode=compute
+nvidia.com/gpu.present=true
 nvidia.com/gpu.product=NVIDIA-A10
 nvidia.com/gpu.replicas=1
 nvidia.com/gpu.sharing-strategy=none
