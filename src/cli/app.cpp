@@ -1,4 +1,8 @@
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -22,6 +26,7 @@ constexpr GroupRow k_groups[] = {
     {"cdi", "Container Device Interface specs: generate, validate, list, inject"},
     {"hook",
      "OCI hooks: injection at precreate or prestart, and the createContainer hooks that specs reference"},
+    {"system", "The node itself: the NVIDIA device nodes /dev lacks"},
 };
 
 // Every command, in the order --help lists them.
@@ -70,9 +75,53 @@ const CommandRow k_commands[] = {
 
 }  // namespace
 
+namespace {
+
+// Where the error line goes: stderr, or under --quiet the stderr this process was started with (fd 2 then
+// leads to /dev/null, so that every warning and note, wherever it is printed, is left out).
+int g_error_fd = STDERR_FILENO;
+
+void print_error(std::string_view what) {
+  ::dprintf(g_error_fd, "gpuctk: error: %s\n", escape_for_log(what).c_str());
+}
+
+// --quiet: fd 2 to /dev/null, the error line to a copy of the old fd 2. Nothing changes when either
+// cannot be opened (the warnings then stay).
+void silence_stderr() {
+  const int saved = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (saved >= 0 && null >= 0 && ::dup2(null, STDERR_FILENO) >= 0) {
+    g_error_fd = saved;
+  } else if (saved >= 0) {
+    ::close(saved);
+  }
+  if (null >= 0) {
+    ::close(null);
+  }
+}
+
+}  // namespace
+
 int report(const Error& error) {
-  std::fprintf(stderr, "gpuctk: error: %s\n", escape_for_log(error.message).c_str());
+  print_error(error.message);
   return k_exit_failure;
+}
+
+void set_env_names(CLI::App& command) {
+  std::string prefix = command_path(command);
+  std::ranges::transform(prefix, prefix.begin(), [](char c) {
+    return c == ' ' || c == '-' || c == '.' ? '_'
+                                            : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  });
+  for (CLI::Option* option : command.get_options()) {
+    if (option->nonpositional() && !option->get_lnames().empty() && option->get_lnames().front() != "help") {
+      std::string name = option->get_lnames().front();
+      std::ranges::transform(name, name.begin(), [](char c) {
+        return c == '-' || c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      });
+      option->envname(prefix + "_" + name);
+    }
+  }
 }
 
 std::string command_path(const CLI::App& command) {
@@ -84,8 +133,7 @@ std::string command_path(const CLI::App& command) {
 }
 
 int usage_error(const CLI::App& command, std::string_view what) {
-  const std::string line = std::string(what) + " (see " + command_path(command) + " --help)";
-  std::fprintf(stderr, "gpuctk: error: %s\n", escape_for_log(line).c_str());
+  print_error(std::string(what) + " (see " + command_path(command) + " --help)");
   return k_exit_usage;
 }
 
@@ -187,6 +235,14 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", "gpuctk " GPUCTK_VERSION " (commit " GPUCTK_COMMIT ")");
   app.require_subcommand(1);
   app.fallthrough(false);
+  // nvidia-ctk's global flags, before the command. gpuctk's commands print every warning and note they
+  // have, so --debug shows nothing more; --quiet leaves out all but the error line.
+  bool quiet = false;
+  bool debug = false;  // nothing more to show
+  app.add_flag("--debug,-d", debug, "Accepted as nvidia-ctk's: gpuctk's commands always print every warning")
+      ->envname("GPUCTK_DEBUG");
+  app.add_flag("--quiet", quiet, "Print nothing on stderr but the error line (no warnings or notes)")
+      ->envname("GPUCTK_QUIET");
 
   // A hook runs once per container start: when argv names a command, only that command is defined
   // (defining all of them is two thirds of a hook's user-space instructions). Otherwise, e.g. for
@@ -226,6 +282,9 @@ int run(int argc, char** argv) {
     // Every other mistake is one line, never CLI11's two ("…", "Run with --help for more information.").
     const CLI::App* at = deepest();
     return usage_error(*at, describe_mistake(e, *at));
+  }
+  if (quiet) {
+    silence_stderr();
   }
   const CLI::App* chosen = deepest();
   const auto action = actions.find(chosen);

@@ -200,32 +200,33 @@ Action define_cdi_generate(CLI::App& command) {
                   "Root of the driver files (libraries, binaries, ld.so.cache)")
       ->capture_default_str();
   command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
-  command.add_option("--mode", args->mode, "auto, nvml, proc or management")
+  command.add_option("--mode,--discovery-mode", args->mode, "auto, nvml, proc or management")
       ->capture_default_str()
       ->check(value_check(discover::parse_mode));
   command
       .add_option("--device-name-strategy", args->strategies,
-                  "index, uuid or type-index; repeat for several (default: index and uuid)")
+                  "index, uuid or type-index; a comma list or repeated for several (default: index and uuid)")
+      ->delimiter(',')
       ->check(value_check(cdi::parse_name_strategy));
-  command.add_option("--vendor", args->vendor, "CDI vendor of the spec's kind")
+  command.add_option("--vendor,--cdi-vendor", args->vendor, "CDI vendor of the spec's kind")
       ->capture_default_str()
       ->check(value_check(cdi::check_vendor));
-  command.add_option("--class", args->klass, "CDI class of the spec's kind")
+  command.add_option("--class,--cdi-class", args->klass, "CDI class of the spec's kind")
       ->capture_default_str()
       ->check(value_check(cdi::check_class));
   command
-      .add_option("--device-ids", args->device_ids,
+      .add_option("--device-ids,--device-id,--device,--devices", args->device_ids,
                   "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all)")
       ->delimiter(',');
   command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
   command
-      .add_option("--hook-path", args->hook_path,
+      .add_option("--hook-path,--nvidia-cdi-hook-path,--nvidia-ctk-path", args->hook_path,
                   "Absolute path of the gpuctk binary the spec's hooks run (default: this binary)")
       ->check(value_check(check_hook_path));
   command.add_option("--library-search-path", args->library_search_paths,
                      "Extra directory (inside the driver root) to search for driver libraries; repeatable");
   command
-      .add_option("--disable-hook", args->disabled_hooks,
+      .add_option("--disable-hook,--disable-hooks", args->disabled_hooks,
                   "Leave out a hook: create-symlinks, enable-cuda-compat, update-ldcache, "
                   "disable-device-node-modification, or all; repeatable")
       ->check(value_check(cdi::check_hook_name));
@@ -236,6 +237,7 @@ Action define_cdi_generate(CLI::App& command) {
                   "vendor with GPUs, named after its kind (amd.com-gpu.yaml), or a file or - for one vendor; "
                   "a vendor without GPUs gets no spec and one note on stderr")
       ->check(value_check(cdi::parse_vendor_set));
+  set_env_names(command);
   return [args, &command] {
     // --output's extension is checked here: with --format it does not matter.
     auto format = output_format(*args);

@@ -3,6 +3,8 @@
 // exposes a `define_*` function: it adds its options to the given CLI11 subcommand and returns the
 // action that runs the command after a successful parse.
 
+#include <signal.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -62,8 +64,21 @@ CLI::Validator value_check(Check check) {
       "");
 }
 
+// Gives every option of `command` (but --help) an environment variable, the command line winning over
+// it: GPUCTK_<COMMAND PATH>_<LONG NAME>, upper case, '-', '.' and ' ' as '_' (`gpuctk install
+// --host-root`: GPUCTK_INSTALL_HOST_ROOT). For the commands a DaemonSet runs, as nvidia-ctk's
+// NVIDIA_CTK_* variables. Call it after the options are added.
+void set_env_names(CLI::App& command);
+
 // `text` to stdout, flushed; a short write is "write standard output: <errno text>".
 Result<void> write_stdout(std::string_view text);
+
+// The watch loops of `install --watch` and `labels --watch` (cli/watch.cpp). block_stop_signals blocks
+// SIGTERM and SIGINT in this thread, so that they are taken only by wait_for_stop, never in the middle of
+// a step; wait_for_stop waits up to `seconds` for one: true when it came (its number in `*signal` when
+// given), false when the time passed. Errors: "block SIGTERM: …", "wait for SIGTERM: …".
+Result<sigset_t> block_stop_signals();
+Result<bool> wait_for_stop(const sigset_t& stop, unsigned seconds, int* signal = nullptr);
 
 // Runs gpuctk with the given arguments; returns the process exit code.
 int run(int argc, char** argv);
@@ -84,6 +99,7 @@ Action define_hook_disable_device_node_modification(CLI::App& command);
 Action define_hook_chmod(CLI::App& command);
 Action define_install(CLI::App& command);
 Action define_labels(CLI::App& command);
+Action define_system_create_device_nodes(CLI::App& command);
 
 // The --config option every hook has.
 void add_config_option(CLI::App& command, std::string& config_path);

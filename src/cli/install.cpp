@@ -2,16 +2,16 @@
 // node's root at --host-root. Installs this binary and its links, the config file, the engine's runtime
 // entry and the CDI spec, and restarts the engine when its config changed (--restart-mode,
 // install/restart.hpp); --uninstall undoes it; --watch keeps the spec current and, with
-// --uninstall-on-exit, undoes everything on SIGTERM (so deleting the DaemonSet cleans the node).
+// --uninstall-on-exit, takes the runtime out of the engine on SIGTERM (so deleting the DaemonSet stops
+// offering it), keeping what running containers need (Undo::unwire).
 #include "install/install.hpp"
 
-#include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <ctime>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -23,6 +23,7 @@
 #include "discover/discover.hpp"
 #include "engine/configure.hpp"
 #include "hook/config.hpp"
+#include "install/docker_hook.hpp"
 #include "install/restart.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
@@ -62,6 +63,7 @@ struct Layout {
   std::string pod_runtime;  // <install-dir>/gpuctk-runtime
   std::string pod_docker_hook;
   std::string docker_hook_target;
+  std::string pod_docker_path_hook;  // docker --gpus: the link on dockerd's PATH (install/docker_hook.hpp)
   std::string pod_config;
   std::string config_text;
   std::string pod_spec;
@@ -69,6 +71,20 @@ struct Layout {
   std::string pod_driver_root;
   std::string pod_dev_root;
 };
+
+// The host root must be a node's root: a mistyped --host-root (or a pod without the hostPath volume)
+// would otherwise get a fake node made below it, and the install would report success.
+Result<void> check_host_root(const std::string& host_root) {
+  for (const char* dir : {"/etc", "/proc"}) {
+    const std::string path = install::under_root(host_root, dir);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return fail("--host-root " + host_root + ": not a node's root (no directory " + path +
+                  "); mount the node's / there (hostPath /)");
+    }
+  }
+  return {};
+}
 
 Result<Layout> layout_of(const InstallArgs& args) {
   Layout l;
@@ -83,6 +99,8 @@ Result<Layout> layout_of(const InstallArgs& args) {
   // Its own directory: docker finds the hook by this name on dockerd's PATH (src/CMakeLists.txt).
   GPUCTK_TRY_ASSIGN(l.pod_docker_hook, pod(clean_path(dir + "/../docker/nvidia-container-runtime-hook")));
   l.docker_hook_target = install::docker_hook_target(dir);
+  GPUCTK_TRY_ASSIGN(l.pod_docker_path_hook, pod(std::string(install::k_default_docker_hook_dir) + "/" +
+                                                std::string(install::k_docker_hook_name)));
   GPUCTK_TRY_ASSIGN(l.pod_config, pod(hook::k_default_config_path));
   l.config_text = install::config_text({.hook_path = l.binary,
                                         .driver_root = clean_path(args.driver_root),
@@ -227,14 +245,33 @@ Result<void> do_install(const InstallArgs& args, const Layout& layout) {
   GPUCTK_TRY_ASSIGN(const auto path, runtime_config_path(args, which));
   GPUCTK_TRY_ASSIGN(const auto result, engine::configure(which, path, runtime_settings(args, layout), false));
   GPUCTK_TRY(say(result.summary));
+  if (which == engine::Engine::docker) {
+    GPUCTK_TRY_ASSIGN(const auto hook,
+                      install::link_docker_hook(layout.pod_docker_path_hook, layout.binary, false));
+    GPUCTK_TRY(say(hook.line));
+  }
   // The spec is in place before the engine starts again.
   GPUCTK_TRY(install_spec(args, layout, false));
   return restart_if_changed(args, which, path, result.changed);
 }
 
+// What an uninstall takes away.
+enum class Undo : uint8_t {
+  // Everything install put there (--uninstall).
+  everything,
+  // What offers gpuctk to new containers: the spec, the engine's runtime entry, docker's hook on PATH
+  // (--uninstall-on-exit, on SIGTERM). The binary, its links and the config stay: a container created
+  // through the shim is killed and deleted through it for as long as it runs (containerd's runc shim
+  // runs the BinaryName it was created with, a "fork/exec ...: no such file" otherwise, and the pod stays
+  // Terminating), and the shim finds the low-level runtime that holds the container's state through the
+  // config's `runtimes`. The pod cannot know when the last such container is gone; a rolling update
+  // replaces the files again (atomically: a running shim keeps its own), and `--uninstall` removes them.
+  unwire,
+};
+
 // The reverse of do_install, in reverse order; it goes on after a failed step so that as much as can be
 // is undone, and returns the first error.
-Result<void> do_uninstall(const InstallArgs& args, const Layout& layout) {
+Result<void> do_uninstall(const InstallArgs& args, const Layout& layout, Undo undo) {
   std::optional<Error> first;
   const auto step = [&first](Result<void> done) {
     if (!done && !first) {
@@ -257,8 +294,21 @@ Result<void> do_uninstall(const InstallArgs& args, const Layout& layout) {
       GPUCTK_TRY_ASSIGN(const auto result,
                         engine::unconfigure(which, path, runtime_settings(args, layout), false));
       GPUCTK_TRY(say(result.summary));
+      if (which == engine::Engine::docker) {
+        GPUCTK_TRY_ASSIGN(const auto hook,
+                          install::unlink_docker_hook(layout.pod_docker_path_hook, layout.binary, false));
+        if (!hook.line.empty()) {
+          GPUCTK_TRY(say(hook.line));
+        }
+      }
       return restart_if_changed(args, which, path, result.changed);
     }());
+  }
+  if (undo == Undo::unwire) {
+    step(say("kept " + layout.pod_binary + ", its links and " + layout.pod_config +
+             ": running containers of the runtime are stopped through them (gpuctk install --uninstall "
+             "removes them)"));
+    return first ? Result<void>(std::unexpected(*first)) : Result<void>{};
   }
   step(removed(install::remove_file_if_same(layout.pod_config, layout.config_text), layout.pod_config));
   step(removed(install::remove_symlink_if(layout.pod_docker_hook, layout.docker_hook_target),
@@ -282,19 +332,6 @@ Result<void> do_uninstall(const InstallArgs& args, const Layout& layout) {
   return {};
 }
 
-// Blocks SIGTERM and SIGINT, so that they are taken by sigtimedwait in the watch loop only, never in the
-// middle of a step.
-Result<sigset_t> block_stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  if (const int err = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
-    return fail_errno("block SIGTERM", err);
-  }
-  return set;
-}
-
 // The driver's version file ("" when there is no driver).
 std::string driver_version_text(const Layout& layout) {
   return read_file(layout.pod_version_file, 1 << 16).value_or("");
@@ -305,14 +342,11 @@ std::string driver_version_text(const Layout& layout) {
 // SIGTERM or SIGINT; then uninstalls with --uninstall-on-exit.
 Result<void> watch(const InstallArgs& args, const Layout& layout, const sigset_t& stop, std::string seen) {
   for (;;) {
-    timespec interval{.tv_sec = static_cast<time_t>(args.watch_seconds), .tv_nsec = 0};
-    const int sig = ::sigtimedwait(&stop, nullptr, &interval);
-    if (sig == SIGTERM || sig == SIGINT) {
+    int sig = 0;
+    GPUCTK_TRY_ASSIGN(const bool stopped, wait_for_stop(stop, args.watch_seconds, &sig));
+    if (stopped) {
       GPUCTK_TRY(say(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT")));
-      return args.uninstall_on_exit ? do_uninstall(args, layout) : Result<void>{};
-    }
-    if (sig < 0 && errno != EAGAIN && errno != EINTR) {
-      return fail_errno("wait for SIGTERM", errno);
+      return args.uninstall_on_exit ? do_uninstall(args, layout, Undo::unwire) : Result<void>{};
     }
     if (std::string now = driver_version_text(layout); now != seen) {
       seen = std::move(now);
@@ -363,11 +397,13 @@ Action define_install(CLI::App& command) {
       .add_option("--runtime-config", args->runtime_config,
                   "The engine's config file on the node (default: the engine's usual one)")
       ->check(value_check(check_absolute));
-  command.add_option("--runtime-name", args->runtime_name, "Runtime name (a RuntimeClass handler)")
+  command
+      .add_option("--runtime-name,--nvidia-runtime-name", args->runtime_name,
+                  "Runtime name (a RuntimeClass handler)")
       ->capture_default_str()
       ->check(value_check(engine::check_runtime_name));
   command.add_flag("--set-as-default", args->set_as_default, "Make it the engine's default runtime too");
-  command.add_flag("--cdi", args->enable_cdi, "Turn on the engine's CDI support");
+  command.add_flag("--cdi,--enable-cdi-in-runtime", args->enable_cdi, "Turn on the engine's CDI support");
   command.add_option("--spec-path", args->spec_path, "The CDI spec on the node")
       ->capture_default_str()
       ->check(value_check(check_absolute));
@@ -382,7 +418,9 @@ Action define_install(CLI::App& command) {
       ->type_name("SECONDS")
       ->capture_default_str();
   command.add_flag("--uninstall-on-exit", args->uninstall_on_exit,
-                   "With --watch: uninstall on SIGTERM or SIGINT (a DaemonSet's pods being deleted)");
+                   "With --watch: on SIGTERM or SIGINT (a DaemonSet's pod stopping), take the runtime out of "
+                   "the engine and remove the spec; the binary, its links and the config stay for the "
+                   "containers still running through them (--uninstall removes them)");
   command
       .add_option(
           "--restart-mode", args->restart_mode,
@@ -396,9 +434,10 @@ Action define_install(CLI::App& command) {
                      "The engine's systemd unit (default: containerd.service, crio.service, docker.service)");
   command
       .add_option(
-          "--engine-socket", args->engine_socket,
+          "--engine-socket,--socket", args->engine_socket,
           "The engine's socket on the node, for --restart-mode signal (default: the engine's usual one)")
       ->check(value_check(check_absolute));
+  set_env_names(command);
   return [args, &command] {
     if (args->runtime.empty() && !args->no_runtime_config) {
       return usage_error(command, "missing option --runtime (or --no-runtime-config)");
@@ -409,13 +448,16 @@ Action define_install(CLI::App& command) {
     if (args->uninstall && args->watch_seconds != 0) {
       return usage_error(command, "--uninstall and --watch exclude each other");
     }
+    if (auto node = check_host_root(args->host_root); !node) {
+      return report(node.error());
+    }
     const auto resolved = layout_of(*args);
     if (!resolved) {
       return report(resolved.error());
     }
     const Layout& layout = *resolved;
     if (args->uninstall) {
-      if (auto done = do_uninstall(*args, layout); !done) {
+      if (auto done = do_uninstall(*args, layout, Undo::everything); !done) {
         return report(done.error());
       }
       return static_cast<int>(k_exit_ok);

@@ -1,6 +1,8 @@
 // gpuctk labels: node labels from discovery, as a Node Feature Discovery feature file or JSON.
 #include "labels/labels.hpp"
 
+#include <signal.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -30,6 +32,7 @@ struct LabelsArgs {
   std::string mode = "auto";
   std::string config_file;
   std::string mig_strategy;  // empty: the config file's flags.migStrategy, else none
+  unsigned watch_seconds = 0;
 };
 
 Result<void> check_format(std::string_view format) {
@@ -57,8 +60,13 @@ Result<void> check_mig_strategy(std::string_view text) {
   return {};
 }
 
-// Runs the command on checked arguments.
-Result<void> write_labels(const LabelsArgs& args) {
+// The labels' text and the warnings about them.
+struct Computed {
+  std::string text;
+  std::vector<std::string> warnings;
+};
+
+Result<Computed> compute_labels(const LabelsArgs& args) {
   std::optional<labels::SharingConfig> config;
   if (!args.config_file.empty()) {
     GPUCTK_TRY_ASSIGN(const auto text, read_file(args.config_file, k_max_config_size));
@@ -96,9 +104,19 @@ Result<void> write_labels(const LabelsArgs& args) {
     warnings.push_back("no GPU found: no labels");
   }
 
-  const std::string text = args.format == "json" ? labels::format_json(labels) : labels::format_nfd(labels);
+  return Computed{.text = args.format == "json" ? labels::format_json(labels) : labels::format_nfd(labels),
+                  .warnings = std::move(warnings)};
+}
+
+// Writes the labels; with `only_if_changed` (the watch loop's later rounds), nothing at all when the
+// output already holds them.
+Result<void> write_labels(const LabelsArgs& args, std::string& last, bool only_if_changed) {
+  GPUCTK_TRY_ASSIGN(const auto computed, compute_labels(args));
+  if (only_if_changed && computed.text == last) {
+    return {};
+  }
   if (args.output == "-") {
-    GPUCTK_TRY(write_stdout(text));
+    GPUCTK_TRY(write_stdout(computed.text));
   } else {
     // A node without NFD yet has no features.d: made (0755), as GPU Feature Discovery makes it, so the
     // labels are there when NFD starts. NFD re-reads the file at any time: never a partial one. It
@@ -106,13 +124,30 @@ Result<void> write_labels(const LabelsArgs& args) {
     if (const auto dir = std::filesystem::path(args.output).parent_path(); !dir.empty()) {
       GPUCTK_TRY(install::make_dirs(dir.string()));
     }
-    GPUCTK_TRY(write_file_atomic(args.output, text, 0644));
+    GPUCTK_TRY(write_file_atomic(args.output, computed.text, 0644));
   }
+  last = computed.text;
   // Printed only on success, so that a failure stays one line.
-  for (const auto& warning : warnings) {
+  for (const auto& warning : computed.warnings) {
     std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
   }
   return {};
+}
+
+// --watch: the labels again every `seconds`, written when they changed (a driver loaded or upgraded, a
+// MIG layout changed), until SIGTERM or SIGINT. A failed round is one error line and is tried again; the
+// file stays as it was, and stays when the watch stops (as GPU Feature Discovery leaves its file): a
+// rolling update must not take the node's labels away, and the pods selected by them.
+Result<void> watch_labels(const LabelsArgs& args, const sigset_t& stop, std::string last) {
+  for (;;) {
+    GPUCTK_TRY_ASSIGN(const bool stopped, wait_for_stop(stop, args.watch_seconds));
+    if (stopped) {
+      return {};
+    }
+    if (auto done = write_labels(args, last, true); !done) {
+      std::fprintf(stderr, "gpuctk: error: %s\n", escape_for_log(done.error().message).c_str());
+    }
+  }
 }
 
 }  // namespace
@@ -141,9 +176,30 @@ Action define_labels(CLI::App& command) {
       .add_option("--mig-strategy", args->mig_strategy,
                   "none, single or mixed (default: the config file's flags.migStrategy, else none)")
       ->check(value_check(check_mig_strategy));
+  command
+      .add_option("--watch", args->watch_seconds,
+                  "Stay running; every SECONDS, write the labels again when they changed (0: exit); the file "
+                  "stays when SIGTERM or SIGINT stops it")
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  set_env_names(command);
   return [args] {
-    if (auto r = write_labels(*args); !r) {
+    std::optional<sigset_t> stop;
+    if (args->watch_seconds != 0) {
+      auto blocked = block_stop_signals();
+      if (!blocked) {
+        return report(blocked.error());
+      }
+      stop = *blocked;
+    }
+    std::string last;
+    if (auto r = write_labels(*args, last, false); !r) {
       return report(r.error());
+    }
+    if (stop) {
+      if (auto r = watch_labels(*args, *stop, last); !r) {
+        return report(r.error());
+      }
     }
     return static_cast<int>(k_exit_ok);
   };

@@ -10,6 +10,8 @@
 
 #include "cli/commands.hpp"
 #include "engine/configure.hpp"
+#include "install/docker_hook.hpp"
+#include "util/path.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
@@ -20,6 +22,29 @@ namespace {
 std::string installed_runtime_path() {
   const std::string_view binary = GPUCTK_INSTALLED_BINARY;
   return std::string(binary.substr(0, binary.rfind('/') + 1)) + "gpuctk-runtime";
+}
+
+// docker --gpus: the link named nvidia-container-runtime-hook (install/docker_hook.hpp) goes to `dir`;
+// its target is the gpuctk beside the shim (gpuctk-runtime is always a link beside gpuctk). "none": no
+// link. Returns "" for no link: --docker-hook-dir none, or no --docker-hook-dir with a --config other
+// than docker's default (a dockerd of its own, whose PATH gpuctk cannot know).
+std::string docker_hook_link(const std::string& dir, bool dir_given, const std::string& config) {
+  if (dir == "none" ||
+      (!dir_given && !config.empty() && config != engine::default_config_path(engine::Engine::docker))) {
+    return "";
+  }
+  return clean_path(dir + "/" + std::string(install::k_docker_hook_name));
+}
+
+std::string gpuctk_beside(const std::string& runtime_path) {
+  return runtime_path.substr(0, runtime_path.rfind('/') + 1) + "gpuctk";
+}
+
+Result<void> check_docker_hook_dir(std::string_view dir) {
+  if (dir != "none" && !dir.starts_with('/')) {
+    return fail(quote(dir) + " is not an absolute path (or none)");
+  }
+  return {};
 }
 
 Result<void> check_containerd_version(std::string_view text) {
@@ -42,30 +67,33 @@ int run_runtime_configure(const std::vector<std::string>& args) {
       "replaced (<file>.gpuctk-replaced). A file that changes is printed again: TOML comments are not kept.");
   std::string runtime;
   std::string config;
+  std::string docker_hook_dir(install::k_default_docker_hook_dir);
   engine::RuntimeSettings settings;
   settings.runtime_path = installed_runtime_path();
   bool dry_run = false;
   bool remove = false;
-  app.add_option("--runtime", runtime, "The engine: containerd, crio or docker")
-      ->required()
-      ->type_name("ENGINE")
-      ->check(value_check(engine::parse_engine));
+  CLI::Option* runtime_option =
+      app.add_option("--runtime", runtime,
+                     "The engine: containerd, crio or docker (default: docker, as nvidia-ctk)")
+          ->type_name("ENGINE")
+          ->check(value_check(engine::parse_engine));
   app.add_option("--config", config,
                  "The engine's config file (default /etc/containerd/config.toml, "
                  "/etc/crio/crio.conf.d/99-gpuctk.conf, /etc/docker/daemon.json)")
       ->type_name("FILE");
-  app.add_option("--runtime-name", settings.name,
+  app.add_option("--runtime-name,--nvidia-runtime-name", settings.name,
                  "The runtime's name: a Kubernetes RuntimeClass handler, `docker run --runtime NAME`")
       ->type_name("NAME")
       ->capture_default_str()
       ->check(value_check(engine::check_runtime_name));
-  app.add_option("--runtime-path", settings.runtime_path, "The shim the engine runs as its runc")
+  app.add_option("--runtime-path,--nvidia-runtime-path", settings.runtime_path,
+                 "The shim the engine runs as its runc (gpuctk-runtime, a link beside gpuctk)")
       ->type_name("PATH")
       ->capture_default_str()
       ->check(value_check(engine::check_runtime_path));
-  CLI::Option* as_default =
-      app.add_flag("--set-as-default", settings.set_as_default, "Make it the engine's default runtime too");
-  CLI::Option* cdi = app.add_flag("--cdi", settings.enable_cdi,
+  CLI::Option* as_default = app.add_flag("--set-as-default,--nvidia-set-as-default", settings.set_as_default,
+                                         "Make it the engine's default runtime too");
+  CLI::Option* cdi = app.add_flag("--cdi,--cdi.enabled,--cdi.enable,--enable-cdi", settings.enable_cdi,
                                   "Turn on the engine's CDI support (containerd >= 1.7, docker >= 25; CRI-O "
                                   "has it on already)");
   CLI::Option* version = app.add_option("--containerd-config-version", settings.containerd_version,
@@ -73,6 +101,14 @@ int run_runtime_configure(const std::vector<std::string>& args) {
                              ->type_name("N")
                              ->capture_default_str()
                              ->check(value_check(check_containerd_version));
+  CLI::Option* hook_dir =
+      app.add_option(
+             "--docker-hook-dir", docker_hook_dir,
+             "docker: where `docker run --gpus` finds gpuctk, a directory on dockerd's PATH that gets the "
+             "link nvidia-container-runtime-hook to the gpuctk beside --runtime-path (default with "
+             "docker's default --config: /usr/local/bin; with another --config: none), or none")
+          ->type_name("DIR")
+          ->check(value_check(check_docker_hook_dir));
   app.add_flag("--dry-run", dry_run, "Print the resulting file on stdout and write nothing");
   app.add_flag("--remove", remove, "Undo: restore the original, or remove gpuctk's runtime")
       ->excludes(as_default)
@@ -87,7 +123,15 @@ int run_runtime_configure(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     return usage_error(app, describe_mistake(e, app));
   }
+  // nvidia-ctk's default engine; said on stderr, since an operator of containerd may have forgotten it.
+  if (runtime_option->count() == 0) {
+    runtime = "docker";
+    std::fprintf(stderr, "gpuctk: note: no --runtime given: configuring docker (as nvidia-ctk does)\n");
+  }
   const engine::Engine which = *engine::parse_engine(runtime);
+  if (hook_dir->count() != 0 && which != engine::Engine::docker) {
+    return usage_error(app, "--docker-hook-dir is for --runtime docker only");
+  }
   if (version->count() != 0 && which != engine::Engine::containerd) {
     return usage_error(app, "--containerd-config-version is for --runtime containerd only");
   }
@@ -105,13 +149,28 @@ int run_runtime_configure(const std::vector<std::string>& args) {
         stderr, "gpuctk: warning: runtime path %s: %s (the engine cannot run runtime %s until it is there)\n",
         settings.runtime_path.c_str(), std::strerror(errno), quote(settings.name).c_str());
   }
-  // With --dry-run stdout is the file alone; the line about it goes to stderr.
-  const auto written = dry_run ? write_stdout(result->text) : write_stdout(result->summary + "\n");
+  std::string summary = result->summary;
+  if (const std::string link = docker_hook_link(docker_hook_dir, hook_dir->count() != 0, config);
+      which == engine::Engine::docker && !link.empty()) {
+    const std::string target = gpuctk_beside(settings.runtime_path);
+    const auto hook = remove ? install::unlink_docker_hook(link, target, dry_run)
+                             : install::link_docker_hook(link, target, dry_run);
+    if (!hook) {
+      return report(hook.error());
+    }
+    if (!hook->line.empty()) {
+      summary += "\n" + hook->line;
+    }
+  }
+  // With --dry-run stdout is the file alone; the lines about it go to stderr.
+  const auto written = dry_run ? write_stdout(result->text) : write_stdout(summary + "\n");
   if (!written) {
     return report(written.error());
   }
   if (dry_run) {
-    std::fprintf(stderr, "%s\n", escape_for_log(result->summary).c_str());
+    for (const auto line : split(summary, '\n')) {
+      std::fprintf(stderr, "%s\n", escape_for_log(line).c_str());
+    }
   }
   return k_exit_ok;
 }

@@ -200,7 +200,8 @@ TEST_F(CliInstallTest, UninstallKeepsAConfigFileSomeoneEdited) {
 
 TEST_F(CliInstallTest, NoDriverIsOneLineAndNoSpecUnlessRequired) {
   const std::string empty = m_fixture->temp.path() + "/bare-node";
-  fs::create_directories(empty);
+  fs::create_directories(empty + "/etc");
+  fs::create_directories(empty + "/proc");
   auto r = test::run_gpuctk({"install", "--host-root", empty, "--no-runtime-config"}, m_scratch);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.ends_with("\nspec: no NVIDIA driver (" + empty +
@@ -356,9 +357,92 @@ TEST_F(CliInstallTest, WatchRegeneratesTheSpecWhenTheDriverChangesAndUninstallsO
   EXPECT_EQ(WEXITSTATUS(status), 0) << text;
   EXPECT_NE(text.find("\ndriver changed: NVRM version: "), std::string::npos) << text;
   EXPECT_NE(text.find("\nstopping on SIGTERM\nspec: removed " + spec + "\n"), std::string::npos) << text;
+  EXPECT_TRUE(text.ends_with("\nkept " + at("/usr/local/gpuctk/bin/gpuctk") + ", its links and " +
+                             at("/etc/gpuctk/config.yaml") +
+                             ": running containers of the runtime are stopped through them (gpuctk install "
+                             "--uninstall removes them)\n"))
+      << text;
   EXPECT_EQ(read_file(at(k_containerd_toml)).value(), m_original_toml);
-  EXPECT_FALSE(fs::exists(fs::symlink_status(at("/usr/local/gpuctk"))));
   EXPECT_FALSE(fs::exists(spec));
+  // A container created through the shim is stopped and deleted through it: the binary, its links and
+  // the config stay (the shim reads `runtimes` there to reach the container's low-level runtime).
+  EXPECT_EQ(read_file(at("/usr/local/gpuctk/bin/gpuctk")).value(), read_file(GPUCTK_BINARY).value());
+  EXPECT_EQ(fs::read_symlink(at("/usr/local/gpuctk/bin/gpuctk-runtime")), "gpuctk");
+  EXPECT_TRUE(fs::exists(at("/etc/gpuctk/config.yaml")));
+  // --uninstall takes them away.
+  const auto r = install({"--uninstall"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(at("/usr/local/gpuctk"))));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(at("/etc/gpuctk"))));
+}
+
+// A host root that is not a node's root (a mistyped --host-root, a pod without the hostPath volume) is
+// refused before anything is made below it.
+TEST_F(CliInstallTest, RefusesAHostRootWithoutEtcAndProc) {
+  const std::string fake = m_fixture->temp.path() + "/not-a-node";
+  auto r = test::run_gpuctk({"install", "--host-root", fake, "--runtime", "containerd"}, m_scratch);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "gpuctk: error: --host-root " + fake + ": not a node's root (no directory " + fake +
+                       "/etc); mount the node's / there (hostPath /)\n");
+  EXPECT_FALSE(fs::exists(fake));
+  fs::create_directories(fake + "/etc");
+  r = test::run_gpuctk({"install", "--host-root", fake, "--no-runtime-config"}, m_scratch);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpuctk: error: --host-root " + fake + ": not a node's root (no directory " + fake +
+                       "/proc); mount the node's / there (hostPath /)\n");
+  std::vector<std::string> made;
+  for (const auto& entry : fs::recursive_directory_iterator(fake)) {
+    made.push_back(entry.path().string());
+  }
+  EXPECT_EQ(made, std::vector<std::string>{fake + "/etc"});
+}
+
+// The DaemonSet's way: every option from GPUCTK_INSTALL_<NAME>, the command line winning.
+TEST_F(CliInstallTest, OptionsFromTheEnvironment) {
+  const auto r =
+      test::run_gpuctk({"install"}, m_scratch,
+                       {.env = {"GPUCTK_INSTALL_HOST_ROOT=" + m_root, "GPUCTK_INSTALL_RUNTIME=containerd",
+                                "GPUCTK_INSTALL_RUNTIME_NAME=gpu", "GPUCTK_INSTALL_RESTART_MODE=none",
+                                "GPUCTK_INSTALL_SPEC_PATH=/etc/cdi/gpu.yaml"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(at("/etc/cdi/gpu.yaml")));
+  EXPECT_NE(read_file(at(k_containerd_toml)).value().find("runtimes.gpu]"), std::string::npos);
+  EXPECT_TRUE(
+      r.out.ends_with("\ncontainerd: config changed; not restarted (--restart-mode none): restart "
+                      "containerd for it to take effect\n"))
+      << r.out;
+  const auto u =
+      test::run_gpuctk({"install", "--uninstall", "--runtime-name", "gpu"}, m_scratch,
+                       {.env = {"GPUCTK_INSTALL_HOST_ROOT=" + m_root, "GPUCTK_INSTALL_RUNTIME=containerd",
+                                "GPUCTK_INSTALL_RUNTIME_NAME=other", "GPUCTK_INSTALL_RESTART_MODE=none",
+                                "GPUCTK_INSTALL_SPEC_PATH=/etc/cdi/gpu.yaml"}});
+  ASSERT_EQ(u.exit_code, 0) << u.err;
+  EXPECT_EQ(read_file(at(k_containerd_toml)).value(), m_original_toml)
+      << "--runtime-name gpu won over the env";
+  EXPECT_FALSE(fs::exists(at("/etc/cdi/gpu.yaml")));
+}
+
+// docker --gpus: the install links nvidia-container-runtime-hook on dockerd's PATH (the node's
+// /usr/local/bin) to the installed gpuctk; both uninstalls take the link away.
+TEST_F(CliInstallTest, DockerGetsTheHookOnItsPath) {
+  fs::create_directories(at("/etc/docker"));
+  const auto r = test::run_gpuctk(
+      {"install", "--host-root", m_root, "--runtime", "docker", "--restart-mode", "none"}, m_scratch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string link = at("/usr/local/bin/nvidia-container-runtime-hook");
+  EXPECT_NE(r.out.find("\ndocker: linked " + link +
+                       " -> /usr/local/gpuctk/bin/gpuctk (docker run --gpus, once dockerd restarts)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(fs::read_symlink(link), "/usr/local/gpuctk/bin/gpuctk");
+  const auto u = test::run_gpuctk(
+      {"install", "--host-root", m_root, "--runtime", "docker", "--restart-mode", "none", "--uninstall"},
+      m_scratch);
+  ASSERT_EQ(u.exit_code, 0) << u.err;
+  EXPECT_NE(u.out.find("\ndocker: removed " + link + "\n"), std::string::npos) << u.out;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(link)));
+  EXPECT_TRUE(fs::is_directory(at("/usr/local/bin"))) << "/usr/local/bin is not gpuctk's";
 }
 
 }  // namespace

@@ -1,9 +1,15 @@
 // gpuctk labels as a user runs it: the NFD file (atomic, 0644), stdout, JSON, the config file and the
 // MIG strategy options, and one error line for every failure.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
@@ -173,6 +179,63 @@ TEST(CliLabels, AHostWithoutGpusGetsAnEmptyFileAndSaysWhy) {
       "gpuctk: warning: no NVIDIA driver (" + root +
           "/proc/driver/nvidia missing): no nvidia.com labels\ngpuctk: warning: no GPU found: no labels\n");
   std::filesystem::remove_all(root);
+}
+
+// --watch: the labels are written again when they change (here the machine's DMI name appears), and the
+// file stays when SIGTERM stops the watch; every option also comes from GPUCTK_LABELS_<NAME>.
+TEST_F(CliLabelsTest, WatchRewritesChangedLabelsAndKeepsTheFileOnSigterm) {
+  const std::string path = m_scratch + "/features.d/gpuctk";
+  const std::string product = m_fixture->host.dev_root + "/sys/class/dmi/id/product_name";
+  std::filesystem::remove(product);
+  const std::string out = m_scratch + "/watch.out";
+  std::vector<std::string> storage{GPUCTK_BINARY, "labels", "--watch", "1"};
+  std::vector<std::string> env{"GPUCTK_LABELS_OUTPUT=" + path, "GPUCTK_LABELS_MODE=proc",
+                               "GPUCTK_LABELS_DRIVER_ROOT=" + m_fixture->host.driver_root,
+                               "GPUCTK_LABELS_DEV_ROOT=" + m_fixture->host.dev_root};
+  for (char** e = environ; *e != nullptr; ++e) {
+    env.emplace_back(*e);
+  }
+  std::vector<char*> argv;
+  for (auto& arg : storage) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (auto& var : env) {
+    envp.push_back(var.data());
+  }
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, out.c_str(), O_WRONLY | O_APPEND, 0600);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  const auto eventually = [](auto done) {
+    for (int i = 0; i < 300 && !done(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return done();
+  };
+  ASSERT_TRUE(eventually([&] {
+    return read_file(path).value_or("").find("nvidia.com/gpu.count=8\n") != std::string::npos;
+  })) << read_file(out).value_or("");
+  EXPECT_EQ(read_file(path).value().find("nvidia.com/gpu.machine="), std::string::npos);
+  std::filesystem::create_directories(std::filesystem::path(product).parent_path());
+  const auto written_product = write_file_atomic(product, "DGX A100\n", 0444);
+  ASSERT_TRUE(written_product) << written_product.error().message;
+  EXPECT_TRUE(eventually([&] {
+    return read_file(path).value_or("").find("nvidia.com/gpu.machine=DGX-A100\n") != std::string::npos;
+  })) << read_file(out).value_or("");
+  const auto written = read_file(path).value();
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(out).value_or("");
+  EXPECT_EQ(read_file(path).value_or(""), written) << "the labels stay";
+  EXPECT_EQ(read_file(out).value_or("?"), "") << "nothing to say on a host that has it all";
 }
 
 // A node whose NVIDIA GPUs have no driver yet gets the GPU Operator's nvidia.com/gpu.present (what

@@ -106,7 +106,7 @@ TEST_F(CliRuntimeConfigureTest, AMissingShimIsAWarning) {
 
 TEST_F(CliRuntimeConfigureTest, UsageErrorsAreOneLineAndExit2) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
-      {{}, "missing option --runtime"},
+      {{"--runtime"}, "--runtime needs a value"},
       {{"--runtime", "podman"}, "--runtime: unknown runtime \"podman\" (want containerd, crio or docker)"},
       {{"--runtime", "docker", "--bogus"}, "unknown option \"--bogus\""},
       {{"--runtime", "docker", "extra"}, "unexpected argument \"extra\""},

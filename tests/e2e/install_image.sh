@@ -93,22 +93,41 @@ kinds = [d["kind"] for d in docs]
 assert kinds == ["Namespace", "ServiceAccount", "DaemonSet"], kinds
 ds = docs[2]["spec"]["template"]["spec"]
 assert ds["hostPID"] is False, ds.get("hostPID")
-assert ds["nodeSelector"] == {"nvidia.com/gpu.present": "true"}, ds["nodeSelector"]
+assert "nodeSelector" not in ds, ds["nodeSelector"]
+# Nodes with an NVIDIA GPU by labels that exist before gpuctk runs (NFD's PCI labels), or the GPU
+# Operator's nvidia.com/gpu.present (which gpuctk labels writes): any one of them.
+terms = ds["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+keys = [t["matchExpressions"] for t in terms]
+assert keys == [[{"key": k, "operator": "In", "values": ["true"]}] for k in (
+    "feature.node.kubernetes.io/pci-0302_10de.present", "feature.node.kubernetes.io/pci-0300_10de.present",
+    "feature.node.kubernetes.io/pci-10de.present", "nvidia.com/gpu.present")], keys
 assert ds["terminationGracePeriodSeconds"] >= 30
-(c,) = ds["containers"]
-assert c["securityContext"]["privileged"] is True
-# A privileged pod with the node's /: its image by digest (a placeholder that matches nothing until the
-# operator sets it), never pulled (Never: nothing answering for localhost can substitute one).
-assert re.fullmatch(r"localhost/gpuctk-installer@sha256:0{64}", c["image"]), c["image"]
-assert c["imagePullPolicy"] == "Never", c["imagePullPolicy"]
-assert c["args"] == ["install", "--host-root", "/host", "--runtime", "$(GPUCTK_RUNTIME)", "--watch", "60",
-                     "--uninstall-on-exit"], c["args"]
-assert {"name": "GPUCTK_RUNTIME", "value": "containerd"} in c["env"], c["env"]
-assert c["resources"]["limits"]["memory"], c["resources"]
-(mount,) = c["volumeMounts"]
-(volume,) = ds["volumes"]
-assert mount["mountPath"] == "/host" and volume["name"] == mount["name"], (mount, volume)
-assert volume["hostPath"]["path"] == "/", volume
+install, labels = ds["containers"]
+volumes = {v["name"]: v for v in ds["volumes"]}
+for c in (install, labels):
+    assert c["securityContext"]["privileged"] is True
+    # A privileged pod with the node's /: its image by digest (a placeholder that matches nothing until
+    # the operator sets it), never pulled (Never: nothing answering for localhost can substitute one).
+    assert re.fullmatch(r"localhost/gpuctk-installer@sha256:0{64}", c["image"]), c["image"]
+    assert c["imagePullPolicy"] == "Never", c["imagePullPolicy"]
+    assert c["resources"]["limits"]["memory"], c["resources"]
+    for mount in c["volumeMounts"]:
+        assert mount["name"] in volumes, mount
+env = lambda c: {e["name"]: e["value"] for e in c["env"]}
+# Every option from GPUCTK_INSTALL_* / GPUCTK_LABELS_* (gpuctk's environment variables).
+assert install["args"] == ["install"], install["args"]
+assert env(install) == {"GPUCTK_INSTALL_HOST_ROOT": "/host", "GPUCTK_INSTALL_RUNTIME": "containerd",
+                        "GPUCTK_INSTALL_WATCH": "60", "GPUCTK_INSTALL_UNINSTALL_ON_EXIT": "true"}, env(install)
+(mount,) = install["volumeMounts"]
+assert mount == {"name": "host-root", "mountPath": "/host"}, mount
+assert volumes["host-root"]["hostPath"] == {"path": "/", "type": "Directory"}, volumes["host-root"]
+assert labels["args"] == ["labels"], labels["args"]
+assert env(labels) == {"GPUCTK_LABELS_DRIVER_ROOT": "/host", "GPUCTK_LABELS_DEV_ROOT": "/host",
+                       "GPUCTK_LABELS_OUTPUT": "/features.d/gpuctk", "GPUCTK_LABELS_WATCH": "60"}, env(labels)
+assert labels["volumeMounts"] == [{"name": "host-root", "mountPath": "/host", "readOnly": True},
+                                  {"name": "nfd-features", "mountPath": "/features.d"}], labels["volumeMounts"]
+assert volumes["nfd-features"]["hostPath"] == {
+    "path": "/etc/kubernetes/node-feature-discovery/features.d", "type": "DirectoryOrCreate"}, volumes
 (rc,) = list(yaml.safe_load_all(open(deploy + "/runtimeclass.yaml")))
 assert rc["kind"] == "RuntimeClass" and rc["handler"] == "nvidia" and rc["metadata"]["name"] == "nvidia", rc
 PY

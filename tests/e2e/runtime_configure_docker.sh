@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # End to end for `gpuctk runtime configure --runtime docker` with docker 20.10 (Debian's docker.io) as the
 # consumer: a daemon.json of the lab gets runtime "nvidia" (gpuctk-runtime) and features.cdi (which 20.10
-# ignores); dockerd starts with that
-# file (all its state in the lab, no networking, GPUCTK_CONFIG in its environment), lists the runtime,
-# and `docker run --runtime nvidia -e NVIDIA_VISIBLE_DEVICES=0` on an imported glibc root sees GPU 0, its
-# driver files and loads libcuda.so.1: the container went through gpuctk's shim. Without --runtime the
-# container is untouched (docker's default runc). --remove gives back daemon.json's bytes.
+# ignores), and a directory of dockerd's PATH the link nvidia-container-runtime-hook to gpuctk
+# (--docker-hook-dir: the lab's stand-in for /usr/local/bin); dockerd starts with that file and that PATH
+# (all its state in the lab, no networking, GPUCTK_CONFIG in its environment; no systemd drop-in), lists
+# the runtime, and `docker run --runtime nvidia -e NVIDIA_VISIBLE_DEVICES=0` on an imported glibc root
+# sees GPU 0, its driver files and loads libcuda.so.1: the container went through gpuctk's shim; `docker
+# run --gpus all` gets them through the hook dockerd found by that link. Without --runtime or --gpus the
+# container is untouched (docker's default runc). --remove gives back daemon.json's bytes and takes the
+# link away.
 #   usage: runtime_configure_docker.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
@@ -16,15 +19,19 @@ e2e_docker_tools
 e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
 shim=$LAB/bin/gpuctk-runtime
+# The gpuctk beside the shim, which the docker hook link names.
+ln -s "$(realpath "$gpuctk")" "$LAB/bin/gpuctk"
+hookdir=$LAB/path-bin
 
 # daemon.json: the lab's trust key (/etc/docker/key.json otherwise) and a key gpuctk must keep.
 d=$LAB/docker
 mkdir -p "$d"
 printf '{\n  "deprecated-key-path": "%s",\n  "log-level": "info"\n}\n' "$d/key.json" >"$d/daemon.json"
 cp "$d/daemon.json" "$LAB/daemon.json.original"
-out=$("$gpuctk" runtime configure --runtime docker --config "$d/daemon.json" --runtime-path "$shim" --cdi 2>&1) ||
-  e2e_fail "runtime configure failed: $out"
-[ "$out" = "docker: runtime \"nvidia\" ($shim) added, CDI enabled; $d/daemon.json written (the original kept as $d/daemon.json.gpuctk-backup); restart docker" ] ||
+out=$("$gpuctk" runtime configure --runtime docker --config "$d/daemon.json" --runtime-path "$shim" --cdi \
+  --docker-hook-dir "$hookdir" 2>&1) || e2e_fail "runtime configure failed: $out"
+[ "$out" = "docker: runtime \"nvidia\" ($shim) added, CDI enabled; $d/daemon.json written (the original kept as $d/daemon.json.gpuctk-backup); restart docker
+docker: linked $hookdir/nvidia-container-runtime-hook -> $LAB/bin/gpuctk (docker run --gpus, once dockerd restarts)" ] ||
   e2e_fail "unexpected output: $out"
 python3 - "$d/daemon.json" "$shim" "$d/key.json" <<'PY' || e2e_fail "daemon.json is not what it should be: $(cat "$d/daemon.json")"
 import json, sys
@@ -37,7 +44,7 @@ assert doc["runtimes"] == {"nvidia": {"path": shim}}, doc["runtimes"]
 PY
 echo "ok: daemon.json configured, its own keys kept in order"
 
-e2e_dockerd_start "$d"
+e2e_dockerd_start "$d" "$hookdir"
 
 runtimes=$("${DOCKER[@]}" info --format '{{json .Runtimes}}' 2>&1) || e2e_fail "docker info failed: $runtimes"
 python3 - "$runtimes" "$shim" <<'PY' || e2e_fail "docker info does not list runtime nvidia with path $shim: $runtimes"
@@ -71,14 +78,25 @@ e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
 e2e_expect_line "$out" "cuda-version exit 1"
 echo "ok: without --runtime nvidia docker's own runc gives no GPU"
 
+# docker --gpus: dockerd found nvidia-container-runtime-hook on its PATH (configure's link) and runs it as
+# the container's prestart hook, which puts GPU 0 into it live; the env stays docker's.
+out=$(docker_run gpus --gpus all 2>&1) || e2e_fail "docker run --gpus all failed: $out"
+e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
+e2e_expect_line "$out" "crw-rw-rw- 195, 255 /dev/nvidiactl"
+e2e_expect_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
+e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=all"
+e2e_check_t4_driver_loads "$out"
+echo "ok: docker run --gpus all went through the linked hook"
+
 leftover=$("${DOCKER[@]}" ps -aq)
 [ -z "$leftover" ] || e2e_fail "docker kept containers: $leftover"
 "${DOCKER[@]}" rmi "$image" >/dev/null || e2e_fail "docker rmi $image failed"
 e2e_dockerd_stop
 
-out=$("$gpuctk" runtime configure --runtime docker --config "$d/daemon.json" --remove 2>&1) ||
-  e2e_fail "runtime configure --remove failed: $out"
-[ "$out" = "docker: $d/daemon.json restored from $d/daemon.json.gpuctk-backup; restart docker" ] ||
-  e2e_fail "unexpected output of --remove: $out"
+out=$("$gpuctk" runtime configure --runtime docker --config "$d/daemon.json" --runtime-path "$shim" --remove \
+  --docker-hook-dir "$hookdir" 2>&1) || e2e_fail "runtime configure --remove failed: $out"
+[ "$out" = "docker: $d/daemon.json restored from $d/daemon.json.gpuctk-backup; restart docker
+docker: removed $hookdir/nvidia-container-runtime-hook" ] || e2e_fail "unexpected output of --remove: $out"
 cmp -s "$d/daemon.json" "$LAB/daemon.json.original" || e2e_fail "--remove did not give back daemon.json's bytes"
-echo "PASS: gpuctk runtime configure wired gpuctk-runtime into docker 20.10 (docker run --runtime nvidia got GPU 0) and took it out again"
+[ ! -e "$hookdir/nvidia-container-runtime-hook" ] || e2e_fail "--remove left the docker hook link"
+echo "PASS: gpuctk runtime configure wired gpuctk-runtime and --gpus into docker 20.10 (docker run --runtime nvidia and --gpus all got GPU 0) and took them out again"

@@ -23,7 +23,9 @@ expect() {
   got=$(printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ')
   [ "${got% }" = "$want" ] || fail "'$line': expected '$want', got '${got% }'"
 }
-expect "gpuctk " "--help --version cdi hook info install labels runtime"
+expect "gpuctk " "--debug --help --quiet --version cdi hook info install labels runtime system"
+expect "gpuctk system " "--help create-device-nodes"
+expect "gpuctk system create-device-nodes --c" "--control-devices"
 expect "gpuctk c" "cdi"
 expect "gpuctk cdi " "--help generate inject list validate"
 expect "gpuctk hook pre" "precreate prestart"
@@ -43,14 +45,15 @@ expect "gpuctk cdi validate spec-a" "spec-a.yaml"
 
 # Every option offered is in the command's --help.
 for command in "cdi generate" "cdi list" "cdi inject" "hook precreate" "hook prestart" "hook create-symlinks" \
-  "hook update-ldcache" "hook enable-cuda-compat" "hook chmod" "runtime configure" "install" "info" "labels"; do
+  "hook update-ldcache" "hook enable-cuda-compat" "hook chmod" "runtime configure" "install" "info" "labels" \
+  "system create-device-nodes"; do
   read -ra COMP_WORDS <<<"gpuctk $command --"
   COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
   _gpuctk
   # shellcheck disable=SC2086  # the command's words
   help=$("$gpuctk" $command --help)
   for option in "${COMPREPLY[@]}"; do
-    grep -qE -- "(^|[ ,])$option( |$|=)" <<<"$help" || fail "gpuctk $command --help has no $option"
+    grep -qE -- "(^|[ ,])$option( |$|=|,)" <<<"$help" || fail "gpuctk $command --help has no $option"
   done
 done
 echo "PASS: bash completion of commands, options and values; every option offered exists"
