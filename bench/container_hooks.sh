@@ -3,8 +3,8 @@
 # the generated spec gives them, on a container root holding the spec's driver libraries and glibc:
 #   create-symlinks     every link of the spec, first run (links absent) and again (all present: no-op)
 #   update-ldcache      every folder of the spec, with the host ldconfig; and with a static no-op program as
-#                       ldconfig, which is what gpuctk itself costs (drop-ins, memfd, namespaces, pivot_root,
-#                       capabilities, seccomp)
+#                       ldconfig, which is what gpuctk itself costs (drop-ins, memfd, namespaces, the user
+#                       namespace, the read-only copy of the root, pivot_root, seccomp, the cache installed)
 #   enable-cuda-compat, disable-device-node-modification
 # and what the hooks add to a `podman run` (spec with hooks vs. the same spec with --disable-hook all).
 # Median and max of 40 direct spawns (podman: hyperfine), peak_rss for memory.
@@ -40,7 +40,20 @@ for h in edits.get("hooks", []) + [h for d in s["devices"] for h in d["container
 open(f"{out}/create-symlinks.args", "w").write("\n".join(links) + "\n")
 print(f"{len(links) // 2} links, {sum(1 for a in open(out + '/update-ldcache.args') if a.strip() == '--folder')} ldcache folders")
 PY
-printf 'int main(void) { return 0; }\n' >"$root/true.c"
+# The no-op ldconfig writes the smallest file update-ldcache installs as a cache: glibc's magic, at the
+# path after -C (its scratch directory; nothing else in the root is writable to it).
+cat >"$root/true.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (strcmp(argv[i], "-C") == 0) {
+      FILE* f = fopen(argv[i + 1], "w");
+      return f && fputs("glibc-ld.so.cache1.1", f) >= 0 && fclose(f) == 0 ? 0 : 1;
+    }
+  return 0;
+}
+C
 cc -static -O2 -o "$root/static-true" "$root/true.c"
 
 # run NAME PREPARE ARGS...: median and max of 40 runs (after 3 warm-ups) of `gpuctk hook ARGS` with the state

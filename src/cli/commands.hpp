@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "hook/config.hpp"
 #include "hook/log.hpp"
 #include "rootfs/in_root.hpp"
+#include "rootfs/sandbox.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::cli {
@@ -122,9 +124,16 @@ using InProcessBody = std::function<Result<void>(const rootfs::Root& root)>;
 // preparation (ContainerHookPrepare) in this process with `config` and `log`, instead of reading the OCI
 // state. Returns its body, to run later on an open container root; `config` and `log` must outlive it.
 // Errors (the preparation's now, the body's later) come back instead of being printed, prefixed with the
-// hook's name; a usage error, already printed, is "hook <args>: exit status 2".
+// hook's name; a usage error, already printed, is "hook <args>: exit status 2". A program the hook runs
+// in the sandbox starts in `cgroup` (the container's, from hook prestart), when given.
 Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,
-                                              const hook::Config& config, const hook::Log& log);
+                                              const hook::Config& config, const hook::Log& log,
+                                              std::shared_ptr<const rootfs::SandboxCgroup> cgroup = nullptr);
+
+// For a preparation: the limits of the programs its hook runs in the sandbox (rootfs/sandbox.hpp): in
+// prepare_hook_in_process, its `cgroup`; otherwise the caller's cgroups, which are the container's when
+// a runtime runs the hook.
+rootfs::SandboxLimits sandbox_limits();
 
 // Runs an in-container (createContainer) hook: loads the config and log, reads the OCI state on stdin
 // (bounded), opens the container root it names, runs `prepare` and then the body it returns; errors are

@@ -16,8 +16,9 @@ namespace {
 struct InProcessHook {
   const hook::Config* config;
   const hook::Log* log;
-  std::optional<ContainerHookBody> body;  // what the hook made ready
-  std::optional<Error> error;             // the preparation's error, returned by the caller
+  std::shared_ptr<const rootfs::SandboxCgroup> cgroup;  // where its sandboxed programs start
+  std::optional<ContainerHookBody> body;                // what the hook made ready
+  std::optional<Error> error;                           // the preparation's error, returned by the caller
 };
 InProcessHook* g_in_process = nullptr;
 
@@ -34,9 +35,18 @@ ContainerHookBody named(const std::string& name, ContainerHookBody body) {
 
 }  // namespace
 
+rootfs::SandboxLimits sandbox_limits() {
+  rootfs::SandboxLimits limits;
+  if (g_in_process != nullptr) {
+    limits.cgroup = g_in_process->cgroup;
+  }
+  return limits;
+}
+
 Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,
-                                              const hook::Config& config, const hook::Log& log) {
-  InProcessHook context{&config, &log, {}, {}};
+                                              const hook::Config& config, const hook::Log& log,
+                                              std::shared_ptr<const rootfs::SandboxCgroup> cgroup) {
+  InProcessHook context{&config, &log, std::move(cgroup), {}, {}};
   g_in_process = &context;
   std::vector<std::string> argv = args;
   std::vector<char*> pointers;

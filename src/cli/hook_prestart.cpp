@@ -71,12 +71,13 @@ Result<void> run_prestart(HookStart& start) {
   }
   const hook::Config& cfg = start.config;
   const hook::Log& log = start.log;
-  const auto prepare = [&](const oci::HookCommand& hook) -> Result<hook::ContainerHook> {
+  const auto prepare = [&](const oci::HookCommand& hook,
+                           const hook::SandboxCgroupRef& cgroup) -> Result<hook::ContainerHook> {
     GPUCTK_TRY_ASSIGN(auto opened, oci::open_hook(hook));
     if (!is_own_hook(opened, self)) {
       return hook::foreign_hook(std::move(opened));
     }
-    GPUCTK_TRY_ASSIGN(auto body, prepare_hook_in_process(hook.args, cfg, log));
+    GPUCTK_TRY_ASSIGN(auto body, prepare_hook_in_process(hook.args, cfg, log, cgroup));
     return hook::ContainerHook(
         [body = std::move(body)](std::string_view, const rootfs::Root& root) { return body(root); });
   };

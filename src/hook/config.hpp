@@ -60,8 +60,9 @@ struct Config {
   // `hook-path`: the gpuctk binary the in-memory spec's createContainer hooks run: the installed path,
   // never /proc/self/exe (which reads "... (deleted)" after an upgrade replaced the binary).
   std::string hook_path = k_default_hook_path;
-  // `allow-ldconfig-from-container`: whether update-ldcache may run an ldconfig of the image (a path
-  // without "@"). Off: only the host's ldconfig ever runs on a container root.
+  // `allow-ldconfig-from-container`: accepted and no longer used (true: one warning in the log of
+  // update-ldcache). `--ldconfig-path PATH` names the host's ldconfig, with or without "@", as in
+  // NVIDIA's toolkit; only the host's ldconfig ever runs on a container root.
   bool allow_ldconfig_from_container = false;
   // `log-file`: unset means k_default_log_file; "" logs nothing. A file the config names that cannot be
   // opened is an error (open_log); the default one is a warning, since a rootless engine runs the

@@ -123,38 +123,15 @@ Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>
   return rootfs::create_symlinks(root, specs);
 }
 
-Result<std::optional<UniqueFd>> open_host_ldconfig(std::string_view ldconfig_path) {
-  if (!ldconfig_path.starts_with('@')) {
-    return std::optional<UniqueFd>();
-  }
-  std::string host(ldconfig_path.substr(1));
+Result<UniqueFd> open_host_ldconfig(std::string_view ldconfig_path) {
+  std::string host(ldconfig_path.starts_with('@') ? ldconfig_path.substr(1) : ldconfig_path);
   if (host.empty() || host.front() != '/') {
-    return fail("--ldconfig-path " + quote(ldconfig_path) + ": expected @ and an absolute host path");
+    return fail("--ldconfig-path " + quote(ldconfig_path) + ": expected an absolute host path");
   }
   if (const std::string real = host + ".real"; ::access(real.c_str(), X_OK) == 0) {
     host = real;
   }
-  GPUCTK_TRY_ASSIGN(auto sealed, rootfs::seal_host_program(host));
-  return std::optional<UniqueFd>(std::move(sealed));
-}
-
-Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root,
-                               const Config& config) {
-  GPUCTK_TRY_ASSIGN(auto host, open_host_ldconfig(ldconfig_path));
-  if (host) {
-    return std::move(*host);
-  }
-  if (!config.allow_ldconfig_from_container) {
-    return fail("--ldconfig-path " + quote(ldconfig_path) +
-                ": an ldconfig of the container is not run (allow-ldconfig-from-container is false); use @" +
-                std::string(ldconfig_path) + " for the host's");
-  }
-  // The image's program, opened inside the root; it still runs only in the sandbox.
-  auto fd = rootfs::open_in_root(root, ldconfig_path, O_PATH, rootfs::FollowLast::yes);
-  if (!fd) {
-    return std::unexpected(fd.error());
-  }
-  return rootfs::seal_host_program("/proc/self/fd/" + std::to_string(fd->get()));
+  return rootfs::seal_host_program(host);
 }
 
 Result<bool> enable_cuda_compat(const rootfs::Root& root, const CudaCompatHost& host,

@@ -42,17 +42,15 @@ Result<std::vector<Link>> parse_links(const std::vector<std::string>& values);
 // Creates every link in the root (rootfs::create_symlink); returns how many were created or replaced.
 Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>& links);
 
-// The program update-ldcache runs, from `--ldconfig-path`: "@/sbin/ldconfig" (the default) is a host path;
-// "/sbin/ldconfig.real" is preferred beside "/sbin/ldconfig" when it exists (Ubuntu's ldconfig is a
-// script around it). A path without "@" names the image's ldconfig and is refused unless the config
-// has allow-ldconfig-from-container: true. Returns the program sealed in a memfd.
-Result<UniqueFd> open_ldconfig(std::string_view ldconfig_path, const rootfs::Root& root,
-                               const Config& config);
-
-// The host half of open_ldconfig: for "@PATH" the host's program, sealed (opened where host paths are
-// the host's: hook prestart does it before it enters the container's namespace); for a container path,
-// nullopt (open_ldconfig opens it in the root). Errors are open_ldconfig's.
-Result<std::optional<UniqueFd>> open_host_ldconfig(std::string_view ldconfig_path);
+// The program update-ldcache runs, from `--ldconfig-path`: always the HOST's ldconfig, as NVIDIA's
+// toolkit reads the option ("the path to ldconfig on the host"; nvidia-ctk writes `--ldconfig-path
+// /sbin/ldconfig` into its specs), so "/sbin/ldconfig" and "@/sbin/ldconfig" (the default; a leading "@"
+// is dropped, as NVIDIA's toolkit drops it) are the same program. "/sbin/ldconfig.real" is preferred
+// beside "/sbin/ldconfig" when it exists (Ubuntu's ldconfig is a script around it). An image's ldconfig
+// is never run. Returns the program sealed in a memfd (rootfs::seal_host_program), opened where host
+// paths are the host's (hook prestart: before it enters the container's namespace). Errors:
+// "--ldconfig-path \"sbin/ldconfig\": expected an absolute host path", seal_host_program's.
+Result<UniqueFd> open_host_ldconfig(std::string_view ldconfig_path);
 
 // enable-cuda-compat: when the image's compat folder `compat_dir` (a container path: absolute, no "." or
 // "..", resolved inside the root) holds exactly one `libcuda.so.*.*` and use_cuda_compat

@@ -189,13 +189,19 @@ namespace {
 
 // Steps 3 to 5 of the header.
 Result<void> carry_out_in_container(const LivePlan& plan, const Process& process, const rootfs::RootId& host,
-                                    std::string_view state_text, const ContainerHookPreparer& prepare,
-                                    PrestartResult& result, const Log& log) {
+                                    const cgroup::DeviceCgroups& cgroups, std::string_view state_text,
+                                    const ContainerHookPreparer& prepare, PrestartResult& result,
+                                    const Log& log) {
   // Everything from the host first, while host paths are the host's.
+  SandboxCgroupRef sandbox_cgroup;
+  if (!plan.container_hooks.empty() && (!cgroups.v2_dir.empty() || !cgroups.v1_dir.empty())) {
+    GPUCTK_TRY_ASSIGN(auto opened, rootfs::SandboxCgroup::open(cgroups.v2_dir, cgroups.v1_dir));
+    sandbox_cgroup = std::make_shared<const rootfs::SandboxCgroup>(std::move(opened));
+  }
   std::vector<ContainerHook> hooks;
   hooks.reserve(plan.container_hooks.size());
   for (const auto& hook : plan.container_hooks) {
-    GPUCTK_TRY_ASSIGN(auto ready, prepare ? prepare(hook) : prepare_foreign_hook(hook));
+    GPUCTK_TRY_ASSIGN(auto ready, prepare ? prepare(hook, sandbox_cgroup) : prepare_foreign_hook(hook));
     hooks.push_back(std::move(ready));
   }
   std::vector<rootfs::HostTree> trees;
@@ -294,9 +300,13 @@ Result<PrestartResult> prestart(std::string_view state_text, const Config& cfg, 
     log.warning("prestart: the groups of a created container's process cannot change; not added: " +
                 join(gids, " "));
   }
+  // The container's cgroups: its device rules go there, and its hooks' sandboxed programs start there.
+  cgroup::DeviceCgroups cgroups;
+  if (!plan.rules.empty() || !plan.container_hooks.empty()) {
+    GPUCTK_TRY_ASSIGN(cgroups, cgroup::find_device_cgroups(process));
+  }
   // Device access first, from the runtime's namespace (the cgroup files are the host's).
   if (!plan.rules.empty()) {
-    GPUCTK_TRY_ASSIGN(const auto cgroups, cgroup::find_device_cgroups(process));
     GPUCTK_TRY_ASSIGN(result.cgroups, cgroup::allow_devices(cgroups, plan.rules));
     log.info("prestart: device cgroup: " + std::to_string(result.cgroups.v1_rules) + " rules added to " +
              (cgroups.v1_dir.empty() ? std::string("(no v1 devices cgroup)") : cgroups.v1_dir) + ", " +
@@ -307,8 +317,8 @@ Result<PrestartResult> prestart(std::string_view state_text, const Config& cfg, 
     GPUCTK_TRY(oci::run_hook(hook, state_text));
     ++result.hooks;
   }
-  GPUCTK_TRY(
-      carry_out_in_container(plan, process, host_root, state_text, prepare_container_hook, result, log));
+  GPUCTK_TRY(carry_out_in_container(plan, process, host_root, cgroups, state_text, prepare_container_hook,
+                                    result, log));
   result.changed = true;
   log.info("prestart: injected " + describe(result.resolved) + " into container " + quote(state.id));
   return result;

@@ -19,7 +19,8 @@
 //      over an empty file); driver files, sockets and directories bind-mounted with their options
 //      (read-only, nosuid, nodev) onto targets resolved inside the container root;
 //   5. the spec's createContainer hooks run there (create-symlinks, update-ldcache: the linker cache),
-//      as the runtime would have run them, with the state on stdin.
+//      as the runtime would have run them, with the state on stdin; gpuctk's own start the programs
+//      they sandbox (ldconfig) in the container's cgroups, as the runtime's createContainer hooks are.
 // What cannot change after create is not done: environment variables stay what the image and the pod
 // set (NVIDIA_VISIBLE_DEVICES is not rewritten to "void" as at precreate), and additional groups are
 // not added; both are logged. Edits that would be wrong to leave out (netDevices, intelRdt, hooks of
@@ -34,6 +35,7 @@
 // read, so every step is about that one process.
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +49,7 @@
 #include "hook/log.hpp"
 #include "oci/hook_run.hpp"
 #include "rootfs/live_mount.hpp"
+#include "rootfs/sandbox.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::hook {
@@ -92,13 +95,19 @@ struct PrestartResult {
 // and the container root opened there.
 using ContainerHook = std::function<Result<void>(std::string_view state, const rootfs::Root& root)>;
 
+// The container's cgroups, opened before its namespace is entered (null when it is in none of its own):
+// where the programs that gpuctk's own hooks run in their sandbox start (rootfs/sandbox.hpp), so that
+// the kernel checks their device accesses as the container's.
+using SandboxCgroupRef = std::shared_ptr<const rootfs::SandboxCgroup>;
+
 // Makes one createContainer hook ready. Called in the runtime's mount namespace, before the container's
 // is entered: everything the hook takes from the host (its program, a host ldconfig, a host file) is
 // opened while host paths still name the host's files. The default (an empty function) is
 // prepare_foreign_hook. The CLI passes one that makes gpuctk's own hooks run in this process instead of
 // exec'ing gpuctk again for each (an exec and a config load per hook are most of what a prestart hook
-// costs).
-using ContainerHookPreparer = std::function<Result<ContainerHook>(const oci::HookCommand& hook)>;
+// costs), their sandboxed programs in `cgroup`.
+using ContainerHookPreparer =
+    std::function<Result<ContainerHook>(const oci::HookCommand& hook, const SandboxCgroupRef& cgroup)>;
 
 // A hook run as a runtime would run it (oci::run_hook: the state on its stdin), from its program opened
 // now (oci::open_hook) whatever its path names later. Errors are oci::open_hook's.

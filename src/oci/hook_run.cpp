@@ -1,7 +1,6 @@
 #include "oci/hook_run.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -13,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "util/child_wait.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -47,19 +47,13 @@ Result<int> wait_for(pid_t pid, std::optional<int> timeout, const std::string& w
   if (timeout && *timeout > 0) {
     UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     if (pidfd) {
-      pollfd p{pidfd.get(), POLLIN, 0};
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*timeout);
-      int ready = 0;
-      do {
-        // An interrupted wait goes on for the time left, not the whole timeout again.
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
-      } while (ready < 0 && errno == EINTR);
-      if (ready == 0) {
-        timed_out = true;
-        ::kill(pid, SIGKILL);
+      auto end =
+          wait_child(pidfd.get(), pid, std::chrono::steady_clock::now() + std::chrono::seconds(*timeout));
+      if (!end) {
+        return fail_with(what, end.error());
       }
+      timed_out = end->killed_at_deadline;
+      return end->status;
     }
   }
   int status = 0;

@@ -8,13 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <optional>
 #include <set>
 #include <span>
 
 #include "rootfs/linker_config.hpp"
-#include "rootfs/sandbox.hpp"
 
 namespace gpuctk::rootfs {
 
@@ -45,7 +45,13 @@ constexpr const char* k_glibc_system_dirs[] = {
 constexpr const char* k_debian_marker = "/etc/debian_version";
 
 constexpr const char* k_ld_conf_dir = "/etc/ld.so.conf.d";
-constexpr const char* k_ld_cache_temp = "/etc/ld.so.cache~";  // ldconfig writes here, then renames
+constexpr const char* k_ld_cache = "/etc/ld.so.cache";
+
+// How a linker cache that ldconfig wrote starts: glibc's format ("glibc-ld.so.cache" and its version,
+// all an ldconfig of glibc 2.32 or later writes), or the old format that the "compat" one begins with.
+constexpr std::string_view k_ld_cache_magics[] = {"glibc-ld.so.cache1.1", "ld.so-1.7.0"};
+// The largest cache installed (the scratch tmpfs holds no more anyway).
+constexpr size_t k_max_ld_cache_size = k_scratch_size;
 
 bool is_dir_in_root(const Root& root, std::string_view path) {
   return open_in_root(root, path, O_PATH | O_DIRECTORY, FollowLast::yes).has_value();
@@ -172,6 +178,84 @@ bool holds_only_foreign_libraries(const Root& root, const std::string& dir) {
   return foreign > 0 && ours == 0;
 }
 
+// The path of the open file `fd` as this process's /proc names it ("" when it cannot be read).
+std::string path_of_fd(int fd) {
+  std::string path(PATH_MAX, '\0');
+  const ssize_t length =
+      ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), path.data(), path.size());
+  path.resize(length > 0 ? static_cast<size_t>(length) : 0);
+  return path;
+}
+
+// The directory the sandbox's scratch tmpfs is attached on, made in the image's /etc (mode 0700, a
+// random name) and removed when this is dropped: the image sees it empty, for the length of one run.
+// Its path is the one /etc resolved to, without symlinks: the sandbox and the program resolve it
+// again inside the root, where a link on the way (an /etc that is a link to a procfs path) may lead
+// elsewhere or nowhere.
+class ScratchMountPoint {
+ public:
+  static Result<ScratchMountPoint> make(const Root& root) {
+    ScratchMountPoint point;
+    GPUCTK_TRY_ASSIGN(point.m_etc, open_in_root(root, "/etc", O_PATH | O_DIRECTORY, FollowLast::yes));
+    const std::string root_path = path_of_fd(root.fd());
+    const std::string etc_path = path_of_fd(point.m_etc.get());
+    const std::string prefix = root_path == "/" ? std::string() : root_path;
+    if (root_path.empty() || !(etc_path == root_path || etc_path.starts_with(prefix + "/"))) {
+      point.m_etc.reset();
+      return fail("resolve /etc in container root " + root.path() + ": not below the root");
+    }
+    point.m_dir = etc_path == root_path ? std::string() : etc_path.substr(prefix.size());
+    point.m_name = temporary_name("ldconfig");
+    if (::mkdirat(point.m_etc.get(), point.m_name.c_str(), 0700) != 0) {
+      const int err = errno;
+      point.m_etc.reset();
+      return fail_errno("create " + point.path() + " in container root " + root.path(), err);
+    }
+    return point;
+  }
+  ScratchMountPoint(ScratchMountPoint&&) = default;
+  ScratchMountPoint& operator=(ScratchMountPoint&&) = delete;
+  ScratchMountPoint(const ScratchMountPoint&) = delete;
+  ScratchMountPoint& operator=(const ScratchMountPoint&) = delete;
+  ~ScratchMountPoint() {
+    if (m_etc) {
+      ::unlinkat(m_etc.get(), m_name.c_str(), AT_REMOVEDIR);
+    }
+  }
+  [[nodiscard]] std::string path() const { return m_dir + "/" + m_name; }
+
+ private:
+  ScratchMountPoint() = default;
+  UniqueFd m_etc;
+  std::string m_dir;  // /etc's path in the root ("/etc"; "" for the root itself)
+  std::string m_name;
+};
+
+// Runs `ldconfig` in the sandbox on `conf` (the text of this run's configuration) with the root
+// read-only: it writes its cache into its scratch tmpfs, and no SONAME link (-X: the create-symlinks
+// hook makes the driver's; the image's own are the image's) nor its auxiliary cache (-i: not read from
+// the image either). Returns that cache, bounded and checked to be one.
+Result<std::string> run_ldconfig(const Root& root, const UniqueFd& ldconfig, std::string_view conf,
+                                 const SandboxLimits& limits) {
+  GPUCTK_TRY_ASSIGN(const auto point, ScratchMountPoint::make(root));
+  const std::string dir = point.path();
+  GPUCTK_TRY_ASSIGN(const auto scratch, Scratch::make(dir));
+  GPUCTK_TRY(scratch.put("ld.so.conf", conf));
+  GPUCTK_TRY(run_sandboxed(root, ldconfig,
+                           {"ldconfig", "-X", "-i", "-f", dir + "/ld.so.conf", "-C", dir + "/ld.so.cache"},
+                           limits, &scratch));
+  auto cache = scratch.take("ld.so.cache", k_max_ld_cache_size);
+  if (!cache) {
+    return fail_with("ldconfig wrote no linker cache", cache.error());
+  }
+  if (std::ranges::none_of(k_ld_cache_magics, [&](std::string_view m) { return cache->starts_with(m); })) {
+    return fail("ldconfig wrote " + dir +
+                "/ld.so.cache, which is not a glibc linker cache (it starts with "
+                "neither \"glibc-ld.so.cache1.1\" nor \"ld.so-1.7.0\"); not installed");
+  }
+  return cache;
+}
+
 }  // namespace
 
 Result<void> remove_file(const Root& root, std::string_view path) {
@@ -190,7 +274,7 @@ Result<void> remove_file(const Root& root, std::string_view path) {
 }
 
 Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
-                             const UniqueFd& ldconfig) {
+                             const UniqueFd& ldconfig, const SandboxLimits& limits) {
   GPUCTK_TRY_ASSIGN(const auto unique, checked_folders(folders));
   if (!is_dir_in_root(root, "/etc")) {
     return fail(
@@ -199,13 +283,9 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
   }
   std::vector<std::string> created;
   const bool had_conf_dir = is_dir_in_root(root, k_ld_conf_dir);
-  const bool had_cache_temp = open_in_root(root, k_ld_cache_temp, O_PATH, FollowLast::no).has_value();
   const auto undo = [&](const Error& error) {
     for (const auto& path : created) {
       (void)remove_file(root, path);
-    }
-    if (!had_cache_temp) {
-      (void)remove_file(root, k_ld_cache_temp);  // what a failed ldconfig leaves
     }
     if (!had_conf_dir) {
       if (auto etc = open_in_root(root, "/etc", O_PATH | O_DIRECTORY, FollowLast::yes)) {
@@ -254,19 +334,18 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
   // The configuration this run reads: the image's, then the new folders again (they are found there
   // only if the image's ld.so.conf includes ld.so.conf.d; a second mention changes nothing), then the
   // system directories, last as the image's own ldconfig adds them.
-  const std::string run_conf = std::string("/etc/") + temporary_name("ld.so.conf");
   std::string run_text = std::string("include ") + k_ld_so_conf + "\n" + text;
   for (const auto& dir : system) {
     run_text.append(dir).append("\n");
   }
-  if (auto r = write_file(root, run_conf, run_text, 0644); !r) {
+  auto cache = run_ldconfig(root, ldconfig, run_text, limits);
+  if (!cache) {
+    return undo(cache.error());
+  }
+  if (auto r = write_file(root, k_ld_cache, *cache, 0644); !r) {
     return undo(r.error());
   }
-  created.push_back(run_conf);
-  if (auto r = run_sandboxed(root, ldconfig, {"ldconfig", "-f", run_conf, "-C", "/etc/ld.so.cache"}); !r) {
-    return undo(r.error());
-  }
-  return remove_file(root, run_conf);
+  return {};
 }
 
 Result<bool> update_musl_path(const Root& root, const std::vector<std::string>& folders) {
@@ -323,11 +402,11 @@ ImageLibc image_libc(const Root& root) {
 }
 
 Result<void> update_library_search(const Root& root, const std::vector<std::string>& folders,
-                                   const LdconfigOpener& open_ldconfig) {
+                                   const LdconfigOpener& open_ldconfig, const SandboxLimits& limits) {
   const ImageLibc libc = image_libc(root);
   if (libc != ImageLibc::musl) {
     GPUCTK_TRY_ASSIGN(const auto ldconfig, open_ldconfig());
-    GPUCTK_TRY(update_ld_cache(root, folders, ldconfig));
+    GPUCTK_TRY(update_ld_cache(root, folders, ldconfig, limits));
   }
   if (libc == ImageLibc::musl || libc == ImageLibc::glibc_and_musl) {
     GPUCTK_TRY(update_musl_path(root, folders));

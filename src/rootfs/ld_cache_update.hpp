@@ -2,7 +2,8 @@
 // Making a container's dynamic loader find libraries in more folders (the driver's), without changing
 // the order in which it finds the image's own libraries:
 //   - glibc: a drop-in file in the image's /etc/ld.so.conf.d naming the folders the image's configuration
-//     does not name already, then a host ldconfig run in the sandbox (rootfs/sandbox.hpp) over the root;
+//     does not name already, then a host ldconfig run in the sandbox (rootfs/sandbox.hpp) over the
+//     read-only root, and the cache it made installed;
 //   - musl (which reads no ld.so.cache): the folders in its path file.
 // Knows nothing of GPUs.
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "rootfs/in_root.hpp"
+#include "rootfs/sandbox.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -44,17 +46,24 @@ inline constexpr const char* k_musl_default_path = "/lib:/usr/local/lib:/usr/lib
 
 // glibc: writes the drop-in (only when some of `folders` is not configured by the image already; a
 // stale one is removed otherwise) and /etc/ld.so.conf when missing, then runs `ldconfig` (a sealed
-// program, see seal_host_program) in the sandbox as `ldconfig -f <conf> -C /etc/ld.so.cache`, where
-// <conf> is a temporary file in /etc (removed afterwards) that includes /etc/ld.so.conf and then names
-// the new folders and the image's system folders: the ones its own ldconfig adds after everything its
-// configuration names, which a host ldconfig built for another distribution would not know. So the image's
-// folders keep their order: glibc resolves every library of the image as the image's own ldconfig
-// would have it resolved. `folders` are container paths (absolute, no "." or ".."). The image's
-// configuration is read (see configured_library_dirs) before anything but a missing /etc/ld.so.conf is
-// written; its errors, a root without an /etc directory, or one that cannot be written (read-only) are
-// errors of one line; on any error the files this call created are removed.
+// program, see seal_host_program) in the sandbox (rootfs/sandbox.hpp: the root read-only, an
+// unprivileged user; `limits`: its deadline and cgroups) as `ldconfig -X -i -f <dir>/ld.so.conf -C
+// <dir>/ld.so.cache`, where <dir> is the sandbox's scratch tmpfs, attached on an empty directory made in
+// the image's /etc for the run and removed after it. <dir>/ld.so.conf includes /etc/ld.so.conf and then
+// names the new folders and the image's system folders: the ones its own ldconfig adds after
+// everything its configuration names, which a host ldconfig built for another distribution would not
+// know. So the image's folders keep their order: glibc resolves every library of the image as the
+// image's own ldconfig would have it resolved. ldconfig makes no SONAME link (-X: the create-symlinks
+// hook makes the driver's) and neither reads nor writes an auxiliary cache (-i). The cache it wrote
+// (at most k_scratch_size bytes, and starting as glibc's caches do) is then installed as
+// /etc/ld.so.cache by gpuctk (write_file: atomic, a symlink there replaced, never followed).
+// `folders` are container paths (absolute, no "." or ".."). The image's configuration is read (see
+// configured_library_dirs) before anything but a missing /etc/ld.so.conf is written; its errors, a root
+// without an /etc directory, or one that cannot be written (read-only), a failed or killed ldconfig, no
+// cache or not a cache are errors of one line; on any error the files this call created are removed:
+//   ldconfig wrote no linker cache: /etc/.ldconfig.gpuctk-x/ld.so.cache: No such file or directory
 Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
-                             const UniqueFd& ldconfig);
+                             const UniqueFd& ldconfig, const SandboxLimits& limits = {});
 
 // musl: adds the folders its path file (k_musl_path_file) does not list yet, ahead of what it lists (as
 // the drop-in comes first for glibc); starting from k_musl_default_path when there is no file, so the
@@ -76,7 +85,7 @@ ImageLibc image_libc(const Root& root);
 // ld.so.cache, and `open_ldconfig` is not called.
 using LdconfigOpener = std::function<Result<UniqueFd>()>;
 Result<void> update_library_search(const Root& root, const std::vector<std::string>& folders,
-                                   const LdconfigOpener& open_ldconfig);
+                                   const LdconfigOpener& open_ldconfig, const SandboxLimits& limits = {});
 
 // Removes the file `path` inside `root` (never following a symlink as its last component). Missing is fine.
 Result<void> remove_file(const Root& root, std::string_view path);

@@ -2,18 +2,15 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
-#include <seccomp.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +19,9 @@
 #include <cstring>
 #include <memory>
 
+#include "rootfs/confinement.hpp"
+#include "rootfs/sandbox_child.hpp"
+#include "util/child_wait.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -39,125 +39,9 @@ constexpr off_t k_max_program_size = 64 << 20;
 // What the sandboxed program may write to stdout and stderr that we keep for the error message.
 constexpr size_t k_max_output = 64 << 10;
 
-// System calls a static glibc program that reads and writes files needs (ldconfig: directory scans,
-// ld.so.cache written to a temporary file, fsync'ed and renamed; SONAME links created). Everything
-// else, including mount, ptrace, bpf, keyctl, kexec, module loading, sockets, clone/unshare/setns,
-// chroot and mknod, fails with EPERM.
-constexpr const char* k_allowed_syscalls[] = {
-    // files and directories
-    "read",
-    "write",
-    "readv",
-    "writev",
-    "pread64",
-    "pwrite64",
-    "lseek",
-    "open",
-    "openat",
-    "close",
-    "close_range",
-    "fstat",
-    "stat",
-    "lstat",
-    "newfstatat",
-    "statx",
-    "access",
-    "faccessat",
-    "faccessat2",
-    "getdents",
-    "getdents64",
-    "readlink",
-    "readlinkat",
-    "symlink",
-    "symlinkat",
-    "unlink",
-    "unlinkat",
-    "rename",
-    "renameat",
-    "renameat2",
-    "mkdir",
-    "mkdirat",
-    "chmod",
-    "fchmod",
-    "fchmodat",
-    "fsync",
-    "fdatasync",
-    "ftruncate",
-    "fcntl",
-    "dup",
-    "dup2",
-    "dup3",
-    "getcwd",
-    "chdir",
-    "fchdir",
-    "umask",
-    "utimensat",
-    // memory
-    "mmap",
-    "munmap",
-    "mprotect",
-    "mremap",
-    "madvise",
-    "brk",
-    // process start-up and exit of a static glibc program
-    "execve",
-    "execveat",
-    "arch_prctl",
-    "set_tid_address",
-    "set_robust_list",
-    "rseq",
-    "prlimit64",
-    "getrlimit",
-    "uname",
-    "getrandom",
-    "futex",
-    "exit",
-    "exit_group",
-    // signals, identity and time
-    "rt_sigaction",
-    "rt_sigprocmask",
-    "rt_sigreturn",
-    "sigaltstack",
-    "getpid",
-    "gettid",
-    "getuid",
-    "geteuid",
-    "getgid",
-    "getegid",
-    "clock_gettime",
-    "gettimeofday",
-    "time",
-    "nanosleep",
-    "clock_nanosleep",
-    "sched_yield",
-};
-
-Result<void> load_seccomp() {
-  const std::unique_ptr<void, decltype(&seccomp_release)> ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)),
-                                                              &seccomp_release);
-  if (!ctx) {
-    return fail("seccomp: cannot create a filter");
-  }
-  for (const char* name : k_allowed_syscalls) {
-    const int nr = seccomp_syscall_resolve_name(name);
-    if (nr == __NR_SCMP_ERROR) {
-      continue;  // not a system call of this architecture (e.g. open on arm64)
-    }
-    if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0); rc != 0) {
-      return fail_errno(std::string("seccomp: allow ") + name, -rc);
-    }
-  }
-  // isatty(3) only: TCGETS. No other ioctl (TIOCSTI could type into the caller's terminal).
-  if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-                                      SCMP_A1(SCMP_CMP_EQ, static_cast<scmp_datum_t>(TCGETS)));
-      rc != 0) {
-    return fail_errno("seccomp: allow ioctl", -rc);
-  }
-  if (const int rc = seccomp_load(ctx.get()); rc != 0) {
-    return fail_errno("seccomp: load the filter", -rc);
-  }
-  return {};
-}
+// The most bytes of this process's mountinfo read to find the procfs mounts of a root (a host with many
+// containers has thousands of mounts).
+constexpr size_t k_max_mountinfo = size_t{16} << 20;
 
 // Whether the ELF image in `bytes` asks for a program interpreter (PT_INTERP), i.e. is dynamically
 // linked. Every offset is checked against the buffer. An error for a file that is not a complete ELF.
@@ -201,17 +85,6 @@ Result<bool> is_dynamic_elf(std::string_view bytes) {
   return fail("unknown ELF class");
 }
 
-// In the sandbox child: reports `what` on stderr (the parent's pipe) and exits; never returns.
-[[noreturn]] void child_fail(const std::string& what, int err) {
-  std::string line = "sandbox: " + what;
-  if (err != 0) {
-    line.append(": ").append(std::strerror(err));
-  }
-  line += '\n';
-  [[maybe_unused]] const ssize_t n = ::write(2, line.data(), line.size());
-  ::_exit(126);
-}
-
 // Decodes the octal escapes (\040 for a space) of a path in /proc/self/mountinfo.
 std::string unescape_mountinfo(std::string_view text) {
   std::string out;
@@ -227,15 +100,22 @@ std::string unescape_mountinfo(std::string_view text) {
   return out;
 }
 
-// Mount points of every procfs at or below `root_path` in this mount namespace. A procfs of another
-// PID namespace (the container's, the host's) offers /proc/<pid>/root links out of the root.
-std::vector<std::string> procfs_mounts_under(const std::string& root_path) {
-  std::vector<std::string> out;
-  auto text = read_file("/proc/self/mountinfo");
-  if (!text) {
-    child_fail("read /proc/self/mountinfo", 0);
+// The procfs mounts in `root`, as paths relative to it ("proc"), outermost first and none below another:
+// from this process's mount table, where the root's canonical path (what its fd resolves to here, as
+// mountinfo writes mount points; a configured path may run through a symlink such as /var/run) is
+// known. A procfs of another PID namespace (the container's, the host's) offers /proc/sys and
+// /proc/<pid>/root links out of the root.
+Result<std::vector<std::string>> procfs_in(const Root& root) {
+  std::string canonical(PATH_MAX, '\0');
+  const std::string self = "/proc/self/fd/" + std::to_string(root.fd());
+  const ssize_t length = ::readlink(self.c_str(), canonical.data(), canonical.size() - 1);
+  if (length <= 0 || canonical.front() != '/') {
+    return fail_errno("sandbox: resolve the path of " + root.path(), length < 0 ? errno : ENOENT);
   }
-  for (const auto line : split(*text, '\n')) {
+  canonical.resize(static_cast<size_t>(length));
+  GPUCTK_TRY_ASSIGN(const auto mountinfo, read_file("/proc/self/mountinfo", k_max_mountinfo));
+  std::vector<std::string> points;
+  for (const auto line : split(mountinfo, '\n')) {
     const size_t dash = line.find(" - ");
     if (dash == std::string_view::npos) {
       continue;
@@ -245,109 +125,159 @@ std::vector<std::string> procfs_mounts_under(const std::string& root_path) {
     if (fields.size() < 5 || tail.empty() || tail[0] != "proc") {
       continue;
     }
-    std::string point = unescape_mountinfo(fields[4]);
-    if (point == root_path || point.starts_with(root_path + "/")) {
-      out.push_back(std::move(point));
+    const std::string point = unescape_mountinfo(fields[4]);
+    if (point.size() > canonical.size() && point.starts_with(canonical) && point[canonical.size()] == '/') {
+      points.push_back(point.substr(canonical.size() + 1));
     }
   }
-  return out;
+  std::ranges::sort(points);
+  std::vector<std::string> outermost;
+  for (auto& point : points) {
+    if (outermost.empty() || !(point == outermost.back() || point.starts_with(outermost.back() + "/"))) {
+      outermost.push_back(std::move(point));
+    }
+  }
+  return outermost;
 }
 
-// The sandbox child, in its new namespaces. Never returns.
-[[noreturn]] void child_main(const Root& root, int program_fd, const std::vector<std::string>& argv) {
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
-    child_fail("PR_SET_PDEATHSIG", errno);
+// A detached copy of the mount tree of `root` (open_tree), read-only, nosuid, nodev, noexec and private
+// all through (mount_setattr): taken here, in the caller's mount namespace, from the root's fd.
+Result<UniqueFd> clone_root(const Root& root) {
+  const std::string what = "sandbox: copy the mounts of " + root.path();
+  UniqueFd tree(static_cast<int>(::syscall(
+      SYS_open_tree, root.fd(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH)));
+  if (!tree) {
+    return fail_errno(what + " (open_tree, Linux 5.2)", errno);
   }
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    child_fail("make mounts private", errno);
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+  attr.propagation = MS_PRIVATE;
+  if (::syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
+    return fail_errno(what + ": make them read-only, nosuid, nodev and private (mount_setattr, Linux 5.12)",
+                      errno);
   }
-  // The root fd belongs to the parent's mount namespace, whose mounts cannot be bound from here: bind
-  // the path, enter it (a walk by path ends on the topmost mount, the one just made) and check that it
-  // is the directory we opened, not whatever was put at its path since.
-  // The canonical path (what the fd resolves to, as mountinfo writes mount points), not the configured
-  // one, which may run through a symlink (/var/run -> /run) and would then match no mount point below.
-  std::string canonical(PATH_MAX, '\0');
-  const std::string self = "/proc/self/fd/" + std::to_string(root.fd());
-  const ssize_t length = ::readlink(self.c_str(), canonical.data(), canonical.size() - 1);
-  if (length <= 0 || canonical.front() != '/') {
-    child_fail("resolve the path of " + root.path(), length < 0 ? errno : 0);
+  return tree;
+}
+
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+
+Result<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return fail_errno("sandbox: pipe", errno);
   }
-  canonical.resize(static_cast<size_t>(length));
-  const char* path = canonical.c_str();
-  if (::mount(path, path, nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-    child_fail("bind the container root", errno);
-  }
-  if (::chdir(path) != 0) {
-    child_fail("enter " + root.path(), errno);
-  }
-  struct stat here {};
-  struct stat want {};
-  if (::stat(".", &here) != 0 || ::fstat(root.fd(), &want) != 0 || here.st_dev != want.st_dev ||
-      here.st_ino != want.st_ino) {
-    child_fail(root.path() + " changed while it was being entered", 0);
-  }
-  for (const auto& point : procfs_mounts_under(canonical)) {
-    if (::mount("proc", point.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
-      child_fail("mount a fresh procfs over " + point, errno);
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+// "30 s", or "500 ms" for a deadline that is not whole seconds.
+std::string describe(std::chrono::milliseconds deadline) {
+  return deadline.count() % 1000 == 0 ? std::to_string(deadline.count() / 1000) + " s"
+                                      : std::to_string(deadline.count()) + " ms";
+}
+
+// The pid of the child of `pidfd` as /proc names it: the "Pid:" of the pidfd's fdinfo, which the kernel
+// gives in the PID namespace of the procfs it is read through. That can be another than this process's
+// own: a createContainer hook that a runtime runs in the container's PID namespace, before pivot_root,
+// sees the host's procfs at /proc, where the number clone returned names another process.
+Result<std::string> proc_pid_of(int pidfd) {
+  const std::string path = "/proc/self/fdinfo/" + std::to_string(pidfd);
+  GPUCTK_TRY_ASSIGN(const auto text, read_file(path, 4096));
+  for (const auto line : split(text, '\n')) {
+    if (line.starts_with("Pid:")) {
+      const auto pid = trim(line.substr(4));
+      if (!pid.empty() && pid.find_first_not_of("0123456789") == std::string_view::npos && pid != "0") {
+        return std::string(pid);
+      }
     }
   }
-  if (::syscall(SYS_pivot_root, ".", ".") != 0) {
-    child_fail("pivot_root into " + root.path(), errno);
+  return fail("sandbox: " + path + ": no pid of the child in this /proc (a procfs of another PID namespace)");
+}
+
+// Writes the identity maps of the child `pidfd`'s user namespace: its 0 is k_sandbox_host_id here.
+Result<void> map_identity(int pidfd) {
+  GPUCTK_TRY_ASSIGN(const auto pid, proc_pid_of(pidfd));
+  const std::string map = "0 " + std::to_string(k_sandbox_host_id) + " 1\n";
+  for (const char* file : {"uid_map", "gid_map"}) {
+    const std::string path = "/proc/" + pid + "/" + file;
+    const UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) {
+      return fail_errno("sandbox: write " + path, errno);
+    }
+    if (const int err = write_all(fd.get(), map); err != 0) {
+      return fail_errno("sandbox: write " + path, err);
+    }
   }
-  if (::umount2(".", MNT_DETACH) != 0) {
-    child_fail("detach the old root", errno);
+  return {};
+}
+
+// A started sandbox child: killed and reaped when dropped before it was waited for.
+class Child {
+ public:
+  Child(pid_t pid, UniqueFd pidfd) : m_pid(pid), m_pidfd(std::move(pidfd)) {}
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() {
+    if (m_pid > 0) {
+      ::syscall(SYS_pidfd_send_signal, m_pidfd.get(), SIGKILL, nullptr, 0);
+      int status = 0;
+      while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
   }
-  if (::chdir("/") != 0) {
-    child_fail("chdir /", errno);
+  [[nodiscard]] pid_t pid() const { return m_pid; }
+  [[nodiscard]] int pidfd() const { return m_pidfd.get(); }
+  void reaped() { m_pid = 0; }
+
+ private:
+  pid_t m_pid;
+  UniqueFd m_pidfd;
+};
+
+// clone3 into new namespaces (and into `cgroup`'s v2 directory), the child running child_main(plan).
+Result<std::unique_ptr<Child>> start_child(const ChildPlan& plan, const SandboxCgroup* cgroup,
+                                           const std::string& name) {
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  if (cgroup != nullptr && cgroup->v2) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(cgroup->v2.get());
   }
-  if (auto r = restrict_self(k_ldconfig_caps); !r) {
-    child_fail(r.error().message, 0);
+  sigset_t all;
+  sigset_t old;
+  ::sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &old);
+  // Like fork (no new stack): the child goes on from here on a copy of this one.
+  const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) {
+    child_main(plan);
   }
-  std::vector<char*> args;
-  for (const auto& a : argv) {
-    args.push_back(const_cast<char*>(a.c_str()));
+  const int err = errno;
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) {
+    const std::string where = cgroup != nullptr && cgroup->v2 ? " in cgroup " + cgroup->v2_dir : "";
+    return fail_errno("start the " + name + " sandbox (clone3 with new namespaces" + where + ")", err);
   }
-  args.push_back(nullptr);
-  char* env[] = {nullptr};
-  ::syscall(SYS_execveat, program_fd, "", args.data(), env, AT_EMPTY_PATH);
-  child_fail("execute " + (argv.empty() ? std::string("program") : argv[0]), errno);
+  return std::make_unique<Child>(static_cast<pid_t>(pid), UniqueFd(pidfd));
+}
+
+// The first line `output` holds, trimmed, escaped and quoted after ": "; "" when there is none.
+std::string first_line(std::string_view output) {
+  const std::string_view line = trim(output.substr(0, output.find('\n')));
+  return line.empty() ? std::string() : ": " + quote(line);
 }
 
 }  // namespace
 
-Result<void> restrict_self(std::span<const cap_value_t> keep) {
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return fail_errno("set no_new_privs", errno);
-  }
-  const auto kept = [&](cap_value_t c) { return std::ranges::find(keep, c) != keep.end(); };
-  for (cap_value_t c = 0; c <= static_cast<cap_value_t>(cap_max_bits()) - 1; ++c) {
-    if (!kept(c) && CAP_IS_SUPPORTED(c) && cap_drop_bound(c) != 0 && errno != EINVAL) {
-      return fail_errno("drop capability " + std::to_string(c) + " from the bounding set", errno);
-    }
-  }
-  if (cap_reset_ambient() != 0 && errno != EINVAL) {
-    return fail_errno("clear the ambient capabilities", errno);
-  }
-  const auto free_caps = [](cap_t c) { cap_free(c); };
-  const std::unique_ptr<std::remove_pointer_t<cap_t>, decltype(free_caps)> caps(cap_init(), free_caps);
-  if (!caps) {
-    return fail_errno("cap_init", errno);
-  }
-  std::vector<cap_value_t> list(keep.begin(), keep.end());
-  if (!list.empty() &&
-      (cap_set_flag(caps.get(), CAP_EFFECTIVE, static_cast<int>(list.size()), list.data(), CAP_SET) != 0 ||
-       cap_set_flag(caps.get(), CAP_PERMITTED, static_cast<int>(list.size()), list.data(), CAP_SET) != 0)) {
-    return fail_errno("cap_set_flag", errno);
-  }
-  if (cap_set_proc(caps.get()) != 0) {
-    return fail_errno("set the capabilities", errno);
-  }
-  return load_seccomp();
-}
-
 Result<UniqueFd> seal_host_program(const std::string& host_path) {
   const std::string what = "host program " + host_path;
-  UniqueFd file(::open(host_path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO at the path (an image's "ldconfig") cannot block the open; it is refused below.
+  UniqueFd file(::open(host_path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (!file) {
     return fail_errno(what, errno);
   }
@@ -379,7 +309,9 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
     }
     done += static_cast<size_t>(n);
   }
-  if (::fchmod(sealed.get(), 0555) != 0 ||
+  // Execute-only: the sandboxed program (not its owner, no capability over it) cannot read its own
+  // image, so the kernel makes it non-dumpable: no process of the same unprivileged id can ptrace it.
+  if (::fchmod(sealed.get(), 0111) != 0 ||
       ::fcntl(sealed.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
     return fail_errno("seal the copy of " + host_path, errno);
   }
@@ -399,55 +331,160 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
   return sealed;
 }
 
-Result<void> run_sandboxed(const Root& root, const UniqueFd& program, const std::vector<std::string>& argv) {
+Result<SandboxCgroup> SandboxCgroup::open(const std::string& v2_dir, const std::string& v1_dir) {
+  SandboxCgroup cgroup;
+  cgroup.v2_dir = v2_dir;
+  cgroup.v1_dir = v1_dir;
+  if (!v2_dir.empty()) {
+    cgroup.v2 = UniqueFd(::open(v2_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!cgroup.v2) {
+      return fail_errno("cgroup " + v2_dir, errno);
+    }
+  }
+  if (!v1_dir.empty()) {
+    const std::string procs = v1_dir + "/cgroup.procs";
+    cgroup.v1_procs = UniqueFd(::open(procs.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!cgroup.v1_procs) {
+      return fail_errno("cgroup " + procs, errno);
+    }
+  }
+  return cgroup;
+}
+
+Result<Scratch> Scratch::make(std::string path) {
+  const auto failed = [](std::string_view step) {
+    const int err = errno;
+    return fail_errno("sandbox scratch: " + std::string(step), err);
+  };
+  const UniqueFd fs(static_cast<int>(::syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC)));
+  if (!fs) {
+    return failed("fsopen tmpfs");
+  }
+  const std::string id = std::to_string(k_sandbox_host_id);
+  const std::string size = std::to_string(k_scratch_size);
+  const std::string files = std::to_string(k_scratch_files);
+  for (const auto& [key, value] : {std::pair<const char*, const char*>{"size", size.c_str()},
+                                   {"nr_inodes", files.c_str()},
+                                   {"mode", "0700"},
+                                   {"uid", id.c_str()},
+                                   {"gid", id.c_str()}}) {
+    if (::syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING, key, value, 0) != 0) {
+      return failed(std::string("tmpfs option ") + key + "=" + value);
+    }
+  }
+  if (::syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    return failed("create the tmpfs");
+  }
+  Scratch scratch;
+  scratch.m_path = std::move(path);
+  scratch.m_fd = UniqueFd(static_cast<int>(::syscall(
+      SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)));
+  if (!scratch.m_fd) {
+    return failed("fsmount");
+  }
+  return scratch;
+}
+
+Result<void> Scratch::put(std::string_view name, std::string_view content) const {
+  const std::string what = "write " + m_path + "/" + std::string(name);
+  const UniqueFd file(::openat(m_fd.get(), std::string(name).c_str(),
+                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!file) {
+    return fail_errno(what, errno);
+  }
+  if (const int err = write_all(file.get(), content); err != 0) {
+    return fail_errno(what, err);
+  }
+  return {};
+}
+
+Result<std::string> Scratch::take(std::string_view name, size_t max_size) const {
+  const std::string path = m_path + "/" + std::string(name);
+  const UniqueFd file(::openat(m_fd.get(), std::string(name).c_str(),
+                               O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat st {};
+  if (!file || ::fstat(file.get(), &st) != 0) {
+    return fail_errno(path, errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail(path + ": not a regular file");
+  }
+  return read_fd(file.get(), path, max_size);
+}
+
+Result<void> run_sandboxed(const Root& root, const UniqueFd& program, const std::vector<std::string>& argv,
+                           const SandboxLimits& limits, const Scratch* scratch) {
   const std::string name = argv.empty() ? "program" : argv[0];
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return fail_errno("pipe", errno);
+  const Deadline deadline = std::chrono::steady_clock::now() + limits.deadline;
+  // Everything the child needs, made now: it allocates nothing.
+  GPUCTK_TRY_ASSIGN(const auto confinement, make_confinement({}));
+  GPUCTK_TRY_ASSIGN(const auto tree, clone_root(root));
+  GPUCTK_TRY_ASSIGN(const auto procfs, procfs_in(root));
+  std::vector<const char*> procfs_list;
+  for (const auto& point : procfs) {
+    procfs_list.push_back(point.c_str());
   }
-  UniqueFd out_read(pipe_fds[0]);
-  UniqueFd out_write(pipe_fds[1]);
-  // A raw clone behaves like fork, with the child in new namespaces (the process is single-threaded).
-  const long pid =
-      ::syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | SIGCHLD,
-                nullptr, nullptr, nullptr, nullptr);
-  if (pid < 0) {
-    return fail_errno("start the " + name + " sandbox (clone with new namespaces)", errno);
+  procfs_list.push_back(nullptr);
+  std::vector<std::string> args = argv.empty() ? std::vector<std::string>{name} : argv;
+  std::vector<char*> arg_list;
+  for (auto& a : args) {
+    arg_list.push_back(a.data());
   }
-  if (pid == 0) {
-    if (::dup2(out_write.get(), 1) < 0 || ::dup2(out_write.get(), 2) < 0) {
-      ::_exit(126);
-    }
-    child_main(root, program.get(), argv);
+  arg_list.push_back(nullptr);
+  // The scratch directory's path as the child opens it, from the root ("etc/.x"): never the root itself.
+  const size_t start = scratch != nullptr ? scratch->path().find_first_not_of('/') : 0;
+  if (scratch != nullptr && (!scratch->path().starts_with('/') || start == std::string::npos)) {
+    return fail("sandbox scratch " + quote(scratch->path()) + ": not a directory below the root");
   }
-  out_write.reset();
-  std::string output;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = ::read(out_read.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
-    if (output.size() < k_max_output) {
-      output.append(buffer, std::min(static_cast<size_t>(n), k_max_output - output.size()));
+  const std::string scratch_path = scratch != nullptr ? scratch->path().substr(start) : std::string();
+  GPUCTK_TRY_ASSIGN(auto output, make_pipe());
+  GPUCTK_TRY_ASSIGN(auto input, make_pipe());
+  GPUCTK_TRY_ASSIGN(auto ready, make_pipe());
+  GPUCTK_TRY_ASSIGN(auto go, make_pipe());
+  const ChildPlan plan{tree.get(),           procfs_list.data(), scratch != nullptr ? scratch->fd() : -1,
+                       scratch_path.c_str(), output.write.get(), input.read.get(),
+                       ready.write.get(),    go.read.get(),      program.get(),
+                       arg_list.data(),      &confinement};
+  const SandboxCgroup* cgroup = limits.cgroup.get();
+  GPUCTK_TRY_ASSIGN(auto child, start_child(plan, cgroup, name));
+  output.write.reset();
+  input = {};
+  ready.write.reset();
+  go.read.reset();
+
+  // In the v1 devices cgroup before it may run anything; then its identity, once it has its user
+  // namespace (or its reason why not, on the output pipe).
+  if (cgroup != nullptr && cgroup->v1_procs) {
+    if (const int err = write_all(cgroup->v1_procs.get(), std::to_string(child->pid())); err != 0) {
+      return fail_errno("sandbox: move " + name + " into cgroup " + cgroup->v1_dir, err);
     }
   }
-  int status = 0;
-  while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0) {
-    if (errno != EINTR) {
-      return fail_errno("wait for " + name, errno);
+  pollfd fds[2] = {{ready.read.get(), POLLIN, 0}, {child->pidfd(), POLLIN, 0}};
+  GPUCTK_TRY_ASSIGN(const int polled, poll_until(fds, deadline));
+  char byte = 0;
+  if (polled > 0 && ::read(ready.read.get(), &byte, 1) == 1) {
+    GPUCTK_TRY(map_identity(child->pidfd()));
+    if (::write(go.write.get(), &byte, 1) != 1) {
+      return fail_errno("sandbox: start " + name, errno);
     }
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+  go.write.reset();
+
+  std::string text;
+  GPUCTK_TRY_ASSIGN(const auto end, wait_child(child->pidfd(), child->pid(), deadline, output.read.get(),
+                                               &text, k_max_output));
+  child->reaped();
+  if (end.killed_at_deadline) {
+    return fail(name + " was killed after its deadline of " + describe(limits.deadline) +
+                " (a FIFO or a device in the image can block it)" + first_line(text));
+  }
+  if (WIFEXITED(end.status) && WEXITSTATUS(end.status) == 0) {
     return {};
   }
-  const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                            : "was killed by signal " + std::to_string(WTERMSIG(status));
-  const std::string_view first_line = trim(std::string_view(output).substr(0, output.find('\n')));
-  return fail(name + " " + how + (first_line.empty() ? "" : ": " + quote(first_line)));
+  const std::string how = WIFEXITED(end.status)
+                              ? "exited with status " + std::to_string(WEXITSTATUS(end.status))
+                              : "was killed by signal " + std::to_string(WTERMSIG(end.status));
+  return fail(name + " " + how + first_line(text));
 }
 
 }  // namespace gpuctk::rootfs

@@ -175,4 +175,27 @@ opened=$(runc exec --cap CAP_MKNOD "$attacker_id" /bin/sh -c 'mknod /tmp/gpu0 c 
 expect_host_unchanged "the hook on a container past pivot_root"
 echo "ok: a container past pivot_root was refused in one line; nothing planted ran, its root and cgroup are as they were"
 
-echo "PASS: hostile images (lib, dev and etc links out of the root, absolute and climbing) started with the injection inside their root or were refused; a container past pivot_root was refused; the host directories and mounts are unchanged"
+# A glibc image whose library folder has a library-named link to a FIFO of the image: ldconfig blocks in
+# open() on it, and so did the hook and runc, for ever. The sandbox kills ldconfig at its deadline (30 s):
+# the start fails with the hook's one line, in bounded time (120 s given here), the host unchanged.
+fifo_root=$LAB/hostile-glibc-fifo
+cp -a "$LAB/root-glibc" "$fifo_root" || e2e_fail "cp -a $LAB/root-glibc failed"
+if ! { mkfifo "$fifo_root/fifo" && ln -s /fifo "$fifo_root/usr/lib/x86_64-linux-gnu/libfifo.so.1"; }; then
+  e2e_fail "could not make the FIFO and its library-named link in $fifo_root"
+fi
+outside_listing >"$LAB/outside.before"
+fifo_bundle=$(e2e_prestart_bundle gpu0-glibc-fifo "$fifo_root" NVIDIA_VISIBLE_DEVICES=0 "$hook" prestart "$LAB/gpuctk.yaml")
+fifo_id=gpuctk-e2e-hostile-fifo-$$
+e2e_cleanup_add "runc delete -f $fifo_id"
+started=$SECONDS
+if out=$(timeout 120 runc run --bundle "$fifo_bundle" "$fifo_id" 2>&1); then
+  e2e_fail "the image with a library-named FIFO started, so ldconfig never reached it: $out"
+fi
+[ $((SECONDS - started)) -lt 120 ] || e2e_fail "the start of the image with a library-named FIFO hung (runc was killed after 120 s)"
+grep -qF "update-ldcache: ldconfig was killed after its deadline of 30 s (a FIFO or a device in the image can block it)" <<<"$out" ||
+  e2e_fail "the start of the image with a library-named FIFO did not fail with the sandbox's deadline: $out"
+[ "$(grep -o "gpuctk: error: " <<<"$out" | wc -l)" = 1 ] || e2e_fail "expected one error line from the hook: $out"
+expect_host_unchanged "the hook on the image with a library-named FIFO"
+echo "ok: the image with a library-named FIFO failed to start after $((SECONDS - started)) s with the sandbox's deadline"
+
+echo "PASS: hostile images (lib, dev and etc links out of the root, absolute and climbing; a library-named FIFO) started with the injection inside their root or were refused; a container past pivot_root was refused; the host directories and mounts are unchanged"

@@ -23,6 +23,7 @@
 #include "cgroup/device_filter.hpp"
 #include "oci/bundle.hpp"
 #include "rootfs/rootfs_test_support.hpp"
+#include "rootfs/sandbox_probe.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -673,6 +674,51 @@ devices:
     EXPECT_EQ(test::host_kind(planted + "/planted-ran"), "missing");
     EXPECT_EQ(test::host_kind(host_ran), "missing");
   }
+}
+
+// Issue 21 item 3: the programs that gpuctk's own createContainer hooks run in their sandbox (ldconfig)
+// start in the container's cgroups, so that its device rules apply to them: the preparer is handed
+// them, opened before the container's namespace is entered (here the container is moved into test
+// cgroups first).
+TEST_F(Prestart, OwnHooksAreGivenTheContainersCgroups) {
+  ASSERT_EQ(::geteuid(), 0U)
+      << "this test needs root (CI runs the suite as root): it makes cgroups and enters a mount namespace";
+  ASSERT_TRUE(test::can_unshare_mounts()) << "this test needs unshare(CLONE_NEWNS)";
+  const test::TestCgroups cgroups;
+  if (cgroups.v2().empty() && cgroups.v1().empty()) {
+    GTEST_SKIP() << "no cgroup hierarchy to make a test cgroup in";
+  }
+  write_spec(R"(cdiVersion: "0.5.0"
+kind: nvidia.com/gpu
+devices:
+- name: "0"
+  containerEdits:
+    hooks:
+    - hookName: createContainer
+      path: /bin/sh
+      args: [sh, -c, "true"]
+      env: [PATH=/bin]
+)");
+  write_config({"NVIDIA_VISIBLE_DEVICES=0"});
+  const FakeContainer container;
+  ASSERT_TRUE(container.ready());
+  ASSERT_TRUE(cgroups.move_into(container.pid()));
+  const std::string state_text = state("\"pid\":" + std::to_string(container.pid()) + ",");
+  const std::string outcome = test::in_child([&]() -> std::string {
+    std::string seen;
+    const auto prepare = [&](const oci::HookCommand& hook,
+                             const SandboxCgroupRef& cgroup) -> Result<ContainerHook> {
+      seen = hook.path + ": " +
+             (cgroup ? "v2 " + cgroup->v2_dir + (cgroup->v2 ? " (open)" : " (closed)") + ", v1 " +
+                           cgroup->v1_dir + (cgroup->v1_procs ? " (open)" : " (closed)")
+                     : std::string("none"));
+      return ContainerHook([](std::string_view, const rootfs::Root&) -> Result<void> { return {}; });
+    };
+    const auto result = prestart(state_text, m_cfg, Log{}, prepare);
+    return result ? seen : result.error().message;
+  });
+  const auto opened = [](const std::string& dir) { return dir + (dir.empty() ? " (closed)" : " (open)"); };
+  EXPECT_EQ(outcome, "/bin/sh: v2 " + opened(cgroups.v2()) + ", v1 " + opened(cgroups.v1()));
 }
 
 }  // namespace

@@ -14,8 +14,10 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -28,6 +30,7 @@
 #include "rootfs/ld_cache_update.hpp"
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
+#include "rootfs/sandbox_probe.hpp"
 
 namespace gpuctk::rootfs {
 namespace {
@@ -94,9 +97,10 @@ std::string hook_outcome(const HookRun& run) {
   return "exit " + std::to_string(run.exit_code) + " stdout " + quote(run.out) + " stderr " + quote(run.err);
 }
 
-// `text` with the number of every "/proc/self/fd/<n>" replaced by N (fd numbers are not the point).
-std::string without_fd_numbers(const std::string& text) {
-  return std::regex_replace(text, std::regex("/proc/self/fd/[0-9]+"), "/proc/self/fd/N");
+// `text` with the random part of the sandbox's scratch directory in /etc (".ldconfig.gpuctk-<12 hex>")
+// replaced by X.
+std::string without_scratch_names(const std::string& text) {
+  return std::regex_replace(text, std::regex("\\.ldconfig\\.gpuctk-[0-9a-f]{12}"), ".ldconfig.gpuctk-X");
 }
 
 // /proc/1/root is refused as a magic link (ELOOP) or, where pid 1 may not be inspected, with EACCES:
@@ -550,11 +554,14 @@ cli chmod: gpuctk: error: chmod: chmod /etc in container root <root>: Read-only 
   EXPECT_EQ(m_image.root_digest(), before_root);
 }
 
-// CVE-2024-0136/0137 (the container's ldconfig): the image ships /sbin/ldconfig (and .real) as a script
-// and as a static program that would write a marker on the host and open a socket. The default
-// "@/sbin/ldconfig" runs the host's; "/sbin/ldconfig" (no @) is refused by the default config; allowed,
-// a script is refused and a static program runs only in the sandbox, where the host is out of reach.
-TEST_P(HostileImageTest, TheImagesLdconfigNeverRunsOutsideTheSandbox) {
+// CVE-2024-0136/0137 (the container's ldconfig), and NVIDIA's reading of `--ldconfig-path` (issue 20
+// item 9: "the path to ldconfig on the host"; nvidia-ctk writes `--ldconfig-path /sbin/ldconfig` into
+// its specs). The image ships /sbin/ldconfig (and .real) as a script, then as a static program, each of
+// which would write a marker on the host and in the root. "@/sbin/ldconfig" (the default) and
+// "/sbin/ldconfig" are both the host's ldconfig, with allow-ldconfig-from-container true as well (no
+// longer used: a warning in the log): each run makes the cache (which the image's program, writing
+// none, would not) and no marker appears anywhere.
+TEST_P(HostileImageTest, TheImagesLdconfigNeverRuns) {
   if (::access("/sbin/ldconfig", R_OK) != 0) {
     GTEST_SKIP() << "no /sbin/ldconfig on this host";
   }
@@ -567,63 +574,73 @@ TEST_P(HostileImageTest, TheImagesLdconfigNeverRunsOutsideTheSandbox) {
   ASSERT_EQ(::unlink(marker.c_str()), 0);
   ASSERT_EQ(::unlink("/gpuctk-hostile-marker"), 0);
   ASSERT_EQ(::unlink((m_image.m_base + "/control.sh").c_str()), 0);
-
-  write_host_file(m_image.m_root + "/sbin/ldconfig", script, 0755);
-  write_host_file(m_image.m_root + "/sbin/ldconfig.real", script, 0755);
-  const std::string before_outside = m_image.outside();
-  std::string report;
-
-  auto root = this->root();
-  hook::Config config;
-  auto host = hook::open_ldconfig("@/sbin/ldconfig", root, config);
-  ASSERT_TRUE(host) << host.error().message;
-  report += "lib default: " + lib_outcome(update_ld_cache(root, {k_triplet_dir}, *host)) + "\n";
-  report += "lib no @: " + lib_outcome(hook::open_ldconfig("/sbin/ldconfig", root, config)) + "\n";
-  config.allow_ldconfig_from_container = true;
-  auto allowed = hook::open_ldconfig("/sbin/ldconfig", root, config);
-  report += "lib allowed script: " + without_fd_numbers(lib_outcome(allowed)) + "\n";
-  report +=
-      "cli default: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", k_triplet_dir})) + "\n";
-  report +=
-      "cli no @: " + hook_outcome(m_image.hook({"update-ldcache", "--ldconfig-path", "/sbin/ldconfig"})) +
-      "\n";
-  m_image.set_config("allow-ldconfig-from-container: true\n");
-  const HookRun allowed_run = m_image.hook({"update-ldcache", "--ldconfig-path", "/sbin/ldconfig"});
-  report += "cli allowed script: " + without_fd_numbers(hook_outcome(allowed_run)) + "\n";
-
-  // A static program in the image, allowed by the config: it runs, but only in the sandbox.
+  // A static program doing the same, when this host can build one.
   const std::string source = m_image.m_scratch.write(
       "evil.c",
-      "#include <stdio.h>\n#include <sys/socket.h>\nint main(void) {\n"
+      "#include <stdio.h>\nint main(void) {\n"
       "  FILE* f = fopen(\"" +
           marker +
           "\", \"w\"); if (f) fputs(\"pwned\", f);\n"
           "  FILE* g = fopen(\"/gpuctk-hostile-marker\", \"w\"); if (g) fputs(\"pwned\", g);\n"
-          "  return socket(AF_INET, SOCK_STREAM, 0) >= 0 ? 0 : 0;\n}\n");
+          "  return 0;\n}\n");
   const std::string program = m_image.m_scratch.path() + "/evil";
-  if (std::system(("cc -static -o " + program + " " + source + " >/dev/null 2>&1").c_str()) == 0) {
-    write_host_file(m_image.m_root + "/sbin/ldconfig", read_file(program).value_or(""), 0755);
-    ::unlink((m_image.m_root + "/sbin/ldconfig.real").c_str());
-    report += "cli allowed static: " +
-              hook_outcome(m_image.hook({"update-ldcache", "--ldconfig-path", "/sbin/ldconfig"})) + "\n";
-    // Inside the sandbox "/" is the root: the program's second marker lands there, nowhere else.
-    report += "marker in root: " + host_kind(m_image.m_root + "/gpuctk-hostile-marker") + "\n";
-  } else {
-    report += "cli allowed static: ok\nmarker in root: file\n";  // no static libc here: what it would be
+  const bool have_static =
+      std::system(("cc -static -o " + program + " " + source + " >/dev/null 2>&1").c_str()) == 0;
+
+  const std::string log = m_image.m_scratch.path() + "/hook.log";
+  const std::string before_outside = m_image.outside();
+  std::string report;
+  for (const char* kind : {"script", "static"}) {
+    const std::string image_program =
+        kind == std::string("script") || !have_static ? script : read_file(program).value_or("");
+    for (const char* config : {"default", "allowed"}) {
+      m_image.set_config(config == std::string("default")
+                             ? std::string("log-level: info\n")
+                             : "allow-ldconfig-from-container: true\nlog-file: " + log + "\n");
+      for (const char* path : {"", "@/sbin/ldconfig", "/sbin/ldconfig"}) {
+        m_image.reset_root();
+        write_host_file(m_image.m_root + "/sbin/ldconfig", image_program, 0755);
+        write_host_file(m_image.m_root + "/sbin/ldconfig.real", image_program, 0755);
+        std::vector<std::string> args{"update-ldcache", "--folder", k_triplet_dir};
+        if (*path != '\0') {
+          args.insert(args.end(), {"--ldconfig-path", path});
+        }
+        // The hook first: the operands of + are evaluated in no set order.
+        const std::string outcome = hook_outcome(m_image.hook(args));
+        report += std::string(kind) + " " + config + " " + (*path != '\0' ? path : "(none)") + ": " +
+                  outcome + ", cache " + host_kind(m_image.m_root + "/etc/ld.so.cache") +
+                  ", marker in root " + host_kind(m_image.m_root + "/gpuctk-hostile-marker") + "\n";
+      }
+    }
   }
+  // The library call reads a plain path as the host's too.
+  auto plain = hook::open_host_ldconfig("/sbin/ldconfig");
+  report += "lib plain: " + lib_outcome(plain) + "\n";
   EXPECT_EQ(host_kind(marker), "missing");
   EXPECT_EQ(host_kind("/gpuctk-hostile-marker"), "missing");
-  EXPECT_EQ(read_file(m_image.m_root + "/sbin/ldconfig.real").value_or(script), script);
   EXPECT_EQ(m_image.outside(), before_outside);
-  EXPECT_EQ(m_image.normalise(report), R"x(lib default: ok
-lib no @: error: --ldconfig-path "/sbin/ldconfig": an ldconfig of the container is not run (allow-ldconfig-from-container is false); use @/sbin/ldconfig for the host's
-lib allowed script: error: host program /proc/self/fd/N: not an ELF file
-cli default: ok
-cli no @: gpuctk: error: update-ldcache: --ldconfig-path "/sbin/ldconfig": an ldconfig of the container is not run (allow-ldconfig-from-container is false); use @/sbin/ldconfig for the host's
-cli allowed script: gpuctk: error: update-ldcache: host program /proc/self/fd/N: not an ELF file
-cli allowed static: ok
-marker in root: file
-)x");
+  std::string expected;
+  for (const char* kind : {"script", "static"}) {
+    for (const char* config : {"default", "allowed"}) {
+      for (const char* path : {"(none)", "@/sbin/ldconfig", "/sbin/ldconfig"}) {
+        expected +=
+            std::string(kind) + " " + config + " " + path + ": ok, cache file, marker in root missing\n";
+      }
+    }
+  }
+  EXPECT_EQ(report, expected + "lib plain: ok\n");
+  // The key is named once per run that had it: three runs for each program.
+  const std::string logged = read_file(log).value_or("");
+  size_t warnings = 0;
+  const std::string warning =
+      "update-ldcache: allow-ldconfig-from-container is no longer used: --ldconfig-path \"/sbin/ldconfig\" "
+      "names the host's ldconfig, and an image's is never run";
+  EXPECT_NE(logged.find(warning), std::string::npos) << logged;
+  for (size_t at = logged.find("allow-ldconfig-from-container is no longer used"); at != std::string::npos;
+       at = logged.find("allow-ldconfig-from-container is no longer used", at + 1)) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 6U) << logged;
 }
 
 // CVE-2025-23266 (LD_PRELOAD into the hook): the container's config.json sets LD_PRELOAD and
@@ -1020,6 +1037,101 @@ proc-self-root-link: ok; changed: ./etc/ld-musl-x86_64.path; path file: "/usr/li
 directory: gpuctk: error: update-ldcache: /etc/ld-musl-x86_64.path in container root <root>: is a directory; changed: nothing; path file: dir
 fifo: gpuctk: error: update-ldcache: /etc/ld-musl-x86_64.path in container root <root>: not a regular file; changed: nothing; path file: other
 huge: gpuctk: error: update-ldcache: read /etc/ld-musl-x86_64.path in container root <root>: larger than 65536 bytes; changed: nothing; path file: 1048576 bytes
+)x");
+}
+
+// Issue 21 items 1, 3 and 5: ldconfig made to do an attacker's bidding (a host ldconfig compromised by
+// a crafted input; here a probe program given as --ldconfig-path), run by the hook with a procfs mounted in
+// the root (as the container's is at createContainer), a file only the image's root may read, a library-named
+// link to a device node the image ships (a watchdog's, c 10:229, in the attack; here c 1:3, harmless to open)
+// and a descriptor to the host's "/" that the hook inherited without close-on-exec. It reaches nothing: no
+// host sysctl, core_pattern or sysrq-trigger (no /proc), no write in the root (read-only), not the root-only
+// file (it is an unprivileged user), not the device (nodev), no inherited descriptor (so no host file through
+// one); only its scratch directory.
+TEST_P(HostileImageTest, TheImagesLdconfigReachesNothingFromInsideTheSandbox) {
+  if (!test::can_unshare_mounts()) {
+    GTEST_SKIP() << "cannot make a private mount namespace here";
+  }
+  const std::string host_secret = m_image.m_sentinel + "/shadow";
+  write_host_file(host_secret, "sentinel shadow", 0600);
+  const std::string probe = test::build_sandbox_probe(m_image.m_scratch, host_secret.substr(1));
+  if (probe.empty()) {
+    GTEST_SKIP() << "cannot build a static program here (cc -static)";
+  }
+  write_host_file(m_image.m_root + "/etc/secret", "image secret", 0600);
+  make_host_dirs(m_image.m_root + "/proc");
+  ASSERT_EQ(::mknod((m_image.m_root + "/dev/watchdog").c_str(), S_IFCHR | 0600, makedev(1, 3)), 0);
+  make_host_link("/dev/watchdog", m_image.m_root + k_triplet_dir + "/libwatchdog.so.1");
+  const std::string before_outside = m_image.outside();
+  const std::string before_root = m_image.root_digest();
+  const HostileImageFixture& image = m_image;
+  const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
+    const std::string proc = image.m_root + "/proc";
+    if (::mount("proc", proc.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+      return "cannot mount a procfs in the root";
+    }
+    const UniqueFd host_root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!host_root || ::dup2(host_root.get(), 100) != 100) {  // without close-on-exec: the hook inherits it
+      return "cannot open /";
+    }
+    return hook_outcome(image.hook({"update-ldcache", "--ldconfig-path", probe, "--folder", k_triplet_dir}));
+  });
+  EXPECT_EQ(
+      outcome,
+      "gpuctk: error: update-ldcache: ldconfig exited with status 3: \"printk=ENOENT core_pattern=ENOENT "
+      "sysrq=ENOENT proc=0 write_root=EROFS secret=EACCES device=EACCES fds=none host_secret=none "
+      "scratch=ok uid=0\"");
+  EXPECT_EQ(m_image.outside(), before_outside);
+  EXPECT_EQ(changed_paths(before_root, m_image.root_digest()), "nothing");
+}
+
+// Issue 21 item 4: a library-named link to a FIFO of the image makes ldconfig block in open() for ever
+// (a plain FIFO named like a library is skipped; the link is followed). It is killed at the sandbox's
+// deadline and update-ldcache fails with one line, the root as it was: the container start does not hang.
+TEST_P(HostileImageTest, AFifoBehindALibraryNameEndsAtTheDeadline) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  ASSERT_EQ(::mkfifo((m_image.m_root + "/fifo").c_str(), 0666), 0);
+  make_host_link("/fifo", m_image.m_root + k_triplet_dir + "/libfifo.so.1");
+  const std::string before_outside = m_image.outside();
+  const std::string before_root = m_image.root_digest();
+  auto ldconfig = seal_host_program("/sbin/ldconfig");
+  ASSERT_TRUE(ldconfig) << ldconfig.error().message;
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = update_ld_cache(root(), {k_triplet_dir}, *ldconfig,
+                                 {.deadline = std::chrono::seconds(2), .cgroup = nullptr});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(lib_outcome(r),
+            "error: ldconfig was killed after its deadline of 2 s (a FIFO or a device in the image can block "
+            "it)");
+  EXPECT_EQ(m_image.outside(), before_outside);
+  EXPECT_EQ(changed_paths(before_root, m_image.root_digest()), "nothing");
+}
+
+// The cache that ldconfig leaves (here a probe given as --ldconfig-path) is checked before it is installed:
+// none at all, or a file that is not a glibc linker cache, is one line, and the root stays as it was.
+TEST_P(HostileImageTest, ACacheTheImagesLdconfigMadeUpIsNeverInstalled) {
+  const std::string probe = test::build_sandbox_probe(m_image.m_scratch);
+  if (probe.empty()) {
+    GTEST_SKIP() << "cannot build a static program here (cc -static)";
+  }
+  std::string report;
+  for (const char* mode : {"silent", "junk"}) {
+    m_image.reset_root();
+    write_host_file(m_image.m_root + "/etc/probe-mode", std::string(mode) + "\n");
+    const std::string before_outside = m_image.outside();
+    const std::string before_root = m_image.root_digest();
+    const std::string outcome =
+        hook_outcome(m_image.hook({"update-ldcache", "--ldconfig-path", probe, "--folder", k_triplet_dir}));
+    EXPECT_EQ(m_image.outside(), before_outside) << mode;
+    report += std::string(mode) + ": " + without_scratch_names(outcome) +
+              "; changed: " + changed_paths(before_root, m_image.root_digest()) + "\n";
+  }
+  EXPECT_EQ(
+      report,
+      R"x(silent: gpuctk: error: update-ldcache: ldconfig wrote no linker cache: /etc/.ldconfig.gpuctk-X/ld.so.cache: No such file or directory; changed: nothing
+junk: gpuctk: error: update-ldcache: ldconfig wrote /etc/.ldconfig.gpuctk-X/ld.so.cache, which is not a glibc linker cache (it starts with neither "glibc-ld.so.cache1.1" nor "ld.so-1.7.0"); not installed; changed: nothing
 )x");
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <linux/keyctl.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -12,11 +13,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rootfs/rootfs_test_support.hpp"
+#include "rootfs/sandbox_probe.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::rootfs {
@@ -52,6 +57,9 @@ bool is_root() {
   return ::geteuid() == 0;
 }
 
+// A keep list for restrict_self (what the sandbox itself keeps is nothing).
+constexpr cap_value_t k_some_caps[] = {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER};
+
 // --- restrict_self ----------------------------------------------------------------------------------
 
 TEST(RestrictSelf, ForbiddenSystemCallsFailWithEPERM) {
@@ -59,7 +67,7 @@ TEST(RestrictSelf, ForbiddenSystemCallsFailWithEPERM) {
     GTEST_SKIP() << "restrict_self drops capabilities only a root process has";
   }
   const std::string report = in_child([]() -> std::string {
-    if (auto r = restrict_self(k_ldconfig_caps); !r) {
+    if (auto r = restrict_self(k_some_caps); !r) {
       return "restrict_self: " + r.error().message;
     }
     std::string out;
@@ -124,7 +132,7 @@ TEST(RestrictSelf, PlainFileCallsStillWork) {
   ASSERT_FALSE(temp.path().empty());
   const std::string dir = temp.path();
   const std::string report = in_child([&]() -> std::string {
-    if (auto r = restrict_self(k_ldconfig_caps); !r) {
+    if (auto r = restrict_self(k_some_caps); !r) {
       return "restrict_self: " + r.error().message;
     }
     const std::string a = dir + "/a";
@@ -157,12 +165,12 @@ TEST(RestrictSelf, PlainFileCallsStillWork) {
   EXPECT_EQ(host_listing(dir), (std::vector<std::string>{"b", "d", "l"}));
 }
 
-TEST(RestrictSelf, KeepsOnlyTheLdconfigCapabilitiesAndSetsNoNewPrivs) {
+TEST(RestrictSelf, KeepsOnlyTheGivenCapabilitiesAndSetsNoNewPrivs) {
   if (!is_root()) {
     GTEST_SKIP() << "restrict_self drops capabilities only a root process has";
   }
   const std::string report = in_child([]() -> std::string {
-    if (auto r = restrict_self(k_ldconfig_caps); !r) {
+    if (auto r = restrict_self(k_some_caps); !r) {
       return "restrict_self: " + r.error().message;
     }
     auto status = read_file("/proc/self/status");
@@ -214,6 +222,10 @@ TEST(SealHostProgram, AcceptsTheStaticHostLdconfig) {
   ASSERT_TRUE(sealed) << sealed.error().message;
   EXPECT_EQ(::fcntl(sealed->get(), F_GET_SEALS), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
   EXPECT_EQ(::fcntl(sealed->get(), F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  // Execute-only: the unprivileged sandboxed program cannot read its own image (and so is not dumpable).
+  struct stat st {};
+  ASSERT_EQ(::fstat(sealed->get(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0111U);
   // The copy is the host program, byte for byte, and cannot be changed.
   auto copy = read_file("/proc/self/fd/" + std::to_string(sealed->get()));
   ASSERT_TRUE(copy) << copy.error().message;
@@ -277,6 +289,12 @@ TEST(SealHostProgram, RefusesFilesThatAreNotStaticExecutables) {
   ASSERT_FALSE(empty_file);
   EXPECT_EQ(empty_file.error().message, "host program " + empty + ": not a regular file of a plausible size");
 
+  const std::string fifo = temp.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0755), 0);
+  auto fifo_file = seal_host_program(fifo);  // never blocks in open
+  ASSERT_FALSE(fifo_file);
+  EXPECT_EQ(fifo_file.error().message, "host program " + fifo + ": not a regular file of a plausible size");
+
   auto directory = seal_host_program(temp.path());
   ASSERT_FALSE(directory);
   EXPECT_EQ(directory.error().message,
@@ -287,131 +305,285 @@ TEST(SealHostProgram, RefusesFilesThatAreNotStaticExecutables) {
   EXPECT_EQ(missing.error().message, "host program " + temp.path() + "/missing: No such file or directory");
 }
 
+// --- Scratch and SandboxCgroup ----------------------------------------------------------------------
+
+TEST(Scratch, PutsAndTakesBackRegularFilesOnly) {
+  if (!is_root()) {
+    GTEST_SKIP() << "making a tmpfs needs root";
+  }
+  auto scratch = Scratch::make("/etc/.scratch");
+  ASSERT_TRUE(scratch) << scratch.error().message;
+  ASSERT_TRUE(scratch->put("in", "text"));
+  EXPECT_EQ(scratch->take("in", 16).value_or("<error>"), "text");
+  auto again = scratch->put("in", "other");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().message, "write /etc/.scratch/in: File exists");
+  ASSERT_EQ(::symlinkat("in", scratch->fd(), "link"), 0);
+  ASSERT_EQ(::mkdirat(scratch->fd(), "dir", 0700), 0);
+  std::string report;
+  for (const char* name : {"link", "dir", "missing"}) {
+    auto taken = scratch->take(name, 16);
+    report += taken ? "ok\n" : taken.error().message + "\n";
+  }
+  auto big = scratch->take("in", 3);
+  report += big ? "ok\n" : big.error().message + "\n";
+  EXPECT_EQ(report,
+            "/etc/.scratch/link: Too many levels of symbolic links\n"
+            "/etc/.scratch/dir: not a regular file\n"
+            "/etc/.scratch/missing: No such file or directory\n"
+            "read /etc/.scratch/in: larger than 3 bytes\n");
+  // Its root belongs to the sandboxed program's host identity, and only to it.
+  struct stat st {};
+  ASSERT_EQ(::fstat(scratch->fd(), &st), 0);
+  EXPECT_EQ(st.st_uid, k_sandbox_host_id);
+  EXPECT_EQ(st.st_gid, k_sandbox_host_id);
+  EXPECT_EQ(st.st_mode & 07777, 0700U);
+}
+
+TEST(SandboxCgroup, OpenNamesAMissingCgroup) {
+  auto cgroup = SandboxCgroup::open("/nonexistent/v2", "");
+  ASSERT_FALSE(cgroup);
+  EXPECT_EQ(cgroup.error().message, "cgroup /nonexistent/v2: No such file or directory");
+  auto v1 = SandboxCgroup::open("", "/nonexistent/v1");
+  ASSERT_FALSE(v1);
+  EXPECT_EQ(v1.error().message, "cgroup /nonexistent/v1/cgroup.procs: No such file or directory");
+  auto none = SandboxCgroup::open("", "");
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->v2);
+  EXPECT_FALSE(none->v1_procs);
+}
+
 // --- run_sandboxed ----------------------------------------------------------------------------------
 
-// A static probe program, compiled at test time, that reports what it can see and do from inside the
-// sandbox on one line of stdout and exits with status 3 (so the line comes back in the error).
-constexpr const char* k_probe_source = R"(
-#include <dirent.h>
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mount.h>
-#include <sys/socket.h>
-#include <unistd.h>
-static int cmp(const void* a, const void* b) { return strcmp(*(char* const*)a, *(char* const*)b); }
-int main(int argc, char** argv) {
-  char* names[64];
-  int n = 0;
-  DIR* d = opendir("/");
-  struct dirent* e;
-  while (d && (e = readdir(d)) && n < 64) {
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) names[n++] = strdup(e->d_name);
+// A root and the probe (tests/rootfs/sandbox_probe.hpp), sealed.
+class RunSandboxed : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!is_root() || !test::can_unshare_mounts()) {
+      GTEST_SKIP() << "the sandbox needs root (namespaces, mounts, pivot_root)";
+    }
+    ASSERT_FALSE(m_temp.path().empty());
+    // A host file only root may read: what an inherited descriptor to the host's "/" would give away.
+    m_secret = m_temp.path() + "/host-secret";
+    write_host_file(m_secret, "host secret", 0600);
+    const std::string probe = test::build_sandbox_probe(m_temp, m_secret.substr(1));
+    if (probe.empty()) {
+      GTEST_SKIP() << "cannot build a static program here (cc -static)";
+    }
+    auto program = seal_host_program(probe);
+    ASSERT_TRUE(program) << program.error().message;
+    m_program = std::move(*program);
+    m_root = m_temp.path() + "/rootfs";
+    make_host_dirs(m_root + "/etc");
+    make_host_dirs(m_root + "/usr/lib");
   }
-  qsort(names, n, sizeof *names, cmp);
-  printf("argv=%s root=", argc > 1 ? argv[1] : "");
-  for (int i = 0; i < n; ++i) printf("%s%s", i ? "," : "", names[i]);
-  printf(" host=%s", access(argc > 2 ? argv[2] : "/", F_OK) == 0 ? "visible" : "hidden");
-  printf(" socket=%s", socket(AF_UNIX, SOCK_STREAM, 0) < 0 && errno == EPERM ? "EPERM" : "allowed");
-  printf(" mount=%s", mount("none", "/", "tmpfs", 0, 0) < 0 && errno == EPERM ? "EPERM" : "allowed");
-  printf(" env=%s uid=%d", getenv("PATH") ? getenv("PATH") : "none", (int)getuid());
-  int procs = 0;  /* processes this /proc shows: 1 for a procfs of the sandbox's own PID namespace */
-  DIR* p = opendir("/proc");
-  while (p && (e = readdir(p))) procs += e->d_name[0] >= '0' && e->d_name[0] <= '9';
-  printf(" procs=%d\n", procs);
-  return 3;
-}
-)";
 
-// Compiles k_probe_source statically into `dir`; returns the program path or "" (no compiler, no libc.a).
-std::string build_static_probe(const test::TempDir& dir) {
-  const std::string source = dir.write("probe.c", k_probe_source);
-  const std::string program = dir.path() + "/probe";
-  const std::string command = "cc -static -O1 -o " + program + " " + source + " >/dev/null 2>&1";
-  return std::system(command.c_str()) == 0 ? program : std::string();
-}
+  // The probe's one line, or how run_sandboxed failed otherwise (the probe always exits with status 3).
+  [[nodiscard]] std::string probe(const std::vector<std::string>& args, const SandboxLimits& limits = {},
+                                  const Scratch* scratch = nullptr, const std::string& root = "") const {
+    auto opened = Root::open(root.empty() ? m_root : root);
+    if (!opened) {
+      return opened.error().message;
+    }
+    std::vector<std::string> argv{"probe"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run_sandboxed(*opened, m_program, argv, limits, scratch);
+    const std::string prefix = "probe exited with status 3: ";
+    if (r || !r.error().message.starts_with(prefix)) {
+      return r ? "succeeded" : r.error().message;
+    }
+    return r.error().message.substr(prefix.size());
+  }
 
-TEST(RunSandboxed, RunsTheProgramPivotedIntoTheRootAndConfined) {
-  if (!is_root()) {
-    GTEST_SKIP() << "the sandbox needs root (namespaces, pivot_root)";
-  }
-  test::TempDir temp;
-  ASSERT_FALSE(temp.path().empty());
-  const std::string probe = build_static_probe(temp);
-  if (probe.empty()) {
-    GTEST_SKIP() << "cannot build a static program here (cc -static)";
-  }
-  const std::string root_path = temp.path() + "/rootfs";
-  make_host_dirs(root_path + "/etc");
-  make_host_dirs(root_path + "/usr/lib");
-  const std::string sentinel = temp.write("host-sentinel", "on the host only");
-  auto root = Root::open(root_path);
-  ASSERT_TRUE(root) << root.error().message;
-  auto program = seal_host_program(probe);
-  ASSERT_TRUE(program) << program.error().message;
-  auto r = run_sandboxed(*root, *program, {"probe", "first-arg", sentinel});
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message,
-            "probe exited with status 3: \"argv=first-arg root=etc,usr host=hidden socket=EPERM mount=EPERM "
-            "env=none "
-            "uid=0 procs=0\"");
+  test::TempDir m_temp;
+  std::string m_secret;
+  std::string m_root;
+  UniqueFd m_program;
+};
+
+TEST_F(RunSandboxed, RunsTheProgramPivotedIntoTheRootAndConfined) {
+  EXPECT_EQ(probe({"look", m_secret}),
+            "\"root=etc,usr host=hidden socket=EPERM mount=EPERM env=none uid=0 proc=0\"");
   // The sandbox's mounts stayed in its namespace: nothing is mounted on the root here.
   auto mountinfo = read_file("/proc/self/mountinfo");
   ASSERT_TRUE(mountinfo);
-  EXPECT_EQ(mountinfo->find(root_path), std::string::npos);
+  EXPECT_EQ(mountinfo->find(m_root), std::string::npos);
 }
 
-// A procfs of another PID namespace in the root (the container's, here the host's) would offer
-// /proc/<pid>/root links out of it: the sandbox covers it with a fresh one of its own, also when the
-// root was named through a symlink (mountinfo has canonical paths).
-TEST(RunSandboxed, CoversEveryProcfsInTheRootWithItsOwn) {
-  if (!is_root() || !test::can_unshare_mounts()) {
-    GTEST_SKIP() << "the sandbox needs root (namespaces, pivot_root)";
-  }
-  test::TempDir temp;
-  ASSERT_FALSE(temp.path().empty());
-  const std::string probe = build_static_probe(temp);
-  if (probe.empty()) {
-    GTEST_SKIP() << "cannot build a static program here (cc -static)";
-  }
-  const std::string root_path = temp.path() + "/rootfs";
-  make_host_dirs(root_path + "/proc");
-  make_host_link(root_path, temp.path() + "/alias");
+// A procfs in the root (the container's; here one of the host's PID namespace) would offer /proc/sys and
+// /proc/<pid>/root links out of it: the sandbox covers it with an empty read-only tmpfs, also when the
+// root was named through a symlink (mountinfo has canonical paths). Before, a fresh procfs of the
+// sandbox's own was mounted there, writable (proc=1: the program itself).
+TEST_F(RunSandboxed, CoversEveryProcfsInTheRootWithAnEmptyReadOnlyTmpfs) {
+  make_host_dirs(m_root + "/proc");
+  make_host_link(m_root, m_temp.path() + "/alias");
   const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
-    if (::mount("proc", (root_path + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) !=
-        0) {
+    if (::mount("proc", (m_root + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
       return "cannot mount a procfs in the root";
     }
-    std::string out;
-    for (const std::string& name : {root_path, temp.path() + "/alias"}) {
-      auto root = Root::open(name);
-      auto program = seal_host_program(probe);
-      if (!root || !program) {
-        return "set-up failed";
-      }
-      auto r = run_sandboxed(*root, *program, {"probe"});
-      out += (r ? std::string("ok") : r.error().message) + "\n";
-    }
-    return out;
+    return probe({"look", "/proc/1/root/etc"}) + "\n" +
+           probe({"look", "/proc/1/root/etc"}, {}, nullptr, m_temp.path() + "/alias");
   });
-  const std::string line =
-      "probe exited with status 3: \"argv= root=proc host=visible socket=EPERM mount=EPERM env=none uid=0 "
-      "procs=1\"\n";
-  EXPECT_EQ(outcome, line + line);
+  const std::string line = "\"root=etc,proc,usr host=hidden socket=EPERM mount=EPERM env=none uid=0 proc=0\"";
+  EXPECT_EQ(outcome, line + "\n" + line);
 }
 
-TEST(RunSandboxed, ReportsTheFirstLineOfAFailedProgram) {
-  if (!is_root()) {
-    GTEST_SKIP() << "the sandbox needs root (namespaces, pivot_root)";
+// Issue 21 item 1: the program (here as an attacker would have it) is root only in its own user
+// namespace: no host sysctl, core_pattern or sysrq-trigger can be opened for writing (there is no /proc),
+// nothing in the root can be written, a file of the image only root may read stays unread; it writes in
+// its scratch directory only, whose file the host sees owned by k_sandbox_host_id.
+TEST_F(RunSandboxed, TheProgramIsUnprivilegedAndCannotWriteTheRootOrAHostSysctl) {
+  make_host_dirs(m_root + "/proc");
+  make_host_dirs(m_root + "/etc/.scratch");
+  write_host_file(m_root + "/etc/secret", "image secret", 0600);
+  const std::string before = test::tree_digest(m_root);
+  auto scratch = Scratch::make("/etc/.scratch");
+  ASSERT_TRUE(scratch) << scratch.error().message;
+  const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
+    if (::mount("proc", (m_root + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+      return "cannot mount a procfs in the root";
+    }
+    return probe({"attack", "/etc/.scratch"}, {}, &*scratch);
+  });
+  EXPECT_EQ(outcome,
+            "\"printk=ENOENT core_pattern=ENOENT sysrq=ENOENT proc=0 write_root=EROFS secret=EACCES "
+            "device=ENOENT fds=none host_secret=none scratch=ok uid=0\"");
+  struct stat st {};
+  ASSERT_EQ(::fstatat(scratch->fd(), "owner", &st, AT_SYMLINK_NOFOLLOW), 0);
+  EXPECT_EQ(st.st_uid, k_sandbox_host_id);
+  EXPECT_EQ(st.st_gid, k_sandbox_host_id);
+  EXPECT_EQ(test::tree_digest(m_root), before);
+}
+
+// Issue 21 item 5: a descriptor the caller holds without close-on-exec (here one to the host's "/")
+// does not reach the program, which would read the host's files through it past pivot_root.
+TEST_F(RunSandboxed, NoInheritedDescriptorReachesTheProgram) {
+  const UniqueFd host_root(::open("/", O_PATH | O_DIRECTORY));  // inheritable, as a careless caller's
+  ASSERT_TRUE(host_root);
+  const UniqueFd high(::dup2(host_root.get(), 100));
+  ASSERT_EQ(high.get(), 100);
+  EXPECT_EQ(probe({"attack"}),
+            "\"printk=ENOENT core_pattern=ENOENT sysrq=ENOENT proc=0 write_root=EROFS secret=ENOENT "
+            "device=ENOENT fds=none host_secret=none scratch=none uid=0\"");
+}
+
+// Issue 21 item 4: an image's FIFO blocks the program in open() for ever; it is killed at its deadline
+// and the caller gets one line.
+TEST_F(RunSandboxed, KillsTheProgramAtItsDeadline) {
+  ASSERT_EQ(::mkfifo((m_root + "/fifo").c_str(), 0666), 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(probe({"open", "/fifo"}, {.deadline = std::chrono::milliseconds(1000), .cgroup = nullptr}),
+            "probe was killed after its deadline of 1 s (a FIFO or a device in the image can block it)");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(probe({"open", "/etc"}, {.deadline = std::chrono::milliseconds(1500), .cgroup = nullptr}),
+            "\"open /etc: ok\"");
+}
+
+// Issue 21 items 1 and 3: started in the given cgroups (v2: cloned into it; v1: moved into the devices
+// one before exec), the program is, as the host sees it, k_sandbox_host_id with no capability, no
+// supplementary group, no_new_privs and the seccomp filter.
+TEST_F(RunSandboxed, StartsInTheGivenCgroupsAsAnUnprivilegedUser) {
+  const test::TestCgroups cgroups;
+  if (cgroups.v2().empty() && cgroups.v1().empty()) {
+    GTEST_SKIP() << "no cgroup hierarchy to make a test cgroup in";
   }
+  auto opened = SandboxCgroup::open(cgroups.v2(), cgroups.v1());
+  ASSERT_TRUE(opened) << opened.error().message;
+  const SandboxLimits limits{.deadline = std::chrono::milliseconds(20000),
+                             .cgroup = std::make_shared<const SandboxCgroup>(std::move(*opened))};
+  std::string outcome;
+  std::thread runner([&] { outcome = probe({"sleep", "60"}, limits); });
+  // The program's pid, from the cgroup it runs in, once it has exec'ed (seccomp on).
+  std::string status;
+  std::string seen_in;
+  for (int tries = 0; tries < 200 && status.find("Seccomp:\t2") == std::string::npos; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    seen_in.clear();
+    std::string pid;
+    for (const auto& dir : {cgroups.v2(), cgroups.v1()}) {
+      const std::string procs = dir.empty() ? "" : read_file(dir + "/cgroup.procs").value_or("");
+      if (!dir.empty() && !trim(procs).empty()) {
+        pid = std::string(trim(procs));
+        seen_in += dir == cgroups.v2() ? "v2 " : "v1 ";
+      }
+    }
+    status = pid.empty() ? "" : read_file("/proc/" + pid + "/status").value_or("");
+  }
+  std::string report = "in: " + seen_in + "\n";
+  for (const char* key :
+       {"Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"}) {
+    report.append(key).append(" ").append(status_field(status, key)).append("\n");
+  }
+  // Done with it: kill it now rather than at its deadline.
+  for (const auto& dir : {cgroups.v2(), cgroups.v1()}) {
+    if (!dir.empty()) {
+      if (const auto pid = trim(read_file(dir + "/cgroup.procs").value_or("")); !pid.empty()) {
+        ::kill(std::stoi(std::string(pid)), SIGKILL);
+      }
+    }
+  }
+  runner.join();
+  std::string expected_in =
+      (cgroups.v2().empty() ? "" : "v2 ") + std::string(cgroups.v1().empty() ? "" : "v1 ");
+  EXPECT_EQ(report, "in: " + expected_in +
+                        "\n"
+                        "Uid 65534\t65534\t65534\t65534\n"
+                        "Gid 65534\t65534\t65534\t65534\n"
+                        "Groups \n"
+                        "CapInh 0000000000000000\n"
+                        "CapPrm 0000000000000000\n"
+                        "CapEff 0000000000000000\n"
+                        "CapBnd 0000000000000000\n"
+                        "CapAmb 0000000000000000\n"
+                        "NoNewPrivs 1\n"
+                        "Seccomp 2\n");
+  EXPECT_EQ(outcome, "probe was killed by signal 9");
+}
+
+// Where no user namespace can be made (here a filter refuses unshare(CLONE_NEWUSER) with ENOSPC, as
+// user.max_user_namespaces=0 does), the program is not run at all: never as root instead.
+TEST_F(RunSandboxed, WithoutAUserNamespaceTheProgramNeverRuns) {
+  const std::string outcome = test::in_child([&]() -> std::string {
+    const std::unique_ptr<void, decltype(&seccomp_release)> ctx(seccomp_init(SCMP_ACT_ALLOW),
+                                                                &seccomp_release);
+    if (!ctx ||
+        seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSPC), SCMP_SYS(unshare), 1,
+                         SCMP_A0(SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(CLONE_NEWUSER),
+                                 static_cast<scmp_datum_t>(CLONE_NEWUSER))) != 0 ||
+        seccomp_load(ctx.get()) != 0) {
+      return "cannot load the test's filter";
+    }
+    return probe({"look", "/"});
+  });
+  EXPECT_EQ(outcome,
+            "probe exited with status 126: \"sandbox: create its user namespace: No space left on device "
+            "(user.max_user_namespaces is 0 or used up; the program is never run as root instead)\"");
+}
+
+// Issue 22: a caller that runs chrooted (a runtime entered with chroot instead of pivot_root, in a mount
+// namespace of its own) still gets its sandbox: the root's path is never looked up in the child, and the
+// child leaves the chroot for its namespace's root before it pivots. Before: "sandbox: bind the container
+// root: No such file or directory".
+TEST_F(RunSandboxed, ACallerThatRunsChrootedGetsTheSameSandbox) {
+  const std::string jail = m_temp.path() + "/jail";
+  make_host_dirs(jail + "/proc");
+  make_host_dirs(jail + "/rootfs/etc");
+  make_host_dirs(jail + "/rootfs/opt");
+  const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
+    if (::mount("/proc", (jail + "/proc").c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        ::chroot(jail.c_str()) != 0 || ::chdir("/") != 0) {
+      return "cannot chroot";
+    }
+    return probe({"look", "/proc/1/root" + jail}, {}, nullptr, "/rootfs");
+  });
+  EXPECT_EQ(outcome, "\"root=etc,opt host=hidden socket=EPERM mount=EPERM env=none uid=0 proc=0\"");
+}
+
+TEST_F(RunSandboxed, ReportsTheFirstLineOfAFailedProgram) {
   if (::access("/sbin/ldconfig", R_OK) != 0) {
     GTEST_SKIP() << "no /sbin/ldconfig on this host";
   }
-  test::TempDir temp;
-  ASSERT_FALSE(temp.path().empty());
-  make_host_dirs(temp.path() + "/rootfs/etc");
-  auto root = Root::open(temp.path() + "/rootfs");
+  auto root = Root::open(m_root);
   ASSERT_TRUE(root) << root.error().message;
   auto ldconfig = seal_host_program("/sbin/ldconfig");
   ASSERT_TRUE(ldconfig) << ldconfig.error().message;
@@ -419,26 +591,34 @@ TEST(RunSandboxed, ReportsTheFirstLineOfAFailedProgram) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message,
             "ldconfig exited with status 1: \"ldconfig: Can't open cache file /etc/missing.cache\"");
-  EXPECT_EQ(host_listing(temp.path() + "/rootfs/etc"), std::vector<std::string>{});
+  // The root is read-only to it: a cache can only go to the scratch directory.
+  auto readonly = run_sandboxed(*root, *ldconfig, {"ldconfig", "-C", "/etc/ld.so.cache", "-f", "/etc/none"});
+  ASSERT_FALSE(readonly);
+  EXPECT_EQ(readonly.error().message,
+            "ldconfig exited with status 1: \"ldconfig: Can't create temporary cache file "
+            "/etc/ld.so.cache~: Read-only file system\"");
+  EXPECT_EQ(host_listing(m_root + "/etc"), std::vector<std::string>{});
 }
 
-TEST(RunSandboxed, SucceedsOnExitStatusZero) {
-  if (!is_root()) {
-    GTEST_SKIP() << "the sandbox needs root (namespaces, pivot_root)";
-  }
+TEST_F(RunSandboxed, SucceedsOnExitStatusZeroAndLeavesItsOutputInTheScratchDirectory) {
   if (::access("/sbin/ldconfig", R_OK) != 0) {
     GTEST_SKIP() << "no /sbin/ldconfig on this host";
   }
-  test::TempDir temp;
-  ASSERT_FALSE(temp.path().empty());
-  make_host_dirs(temp.path() + "/rootfs/etc");
-  auto root = Root::open(temp.path() + "/rootfs");
+  make_host_dirs(m_root + "/etc/out");
+  auto root = Root::open(m_root);
   ASSERT_TRUE(root) << root.error().message;
   auto ldconfig = seal_host_program("/sbin/ldconfig");
   ASSERT_TRUE(ldconfig) << ldconfig.error().message;
-  auto r = run_sandboxed(*root, *ldconfig, {"ldconfig", "-C", "/etc/ld.so.cache", "-f", "/etc/none.conf"});
+  auto scratch = Scratch::make("/etc/out");
+  ASSERT_TRUE(scratch) << scratch.error().message;
+  ASSERT_TRUE(scratch->put("ld.so.conf", "/usr/lib\n"));
+  auto r = run_sandboxed(*root, *ldconfig,
+                         {"ldconfig", "-X", "-C", "/etc/out/ld.so.cache", "-f", "/etc/out/ld.so.conf"}, {},
+                         &*scratch);
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(host_listing(temp.path() + "/rootfs/etc"), (std::vector<std::string>{"ld.so.cache"}));
+  EXPECT_TRUE(scratch->take("ld.so.cache", 1 << 20).value_or("").starts_with("glibc-ld.so.cache1.1"));
+  EXPECT_EQ(host_listing(m_root + "/etc"), std::vector<std::string>{"out"});
+  EXPECT_EQ(host_listing(m_root + "/etc/out"), std::vector<std::string>{});
 }
 
 }  // namespace
