@@ -213,20 +213,21 @@ TEST(InRootOpenat2, AFilterRefusingOpenat2MakesTheResolverWalk) {
   make_host_link("../../../etc/passwd", root_path + "/up-file");
   make_host_link(temp.path() + "/etc/passwd", root_path + "/host-file");
   for (const int err : {ENOSYS, EPERM, EINVAL}) {
-    const auto outcome = test::run_under_filter({.failing = {{SYS_openat2, err}}}, [&] {
-      auto root = Root::open(root_path, Resolver::automatic);
-      if (!root) {
-        return 1;
-      }
-      for (const char* path : {"/abs-file", "/up-file"}) {
-        auto fd = open_in_root(*root, path, O_RDONLY, FollowLast::yes);
-        if (!fd || read_all(*fd) != "container passwd\n") {
-          return 2;
-        }
-      }
-      auto escape = open_in_root(*root, "/host-file", O_RDONLY, FollowLast::yes);
-      return escape ? 3 : 0;
-    });
+    const auto outcome = test::run_under_filter(
+        {.killed = {}, .kill_sync_opens = false, .failing = {{SYS_openat2, err}}}, [&] {
+          auto root = Root::open(root_path, Resolver::automatic);
+          if (!root) {
+            return 1;
+          }
+          for (const char* path : {"/abs-file", "/up-file"}) {
+            auto fd = open_in_root(*root, path, O_RDONLY, FollowLast::yes);
+            if (!fd || read_all(*fd) != "container passwd\n") {
+              return 2;
+            }
+          }
+          auto escape = open_in_root(*root, "/host-file", O_RDONLY, FollowLast::yes);
+          return escape ? 3 : 0;
+        });
     if (outcome == test::FilterOutcome::unavailable) {
       GTEST_SKIP() << "seccomp is not available here";
     }
