@@ -23,6 +23,7 @@
 #include "rootfs/sandbox_child.hpp"
 #include "util/child_wait.hpp"
 #include "util/file.hpp"
+#include "util/mountinfo.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::rootfs {
@@ -38,10 +39,6 @@ constexpr off_t k_max_program_size = 64 << 20;
 
 // What the sandboxed program may write to stdout and stderr that we keep for the error message.
 constexpr size_t k_max_output = 64 << 10;
-
-// The most bytes of this process's mountinfo read to find the procfs mounts of a root (a host with many
-// containers has thousands of mounts).
-constexpr size_t k_max_mountinfo = size_t{16} << 20;
 
 // Whether the ELF image in `bytes` asks for a program interpreter (PT_INTERP), i.e. is dynamically
 // linked. Every offset is checked against the buffer. An error for a file that is not a complete ELF.
@@ -85,21 +82,6 @@ Result<bool> is_dynamic_elf(std::string_view bytes) {
   return fail("unknown ELF class");
 }
 
-// Decodes the octal escapes (\040 for a space) of a path in /proc/self/mountinfo.
-std::string unescape_mountinfo(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto digit = [&](size_t j) { return text[j] >= '0' && text[j] <= '7'; };
-    if (text[i] == '\\' && i + 3 < text.size() && digit(i + 1) && digit(i + 2) && digit(i + 3)) {
-      out += static_cast<char>(((text[i + 1] - '0') << 6) | ((text[i + 2] - '0') << 3) | (text[i + 3] - '0'));
-      i += 3;
-      continue;
-    }
-    out += text[i];
-  }
-  return out;
-}
-
 // The procfs mounts in `root`, as paths relative to it ("proc"), outermost first and none below another:
 // from this process's mount table, where the root's canonical path (what its fd resolves to here, as
 // mountinfo writes mount points; a configured path may run through a symlink such as /var/run) is
@@ -113,19 +95,14 @@ Result<std::vector<std::string>> procfs_in(const Root& root) {
     return fail_errno("sandbox: resolve the path of " + root.path(), length < 0 ? errno : ENOENT);
   }
   canonical.resize(static_cast<size_t>(length));
-  GPUCTK_TRY_ASSIGN(const auto mountinfo, read_file("/proc/self/mountinfo", k_max_mountinfo));
+  GPUCTK_TRY_ASSIGN(const auto text, read_file("/proc/self/mountinfo", k_max_mountinfo_size));
+  GPUCTK_TRY_ASSIGN(const auto mounts, parse_mountinfo(text, "/proc/self/mountinfo"));
   std::vector<std::string> points;
-  for (const auto line : split(mountinfo, '\n')) {
-    const size_t dash = line.find(" - ");
-    if (dash == std::string_view::npos) {
+  for (const auto& mount : mounts) {
+    const std::string& point = mount.mount_point;
+    if (mount.fstype != "proc") {
       continue;
     }
-    const auto fields = split(line.substr(0, dash), ' ');
-    const auto tail = split(line.substr(dash + 3), ' ');
-    if (fields.size() < 5 || tail.empty() || tail[0] != "proc") {
-      continue;
-    }
-    const std::string point = unescape_mountinfo(fields[4]);
     if (point.size() > canonical.size() && point.starts_with(canonical) && point[canonical.size()] == '/') {
       points.push_back(point.substr(canonical.size() + 1));
     }
