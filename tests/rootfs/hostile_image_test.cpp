@@ -584,15 +584,16 @@ TEST_P(HostileImageTest, TheImagesLdconfigNeverRuns) {
           "  FILE* g = fopen(\"/gpuctk-hostile-marker\", \"w\"); if (g) fputs(\"pwned\", g);\n"
           "  return 0;\n}\n");
   const std::string program = m_image.m_scratch.path() + "/evil";
-  const bool have_static =
-      std::system(("cc -static -o " + program + " " + source + " >/dev/null 2>&1").c_str()) == 0;
+  if (std::system(("cc -static -o " + program + " " + source + " >/dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << "cannot build a static program here (cc -static)";
+  }
 
   const std::string log = m_image.m_scratch.path() + "/hook.log";
   const std::string before_outside = m_image.outside();
   std::string report;
   for (const char* kind : {"script", "static"}) {
     const std::string image_program =
-        kind == std::string("script") || !have_static ? script : read_file(program).value_or("");
+        kind == std::string("script") ? script : read_file(program).value_or("");
     for (const char* config : {"default", "allowed"}) {
       m_image.set_config(config == std::string("default")
                              ? std::string("log-level: info\n")
@@ -674,12 +675,11 @@ TEST_P(HostileImageTest, LdPreloadInTheContainersEnvironmentIsNeverLoaded) {
   report +=
       "create-symlinks: " + hook_outcome(m_image.hook({"create-symlinks", "--link", "a::/usr/lib/a-link"})) +
       "\n";
-  if (::access("/sbin/ldconfig", R_OK) == 0) {
-    report +=
-        "update-ldcache: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", "/usr/lib"})) + "\n";
-  } else {
-    report += "update-ldcache: ok\n";
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
   }
+  report +=
+      "update-ldcache: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", "/usr/lib"})) + "\n";
   report += "enable-cuda-compat: " +
             hook_outcome(m_image.hook({"enable-cuda-compat", "--host-driver-version", "550.54.15"})) + "\n";
   report += "chmod: " + hook_outcome(m_image.hook({"chmod", "--mode", "755", "--path", "/usr/lib"})) + "\n";
