@@ -1,15 +1,19 @@
 // gpuctk cdi generate: discover the host and write its CDI spec.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <span>
 
 #include "cdi/codec.hpp"
+#include "cdi/hook_programs.hpp"
 #include "cdi/spec_builder.hpp"
 #include "cdi/validate.hpp"
 #include "cdi/vendor_spec.hpp"
 #include "cli/commands.hpp"
 #include "discover/discover.hpp"
+#include "hook/config.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -73,6 +77,56 @@ Result<void> check_hook_path(std::string_view path) {
   return {};
 }
 
+// The program the spec's hooks run: --hook-path, else the installed gpuctk (the config's hook-path,
+// /usr/bin/gpuctk unless it says otherwise) when it is an executable file, else this binary by the path it
+// was started from. A spec outlives the command that wrote it: a build tree's or a copy's path fails
+// every container once that file is gone, so the installed one wins even when another gpuctk writes the
+// spec (a note says so).
+Result<std::string> hook_path(const GenerateArgs& args) {
+  if (!args.hook_path.empty()) {
+    return args.hook_path;
+  }
+  GPUCTK_TRY_ASSIGN(auto self, self_exe_path());
+  // A broken config file still gives its valid keys; its problems are the hooks' business.
+  const std::string installed = hook::read_config("").config.hook_path;
+  if (struct stat st{}; installed != self && ::stat(installed.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                        (st.st_mode & 0111) != 0) {
+    std::fprintf(stderr,
+                 "gpuctk: note: the spec's hooks run the installed gpuctk %s, not this one (%s); --hook-path "
+                 "names another\n",
+                 escape_for_log(installed).c_str(), escape_for_log(self).c_str());
+    return installed;
+  }
+  if (self.ends_with(" (deleted)")) {
+    return fail("--hook-path: this gpuctk (" + self +
+                ") was replaced since it started; name the installed "
+                "binary with --hook-path");
+  }
+  return self;
+}
+
+bool runs_program(const cdi::Spec& spec, const std::string& path) {
+  const auto runs_it = [&](const cdi::ContainerEdits& edits) {
+    return std::ranges::any_of(edits.hooks, [&](const cdi::Hook& hook) { return hook.path == path; });
+  };
+  return runs_it(spec.container_edits) ||
+         std::ranges::any_of(spec.devices, [&](const cdi::Device& d) { return runs_it(d.container_edits); });
+}
+
+// Warnings about the hook path the specs were written with (cdi/hook_programs.hpp), when a hook of one
+// of them runs it, printed after they were written, like discovery's.
+void warn_about_hook_path(std::span<const cdi::Spec* const> specs, const std::string& path) {
+  if (std::ranges::none_of(specs, [&](const cdi::Spec* spec) { return runs_program(*spec, path); })) {
+    return;
+  }
+  for (const auto& problem : cdi::hook_path_problems(path)) {
+    std::fprintf(stderr,
+                 "gpuctk: warning: hook path %s: every container given the spec's devices runs it "
+                 "(--hook-path names the installed gpuctk)\n",
+                 escape_for_log(problem).c_str());
+  }
+}
+
 // --vendor-set: every vendor's spec is built (and validated) before the first is written; each is then
 // written atomically, into the --output directory as <vendor>-<class>.<format>, or (one vendor) to the
 // --output file or stdout. A vendor without GPUs gets no spec and one note on stderr; a set with no GPU at
@@ -120,6 +174,11 @@ Result<void> generate_vendor_set(const GenerateArgs& args, cdi::Format format, c
   for (const auto& warning : built.warnings) {
     std::fprintf(stderr, "gpuctk: warning: %s\n", warning.c_str());
   }
+  std::vector<const cdi::Spec*> written;
+  for (const auto& entry : built.specs) {
+    written.push_back(&entry.spec);
+  }
+  warn_about_hook_path(written, build.hook_path);
   return {};
 }
 
@@ -142,18 +201,7 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   build.all_device = !args.no_all_device;
   build.management = mode == discover::Mode::management;
   build.device_ids = args.device_ids;
-  if (!args.hook_path.empty()) {
-    build.hook_path = args.hook_path;
-  } else {
-    // This binary, by the path it was started from: the installed one, unless an upgrade replaced it.
-    GPUCTK_TRY_ASSIGN(auto self, self_exe_path());
-    if (self.ends_with(" (deleted)")) {
-      return fail("--hook-path: this gpuctk (" + self +
-                  ") was replaced since it started; name the installed "
-                  "binary with --hook-path");
-    }
-    build.hook_path = std::move(self);
-  }
+  GPUCTK_TRY_ASSIGN(build.hook_path, hook_path(args));
 
   discover::DiscoverOptions options;
   options.driver_root = args.driver_root;
@@ -182,6 +230,8 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   for (const auto& warning : inventory.warnings) {
     std::fprintf(stderr, "gpuctk: warning: %s\n", warning.c_str());
   }
+  const cdi::Spec* written = &*spec;
+  warn_about_hook_path({&written, 1}, build.hook_path);
   return {};
 }
 
@@ -220,8 +270,10 @@ Action define_cdi_generate(CLI::App& command) {
       ->delimiter(',');
   command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
   command
-      .add_option("--hook-path,--nvidia-cdi-hook-path,--nvidia-ctk-path", args->hook_path,
-                  "Absolute path of the gpuctk binary the spec's hooks run (default: this binary)")
+      .add_option(
+          "--hook-path,--nvidia-cdi-hook-path,--nvidia-ctk-path", args->hook_path,
+          "Absolute path of the gpuctk binary the spec's hooks run (default: the installed gpuctk, the "
+          "config's hook-path, when it exists, else this binary)")
       ->check(value_check(check_hook_path));
   command.add_option("--library-search-path", args->library_search_paths,
                      "Extra directory (inside the driver root) to search for driver libraries; repeatable");

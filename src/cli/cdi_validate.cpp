@@ -4,8 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "cdi/hook_programs.hpp"
 #include "cdi/registry.hpp"
 #include "cli/commands.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::cli {
 
@@ -17,13 +19,22 @@ Action define_cdi_validate(CLI::App& command) {
       "rules,\n"
       "including that cdiVersion is not lower than the content needs. Prints every problem on stderr as\n"
       "FILE: WHERE: WHAT (a read or parse error as FILE: MESSAGE) and nothing when all files are valid.\n"
+      "A valid file whose hooks run a program this host does not have gets a warning,\n"
+      "FILE: warning: hook program PATH does not exist: ..., and does not change the exit status: the\n"
+      "program is the node's business, and specs may be checked where they are not used.\n"
       "Exit status: 0 all files valid, 1 a file has problems, 2 usage error.");
   return [files] {
     int status = k_exit_ok;
     for (const std::string& file : *files) {
-      for (const std::string& error : cdi::load_spec_file(file).errors) {
+      const auto loaded = cdi::load_spec_file(file);
+      for (const std::string& error : loaded.errors) {
         std::fprintf(stderr, "%s: %s\n", file.c_str(), error.c_str());
         status = k_exit_failure;
+      }
+      if (loaded.spec) {
+        for (const std::string& missing : cdi::missing_hook_programs(*loaded.spec)) {
+          std::fprintf(stderr, "%s: warning: %s\n", file.c_str(), escape_for_log(missing).c_str());
+        }
       }
     }
     return status;

@@ -12,6 +12,7 @@
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
 #include "util/file.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk {
 namespace {
@@ -151,6 +152,34 @@ TEST_F(CliCdiGenerateTest, OutputFileIsAtomicMode0644AndFormatFollowsTheExtensio
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(m_scratch), {}), 1) << "no temporary file left";
 }
 
+// A spec outlives the gpuctk that wrote it: when an installed gpuctk exists (the config's hook-path), the
+// hooks run that one, not this build tree's, and a note says so.
+TEST_F(CliCdiGenerateTest, TheHooksRunTheInstalledGpuctkWhenThereIsOne) {
+  const std::string installed = m_fixture->temp.path() + "/usr/bin/gpuctk";
+  std::filesystem::create_directories(m_fixture->temp.path() + "/usr/bin");
+  ASSERT_EQ(::symlink(GPUCTK_BINARY, installed.c_str()), 0);
+  const std::string config = m_fixture->temp.path() + "/gpuctk.yaml";
+  ASSERT_TRUE(write_file_atomic(config, "hook-path: " + installed + "\n", 0644));
+  const std::string path = m_scratch + "/nvidia.yaml";
+  std::vector<std::string> args{"cdi",           "generate",
+                                "--driver-root", m_fixture->host.driver_root,
+                                "--dev-root",    m_fixture->host.dev_root,
+                                "--output",      path};
+  const auto r = test::run_gpuctk(args, m_scratch, {.env = {"GPUCTK_CONFIG=" + config}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string self = std::filesystem::canonical(GPUCTK_BINARY).string();
+  const std::string note = "gpuctk: note: the spec's hooks run the installed gpuctk " + installed +
+                           ", not this one (" + self + "); --hook-path names another\n";
+  ASSERT_TRUE(r.err.starts_with(note)) << r.err;
+  // Where the test puts it, the installed path is under a temporary directory: said too, nothing else.
+  for (const auto line : split(std::string_view(r.err).substr(note.size()), '\n')) {
+    EXPECT_TRUE(line.empty() || line.starts_with("gpuctk: warning: hook path " + installed + " ")) << line;
+  }
+  const auto text = read_file(path).value();
+  EXPECT_NE(text.find("path: \"" + installed + "\""), std::string::npos) << text.substr(0, 400);
+  EXPECT_EQ(text.find(self), std::string::npos);
+}
+
 TEST_F(CliCdiGenerateTest, UnknownDeviceIdIsOneErrorLineAndNoFile) {
   const std::string path = m_scratch + "/nvidia.yaml";
   const auto r = generate({"--device-ids", "0,GPU-nonexistent", "--output", path});
@@ -265,7 +294,9 @@ class CliNvmlCannotServeTest : public ::testing::Test {
       args.insert(args.end(), {"--hook-path", "/usr/bin/gpuctk"});
     }
     args.insert(args.end(), extra.begin(), extra.end());
-    return test::run_gpuctk(args, m_scratch);
+    auto result = test::run_gpuctk(args, m_scratch);
+    result.err = test::without_hook_path_warnings(result.err);  // /usr/bin/gpuctk is not on every host
+    return result;
   }
   // The library discovery loads: the ld.so.cache entry of libnvidia-ml.so.1 (the versioned file).
   [[nodiscard]] std::string nvml_library() const { return m_fixture->host.nvml_library; }

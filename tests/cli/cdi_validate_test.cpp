@@ -30,10 +30,37 @@ class CliCdiValidateTest : public ::testing::Test {
 };
 
 TEST_F(CliCdiValidateTest, ValidFilesPrintNothingAndExitZero) {
-  const auto result = run({k_data + "valid-minimal.yaml", k_data + "valid-full.json"});
+  const auto result = run({k_data + "valid-minimal.yaml"});
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(result.out, "");
   EXPECT_EQ(result.err, "");
+}
+
+// A spec names its hooks' program by path: one that this host lacks fails every container given its
+// devices while the file stays valid. A warning, exit status 0: the program is the node's business, and
+// specs may be validated where they are not used (`gpuctk info` on the node says it too).
+TEST_F(CliCdiValidateTest, AHookProgramThatDoesNotExistIsAWarning) {
+  const std::string gone = m_dir.path() + "/build/gpuctk";  // a build tree deleted since
+  const std::string spec = m_dir.write(
+      "nvidia.yaml",
+      "cdiVersion: \"0.5.0\"\nkind: \"nvidia.com/gpu\"\ndevices:\n  - name: \"0\"\n    containerEdits:\n"
+      "      deviceNodes: [{path: /dev/nvidia0}]\ncontainerEdits:\n  hooks:\n"
+      "    - {hookName: createContainer, path: " +
+          gone +
+          ", args: [gpuctk, hook, create-symlinks], env: [A=1]}\n"
+          "    - {hookName: createContainer, path: /bin/sh, args: [sh], env: [A=1]}\n"
+          "    - {hookName: createContainer, path: " +
+          gone + ", args: [gpuctk, hook, update-ldcache], env: [A=1]}\n");
+  const auto result = run({spec, k_data + "valid-full.json"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err,
+            spec + ": warning: hook program " + gone +
+                " does not exist: every container given a "
+                "device of this spec fails\n" +
+                k_data +
+                "valid-full.json: warning: hook program /usr/bin/example-hook does not exist: every "
+                "container given a device of this spec fails\n");
 }
 
 TEST_F(CliCdiValidateTest, PrintsEveryProblemOfEveryFile) {

@@ -81,4 +81,19 @@ inline RunResult run_gpuctk(const std::vector<std::string>& args, const std::str
   return result;
 }
 
+// `err` without the warnings `cdi generate` gives about a hook path that will not last (a build tree's
+// gpuctk, a path this host lacks), for tests about the rest of stderr; cli/cdi_generate_test.cpp tests them.
+inline std::string without_hook_path_warnings(const std::string& err) {
+  std::string kept;
+  for (size_t at = 0; at < err.size();) {
+    const size_t newline = err.find('\n', at);
+    const size_t end = newline == std::string::npos ? err.size() : newline + 1;
+    if (err.compare(at, 27, "gpuctk: warning: hook path ") != 0) {
+      kept.append(err, at, end - at);
+    }
+    at = end;
+  }
+  return kept;
+}
+
 }  // namespace gpuctk::test

@@ -48,14 +48,16 @@ engines_real_host() {
   grep -qx "nodes=real" "$dir/roots" || e2e_skip "fixture device nodes are not real char devices"
   driver_root=$real_root
   dev_root=$(sed -n 's/^dev_root=//p' "$dir/roots")
-  "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" \
+  "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
     --output "$LAB/cdi/nvidia.yaml" 2>"$LAB/generate.err" ||
     e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
-  # The real NVML cannot initialise without the kernel module: `auto` falls back to /proc, saying so once.
-  [ "$(wc -l <"$LAB/generate.err")" = 1 ] && grep -q "; GPUs from /proc/driver/nvidia instead$" "$LAB/generate.err" ||
+  # The real NVML cannot initialise without the kernel module: `auto` falls back to /proc, saying so once
+  # (and that a build tree's gpuctk will not last).
+  [ "$(e2e_without_hook_path_warnings <"$LAB/generate.err" | wc -l)" = 1 ] &&
+    grep -q "; GPUs from /proc/driver/nvidia instead$" "$LAB/generate.err" ||
     e2e_fail "cdi generate said more than the NVML fallback: $(cat "$LAB/generate.err")"
-  "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --format json \
-    --output "$LAB/spec.json" 2>/dev/null || e2e_fail "cdi generate --format json failed"
+  "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
+    --format json --output "$LAB/spec.json" 2>/dev/null || e2e_fail "cdi generate --format json failed"
   cat >"$LAB/gpuctk.yaml" <<YAML
 spec-dirs: [$LAB/cdi]
 driver-root: $driver_root

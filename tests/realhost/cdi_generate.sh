@@ -20,9 +20,14 @@ realhost_lab "$fixture"
 v=$real_version
 cur=/usr/lib/x86_64-linux-gnu/nvidia/current
 
-generate() {  # generate MODE NAME: the spec in $LAB/NAME.json, stderr in $LAB/NAME.err; returns gpuctk's status
+# generate MODE NAME: the spec in $LAB/NAME.json, stderr in $LAB/NAME.err without the warnings about a hook
+# path that will not last (gpuctk runs from its build tree here); returns gpuctk's status.
+generate() {
+  local status=0
   "$gpuctk" cdi generate --driver-root "$real_root" --dev-root "$real_dev_root" --mode "$1" --format json \
-    --output "$LAB/$2.json" 2>"$LAB/$2.err"
+    --output "$LAB/$2.json" 2>"$LAB/$2.err" || status=$?
+  sed -i "/^gpuctk: warning: hook path /d" "$LAB/$2.err"
+  return "$status"
 }
 expect_stderr() {  # expect_stderr NAME EXPECTED: the whole of stderr
   [ "$(cat "$LAB/$1.err")" = "$2" ] || realhost_fail "$1: stderr is
