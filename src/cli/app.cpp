@@ -71,6 +71,14 @@ const CommandRow k_commands[] = {
     {"", "labels",
      "Write Kubernetes node labels of the GPUs (GPU Feature Discovery's names) for NFD, or JSON",
      define_labels},
+    {"", "config",
+     "Show the configuration the hooks and the shim use, each value with where it comes from; --set "
+     "key=value writes it",
+     define_config},
+    {"system", "create-device-nodes",
+     "Make the NVIDIA device nodes /dev lacks (nvidiactl, nvidia-modeset, nvidia-uvm, nvidia-uvm-tools, "
+     "nvidia<N>), as the driver makes them",
+     define_system_create_device_nodes},
 };
 
 }  // namespace

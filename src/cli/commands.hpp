@@ -101,6 +101,7 @@ Action define_hook_disable_device_node_modification(CLI::App& command);
 Action define_hook_chmod(CLI::App& command);
 Action define_install(CLI::App& command);
 Action define_labels(CLI::App& command);
+Action define_config(CLI::App& command);
 Action define_system_create_device_nodes(CLI::App& command);
 
 // The --config option every hook has.

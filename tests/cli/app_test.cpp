@@ -18,7 +18,7 @@ struct Mistake {
 // One row per kind of mistake, spread over the commands (none of them gets to read stdin or a host).
 const Mistake k_mistakes[] = {
     // no command, unknown command
-    {{}, "missing command: cdi, hook, system, runtime, install, info or labels", "gpuctk"},
+    {{}, "missing command: cdi, hook, system, runtime, install, info, labels or config", "gpuctk"},
     {{"system"}, "missing command: create-device-nodes", "gpuctk system"},
     {{"system", "bogus"}, "unknown command \"system bogus\"", "gpuctk system"},
     {{"bogus"}, "unknown command \"bogus\"", "gpuctk"},

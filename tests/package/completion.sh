@@ -23,10 +23,10 @@ expect() {
   got=$(printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ')
   [ "${got% }" = "$want" ] || fail "'$line': expected '$want', got '${got% }'"
 }
-expect "gpuctk " "--debug --help --quiet --version cdi hook info install labels runtime system"
+expect "gpuctk " "--debug --help --quiet --version cdi config hook info install labels runtime system"
 expect "gpuctk system " "--help create-device-nodes"
 expect "gpuctk system create-device-nodes --c" "--control-devices"
-expect "gpuctk c" "cdi"
+expect "gpuctk c" "cdi config"
 expect "gpuctk cdi " "--help generate inject list validate"
 expect "gpuctk hook pre" "precreate prestart"
 expect "gpuctk runtime conf" "configure"
@@ -46,7 +46,7 @@ expect "gpuctk cdi validate spec-a" "spec-a.yaml"
 # Every option offered is in the command's --help.
 for command in "cdi generate" "cdi list" "cdi inject" "hook precreate" "hook prestart" "hook create-symlinks" \
   "hook update-ldcache" "hook enable-cuda-compat" "hook chmod" "runtime configure" "install" "info" "labels" \
-  "system create-device-nodes"; do
+  "config" "system create-device-nodes"; do
   read -ra COMP_WORDS <<<"gpuctk $command --"
   COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
   _gpuctk

@@ -35,6 +35,7 @@ expected=(
   usr/share/man/man1/gpuctk-cdi-generate.1.gz
   usr/share/man/man1/gpuctk-hook-prestart.1.gz
   usr/share/man/man1/gpuctk-runtime-configure.1.gz
+  usr/share/man/man1/gpuctk-config.1.gz
   usr/share/man/man1/gpuctk-system-create-device-nodes.1.gz
   usr/share/bash-completion/completions/gpuctk
   usr/share/doc/gpuctk/copyright
