@@ -6,6 +6,8 @@
 
 #include "cdi/registry.hpp"
 #include "cli/commands.hpp"
+#include "hook/config.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::cli {
 
@@ -22,8 +24,8 @@ Action define_cdi_list(CLI::App& command) {
   auto options = std::make_shared<ListOptions>();
   command
       .add_option("--spec-dir", options->spec_dirs,
-                  "Spec directory to read; repeat for more, lowest priority first (default: /etc/cdi, then "
-                  "/var/run/cdi)")
+                  "Spec directory to read; repeat for more, lowest priority first (default: the config's "
+                  "spec-dirs, /etc/cdi then /var/run/cdi unless it says otherwise)")
       ->type_name("DIR")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -32,11 +34,14 @@ Action define_cdi_list(CLI::App& command) {
   command.footer(
       "Prints the qualified names (vendor/class=name) that resolve, sorted, one per line. Files that cannot\n"
       "be used and devices defined twice in one directory are reported as warnings on stderr; a device in a\n"
-      "later directory replaces the same device in an earlier one.");
+      "later directory replaces the same device in an earlier one. No device at all is a note on stderr\n"
+      "naming the directories read (exit status 0).");
   return [options] {
     std::vector<std::string> dirs = options->spec_dirs;
     if (dirs.empty()) {
-      dirs.assign(cdi::k_default_spec_dirs.begin(), cdi::k_default_spec_dirs.end());
+      // The directories the hooks and the shim resolve devices in (a broken config file still gives its
+      // valid keys; the hooks report its problems).
+      dirs = hook::read_config("").config.spec_dirs;
     }
     const cdi::Registry registry = cdi::scan_spec_dirs(dirs);
     for (const auto& [name, device] : registry.devices) {
@@ -49,6 +54,13 @@ Action define_cdi_list(CLI::App& command) {
     std::fflush(stdout);
     for (const std::string& error : registry.errors) {
       std::fprintf(stderr, "gpuctk: warning: %s\n", error.c_str());
+    }
+    if (registry.devices.empty()) {
+      std::fprintf(
+          stderr,
+          "gpuctk: note: no CDI device in %s (gpuctk cdi generate --output %s/nvidia.yaml writes one)\n",
+          escape_for_log(join(dirs, ", ")).c_str(),
+          escape_for_log(dirs.empty() ? std::string("/etc/cdi") : dirs.front()).c_str());
     }
     return k_exit_ok;
   };

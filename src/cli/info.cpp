@@ -1,12 +1,19 @@
-// gpuctk info: what discovery finds on this host, for people (text) or programs (--json).
+// gpuctk info: what discovery finds on this host, for people (text) or programs (--json): NVIDIA's driver
+// and GPUs, the AMD and Intel GPUs, the CDI specs the hooks read and what is wrong with them.
 #include <cstdio>
 #include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "cdi/hook_programs.hpp"
+#include "cdi/registry.hpp"
 #include "cli/commands.hpp"
 #include "discover/discover.hpp"
+#include "discover/host_fs.hpp"
+#include "hook/config.hpp"
+#include "labels/labels.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::cli {
 
@@ -70,7 +77,32 @@ nlohmann::ordered_json node_json(const discover::DeviceNode& n) {
           {"gid", n.gid}};
 }
 
-std::string to_json(const discover::Inventory& inv) {
+// What `info` shows besides NVIDIA's inventory: the other vendors' GPUs, the CDI specs the hooks would
+// read, and what to warn about.
+struct Extras {
+  bool nvidia = true;                 // the NVIDIA driver is loaded
+  discover::DrmInventory drm;         // AMD and Intel GPUs
+  std::vector<std::string> specs;     // "<file> (<n> devices)"
+  std::vector<std::string> warnings;  // besides discovery's: other vendors', the specs'
+  std::vector<std::string> notes;     // no NVIDIA driver
+};
+
+nlohmann::ordered_json drm_json(const discover::DrmGpu& gpu) {
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (const auto& n : gpu.nodes) {
+    nodes.push_back(node_json(n));
+  }
+  return {{"vendor", discover::drm_vendor_name(gpu.vendor)},
+          {"busId", gpu.bus_id},
+          {"driver", gpu.driver},
+          {"uuid", gpu.uuid},
+          {"productName", gpu.product_name},
+          {"partition", gpu.partition},
+          {"partitions", gpu.partitions},
+          {"nodes", std::move(nodes)}};
+}
+
+std::string to_json(const discover::Inventory& inv, const Extras& extras) {
   nlohmann::ordered_json out;
   out["driverVersion"] = inv.driver_version;
   out["kernelModule"] = module_name(inv.kernel_module);
@@ -117,13 +149,78 @@ std::string to_json(const discover::Inventory& inv) {
   }
   out["libraryCounts"] = library_counts(inv);
   out["libraryDirs"] = inv.library_dirs;
-  out["warnings"] = inv.warnings;
+  out["otherGpus"] = nlohmann::ordered_json::array();
+  for (const auto& gpu : extras.drm.gpus) {
+    out["otherGpus"].push_back(drm_json(gpu));
+  }
+  out["specs"] = extras.specs;
+  std::vector<std::string> warnings = inv.warnings;
+  warnings.insert(warnings.end(), extras.warnings.begin(), extras.warnings.end());
+  out["warnings"] = warnings;
+  out["notes"] = extras.notes;
+  out["nvidiaDriver"] = extras.nvidia;  // false: the NVIDIA fields above are empty
   return out.dump(2) + "\n";
 }
 
-std::string to_text(const discover::Inventory& inv) {
+// "  GPU 2  amdgpu  0000:46:00.0  /dev/dri/renderD130  0x5B03…  AMD Instinct MI300X OAM  partition 0 of 8".
+std::string drm_row(const discover::DrmGpu& gpu, size_t index) {
+  std::string row = "  GPU " + std::to_string(index) + "  " + gpu.driver + "  " + gpu.bus_id;
+  for (const auto& node : gpu.nodes) {
+    if (node.path.find("/renderD") != std::string::npos) {
+      row += "  " + node.path;
+    }
+  }
+  if (!gpu.uuid.empty()) {
+    row += "  " + gpu.uuid;
+  }
+  if (!gpu.product_name.empty()) {
+    row += "  " + gpu.product_name;
+  }
+  if (gpu.partitions > 1) {
+    row += "  partition " + std::to_string(gpu.partition) + " of " + std::to_string(gpu.partitions);
+  }
+  return row;
+}
+
+void other_gpus_text(const Extras& extras, std::string& out) {
+  for (const auto vendor : {discover::DrmVendor::amd, discover::DrmVendor::intel}) {
+    std::vector<const discover::DrmGpu*> gpus;
+    for (const auto& gpu : extras.drm.gpus) {
+      if (gpu.vendor == vendor) {
+        gpus.push_back(&gpu);
+      }
+    }
+    if (gpus.empty()) {
+      continue;
+    }
+    const std::string title = vendor == discover::DrmVendor::amd ? "AMD GPUs:    " : "Intel GPUs:  ";
+    out += title + std::to_string(gpus.size()) + "\n";
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      out += drm_row(*gpus[i], i) + "\n";
+    }
+  }
+}
+
+std::string to_text(const discover::Inventory& inv, const Extras& extras) {
   std::string out;
   const auto line = [&out](const std::string& s) { out += s + "\n"; };
+  std::vector<std::string> warnings = inv.warnings;
+  warnings.insert(warnings.end(), extras.warnings.begin(), extras.warnings.end());
+  const auto tail = [&] {
+    other_gpus_text(extras, out);
+    line("CDI specs:   " + (extras.specs.empty() ? std::string("none") : join(extras.specs, ", ")));
+    for (const auto& note : extras.notes) {
+      line("Note:        " + note);
+    }
+    line("Warnings:    " + std::to_string(warnings.size()));
+    for (const auto& w : warnings) {
+      line("  " + w);
+    }
+  };
+  if (!extras.nvidia) {
+    tail();
+    return out;
+  }
   line("Driver:      " + inv.driver_version + " (" + std::string(module_name(inv.kernel_module)) +
        " kernel module)");
   // Unknown without NVML, or with an NVML too old to say.
@@ -177,11 +274,52 @@ std::string to_text(const discover::Inventory& inv) {
     dirs += (dirs.empty() ? "" : ", ") + d;
   }
   line("Lib dirs:    " + dirs);
-  line("Warnings:    " + std::to_string(inv.warnings.size()));
-  for (const auto& w : inv.warnings) {
-    line("  " + w);
-  }
+  tail();
   return out;
+}
+
+// The CDI specs of the config's spec directories (what the hooks resolve devices in), each with its
+// device count, and a warning per hook program one of them runs that this host does not have.
+void read_specs(Extras& extras) {
+  const auto dirs = hook::read_config("").config.spec_dirs;
+  const cdi::Registry registry = cdi::scan_spec_dirs(dirs);
+  std::map<std::string, std::pair<const cdi::Spec*, size_t>> files;
+  for (const auto& [name, device] : registry.devices) {
+    auto& [spec, count] = files[device.spec_file];
+    spec = device.spec.get();
+    ++count;
+  }
+  for (const auto& [file, entry] : files) {
+    extras.specs.push_back(file + " (" + std::to_string(entry.second) +
+                           (entry.second == 1 ? " device)" : " devices)"));
+    for (const auto& missing : cdi::missing_hook_programs(*entry.first)) {
+      extras.warnings.push_back(file + ": " + missing);
+    }
+  }
+  extras.warnings.insert(extras.warnings.end(), registry.errors.begin(), registry.errors.end());
+}
+
+// Every vendor's GPUs (as `gpuctk labels` finds them: NVIDIA's only where its driver is loaded), the
+// specs, and an error only when there is no GPU at all.
+Result<std::string> info(const InfoArgs& args, discover::Mode mode) {
+  const discover::DiscoverOptions options{args.driver_root, args.dev_root, mode, {}};
+  GPUCTK_TRY(discover::check_roots(options));
+  GPUCTK_TRY_ASSIGN(auto node, labels::discover_node(options));
+  Extras extras;
+  extras.nvidia = !node.nvidia.driver_version.empty();
+  extras.drm = std::move(node.drm);
+  if (!extras.nvidia && extras.drm.gpus.empty()) {
+    return fail("no GPU on this host: no NVIDIA driver loaded (" +
+                discover::under_root(args.dev_root, "/proc/driver/nvidia") +
+                " missing), no AMD or Intel GPU in " + extras.drm.searched);
+  }
+  extras.warnings = extras.drm.warnings;
+  if (!extras.nvidia) {
+    extras.notes.push_back("no NVIDIA driver loaded (" +
+                           discover::under_root(args.dev_root, "/proc/driver/nvidia") + " missing)");
+  }
+  read_specs(extras);
+  return args.json ? to_json(node.nvidia, extras) : to_text(node.nvidia, extras);
 }
 
 }  // namespace
@@ -199,12 +337,11 @@ Action define_info(CLI::App& command) {
     if (!mode) {
       return report(mode.error());
     }
-    auto inventory = discover::discover({args->driver_root, args->dev_root, *mode, {}});
-    if (!inventory) {
-      return report(inventory.error());
+    auto text = info(*args, *mode);
+    if (!text) {
+      return report(text.error());
     }
-    const std::string text = args->json ? to_json(*inventory) : to_text(*inventory);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fwrite(text->data(), 1, text->size(), stdout);
     return static_cast<int>(k_exit_ok);
   };
 }

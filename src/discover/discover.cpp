@@ -1,6 +1,7 @@
 #include "discover/discover.hpp"
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -241,7 +242,47 @@ Gpu from_nvml(const NvmlGpu& n) {
   return gpu;
 }
 
+// Where the GPU Operator's driver container shows its root on the host.
+constexpr std::string_view k_driver_container_root = "/run/nvidia/driver";
+
+// When no driver is found under `driver_root` but a driver container's root is below it (the GPU
+// Operator's /run/nvidia/driver), what to say instead of only what was searched.
+std::string driver_container_hint(const std::string& driver_root) {
+  const std::string candidate = under_root(driver_root, k_driver_container_root);
+  if (candidate == driver_root) {
+    return {};
+  }
+  // An empty directory is where a driver container will appear, not one.
+  auto entries = list_dir(candidate);
+  if (!entries || entries->empty()) {
+    return {};
+  }
+  return "; " + candidate + " is a driver container's root: use --driver-root " + candidate;
+}
+
+// `error` with the driver container hint of `driver_root` after it, when there is one.
+Error with_hint(Error error, const std::string& driver_root) {
+  error.message += driver_container_hint(driver_root);
+  return error;
+}
+
+Result<void> check_root(std::string_view what, const std::string& root) {
+  GPUCTK_TRY_ASSIGN(const auto st, stat_path(root));
+  if (!st) {
+    return fail(std::string(what) + " " + root + " does not exist");
+  }
+  if (!S_ISDIR(st->st_mode)) {
+    return fail(std::string(what) + " " + root + " is not a directory");
+  }
+  return {};
+}
+
 }  // namespace
+
+Result<void> check_roots(const DiscoverOptions& options) {
+  GPUCTK_TRY(check_root("driver root", options.driver_root));
+  return check_root("dev root", options.dev_root);
+}
 
 Result<Mode> parse_mode(std::string_view text) {
   if (text == "auto")
@@ -256,6 +297,7 @@ Result<Mode> parse_mode(std::string_view text) {
 }
 
 Result<Inventory> discover(const DiscoverOptions& options) {
+  GPUCTK_TRY(check_roots(options));
   Inventory inv;
   GPUCTK_TRY_ASSIGN(auto cache, load_cache(options.driver_root, inv.warnings));
 
@@ -308,9 +350,12 @@ Result<Inventory> discover(const DiscoverOptions& options) {
       inv.gpus.push_back(from_nvml(gpu));
     }
   } else {
-    GPUCTK_TRY_ASSIGN(auto version, version_without_nvml(options.dev_root, input, nvml_tried));
-    inv.driver_version = version.version;
-    inv.kernel_module = version.kernel_module;
+    auto version = version_without_nvml(options.dev_root, input, nvml_tried);
+    if (!version) {
+      return std::unexpected(with_hint(version.error(), options.driver_root));
+    }
+    inv.driver_version = version->version;
+    inv.kernel_module = version->kernel_module;
     inv.gpus_from = under_root(options.dev_root, "/proc/driver/nvidia/gpus");
     GPUCTK_TRY_ASSIGN(auto gpus, gpus_from_proc(options.dev_root, inv.warnings));
     inv.gpus = std::move(gpus);
@@ -343,11 +388,14 @@ Result<Inventory> discover(const DiscoverOptions& options) {
   if (auto custom = read_file(under_root(options.dev_root, "/sys/module/firmware_class/parameters/path"))) {
     input.firmware_class_path = std::string(trim(*custom));
   }
-  GPUCTK_TRY_ASSIGN(auto files, discover_driver_files(input, inv.warnings));
-  inv.files = std::move(files.files);
-  inv.library_dirs = std::move(files.library_dirs);
-  inv.library_links = std::move(files.links);
-  inv.notes = std::move(files.notes);
+  auto files = discover_driver_files(input, inv.warnings);
+  if (!files) {
+    return std::unexpected(with_hint(files.error(), options.driver_root));
+  }
+  inv.files = std::move(files->files);
+  inv.library_dirs = std::move(files->library_dirs);
+  inv.library_links = std::move(files->links);
+  inv.notes = std::move(files->notes);
   return inv;
 }
 

@@ -26,7 +26,14 @@ struct DiscoverOptions {
   std::vector<std::string> library_search_paths;  // extra library directories inside the driver root
 };
 
-// Discovers everything about the host. Errors name the path and the cause: no driver under the root,
+// Whether the two roots are directories: "driver root /x does not exist", "dev root /y is not a
+// directory". discover() checks them first; a command that discovers more than NVIDIA's GPUs
+// (`gpuctk info`) checks them itself.
+Result<void> check_roots(const DiscoverOptions& options);
+
+// Discovers everything about the host. Errors name the path and the cause: a root that does not exist,
+// no driver under the root (with "; <root>/run/nvidia/driver is a driver container's root: use
+// --driver-root <root>/run/nvidia/driver" when there is one),
 // an unreadable /dev or /proc file, NVML failing (to load or initialise only in nvml mode; a failing
 // query after a successful start in every mode), a GPU or MIG device whose nodes are missing.
 Result<Inventory> discover(const DiscoverOptions& options);

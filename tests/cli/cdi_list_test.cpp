@@ -64,10 +64,23 @@ TEST_F(CliCdiListTest, WarnsAboutInvalidFilesAndConflictsButSucceeds) {
                             m_etc + R"(/other.yaml", ")" + m_etc + "/vendor.yaml\")\n");
 }
 
-TEST_F(CliCdiListTest, NothingToList) {
-  const auto result = run({"--spec-dir", m_dir.path() + "/empty"});
+// Nothing at all is no error, but whoever asked wants to know where was looked.
+TEST_F(CliCdiListTest, NothingToListSaysWhereItLooked) {
+  const auto result = run({"--spec-dir", m_dir.path() + "/empty", "--spec-dir", m_dir.path() + "/none"});
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err, "gpuctk: note: no CDI device in " + m_dir.path() + "/empty, " + m_dir.path() +
+                            "/none (gpuctk cdi generate --output " + m_dir.path() +
+                            "/empty/nvidia.yaml writes one)\n");
+}
+
+// Without --spec-dir, the directories the hooks and the shim read: the config's spec-dirs.
+TEST_F(CliCdiListTest, TheConfigsSpecDirsByDefault) {
+  const std::string config = m_dir.write("gpuctk.yaml", "spec-dirs: [" + m_run + "]\nlog-file: \"\"\n");
+  const auto result =
+      test::run_gpuctk({"cdi", "list", "-v"}, m_dir.path(), {.env = {"GPUCTK_CONFIG=" + config}});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "vendor.com/device=gpu0\t" + m_run + "/vendor.json\n");
   EXPECT_EQ(result.err, "");
 }
 

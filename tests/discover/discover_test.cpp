@@ -221,6 +221,49 @@ TEST(Discover, EmptyRootHasNoDriver) {
                                      empty + " (none exists)");
 }
 
+// A mistyped root says so, instead of listing what was searched below it.
+TEST(Discover, ARootThatDoesNotExistSaysSo) {
+  fixture::Fixture f = materialise_or_die("t4-debian");
+  DiscoverOptions options;
+  options.driver_root = f.temp.path() + "/nonexistent";
+  options.dev_root = f.host.dev_root;
+  auto inv = discover(options);
+  ASSERT_FALSE(inv);
+  EXPECT_EQ(inv.error().message, "driver root " + f.temp.path() + "/nonexistent does not exist");
+  options.driver_root = f.host.driver_root;
+  options.dev_root = f.host.driver_root + "/etc/ld.so.cache";
+  inv = discover(options);
+  ASSERT_FALSE(inv);
+  EXPECT_EQ(inv.error().message, "dev root " + options.dev_root + " is not a directory");
+}
+
+// The GPU Operator's driver container shows its root at /run/nvidia/driver: discovery at / finds the
+// kernel module's version but no library, and says where the driver is.
+TEST(Discover, ADriverContainerRootBelowTheDriverRootIsNamed) {
+  auto f = materialise_or_die("driver-container");
+  SKIP_WITHOUT_REAL_NODES(f);
+  ASSERT_EQ(f.host.driver_root, f.host.root + "/run/nvidia/driver");
+  DiscoverOptions options;
+  options.driver_root = f.host.root;
+  options.dev_root = f.host.dev_root;
+  options.mode = Mode::proc;
+  auto inv = discover(options);
+  ASSERT_FALSE(inv);
+  const std::string hint =
+      "; " + f.host.driver_root + " is a driver container's root: use --driver-root " + f.host.driver_root;
+  EXPECT_TRUE(inv.error().message.starts_with("no driver libraries (*.so.570.133.20) under " + f.host.root))
+      << inv.error().message;
+  EXPECT_TRUE(inv.error().message.ends_with(hint)) << inv.error().message;
+  // An empty /run/nvidia/driver (the operator's mount point before its driver runs) is no hint.
+  const std::string bare = f.temp.path() + "/bare";
+  std::filesystem::create_directories(bare + "/run/nvidia/driver");
+  options.driver_root = bare;
+  options.dev_root = bare;
+  inv = discover(options);
+  ASSERT_FALSE(inv);
+  EXPECT_EQ(inv.error().message.find("driver container"), std::string::npos) << inv.error().message;
+}
+
 // --- The driver version without NVML and /proc: the library search --------------------------------
 
 namespace fs = std::filesystem;
