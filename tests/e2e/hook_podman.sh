@@ -33,10 +33,11 @@ grep -q "injected nvidia.com/gpu=0 from $LAB/cdi/nvidia.yaml" "$LAB/gpuctk.log" 
 # A bad request refuses the container with one clear line.
 out=$(e2e_podman_run -e NVIDIA_VISIBLE_DEVICES=7 --rootfs "$(e2e_rootfs_copy bad)" /bin/true 2>&1) &&
   e2e_fail "podman started a container asking for a GPU that does not exist"
-# podman shows only the hook's exit status; the reason is in gpuctk's log.
+# podman shows only the hook's exit status; the reason is in gpuctk's log, on a line naming the container
+# by its hostname (podman's short id: all the precreate hook has).
 grep -qF "executing [gpuctk hook precreate --config $LAB/gpuctk.yaml]: exit status 1" <<<"$out" ||
   e2e_fail "unexpected error: $out"
-grep -qF 'error: unknown device "nvidia.com/gpu=7" (devices: 0, GPU-' "$LAB/gpuctk.log" ||
-  e2e_fail "the log does not name the bad device: $(cat "$LAB/gpuctk.log")"
+grep -qE ' error: container with hostname [0-9a-f]{12}: unknown device "nvidia\.com/gpu=7" \(devices: 0, GPU-' \
+  "$LAB/gpuctk.log" || e2e_fail "the log does not name the bad device and its container: $(cat "$LAB/gpuctk.log")"
 echo "ok: podman refuses NVIDIA_VISIBLE_DEVICES=7"
 echo "PASS: the podman precreate hook injected GPU 0; libcuda.so.1 loads"
