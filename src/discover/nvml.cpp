@@ -5,50 +5,47 @@
 #include <type_traits>
 
 #include "discover/nvml_abi.h"
+#include "discover/nvml_library.hpp"
 #include "discover/pci_bus_id.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::discover {
 
+namespace nvml_detail {
+
+void DlClose::operator()(void* handle) const {
+  ::dlclose(handle);
+}
+
+Result<void> check(const Api& api, nvmlReturn_t rc, const char* call) {
+  if (rc == NVML_SUCCESS) {
+    return {};
+  }
+  return fail(std::string("nvml: ") + call + ": " + api.error_string(rc));
+}
+
+}  // namespace nvml_detail
+
 namespace {
 
-struct DlClose {
-  void operator()(void* handle) const { ::dlclose(handle); }
-};
+using nvml_detail::Api;
 
-// The NVML entry points we call. Optional ones (see k_entry_points) may be null.
-struct Api {
-  nvmlInit_v2_fn init = nullptr;
-  nvmlShutdown_fn shutdown = nullptr;
-  nvmlErrorString_fn error_string = nullptr;
-  nvmlSystemGetDriverVersion_fn driver_version = nullptr;
-  nvmlSystemGetCudaDriverVersion_fn cuda_version = nullptr;
-  nvmlDeviceGetCount_v2_fn count = nullptr;
-  nvmlDeviceGetHandleByIndex_v2_fn handle = nullptr;
-  nvmlDeviceGetUUID_fn uuid = nullptr;
-  nvmlDeviceGetName_fn name = nullptr;
-  nvmlDeviceGetMinorNumber_fn minor = nullptr;
-  nvmlDeviceGetPciInfo_v3_fn pci = nullptr;
-  nvmlDeviceGetMemoryInfo_fn memory = nullptr;
-  nvmlDeviceGetCudaComputeCapability_fn compute_capability = nullptr;
-  nvmlDeviceGetMigMode_fn mig_mode = nullptr;
-  nvmlDeviceGetMaxMigDeviceCount_fn max_mig = nullptr;
-  nvmlDeviceGetMigDeviceHandleByIndex_fn mig_handle = nullptr;
-  nvmlDeviceGetGpuInstanceId_fn gi = nullptr;
-  nvmlDeviceGetComputeInstanceId_fn ci = nullptr;
-  nvmlDeviceGetAttributes_v2_fn attributes = nullptr;
-};
+// Required: the library cannot serve without it. Report: optional, the report lacks a field without it
+// (one warning). Plugin: optional, only the device plugin's events or topology need it; that caller
+// says what is missing when it asks (Nvml::events, Nvml::topology), the report never does.
+enum class Need { required, report, plugin };
 
 struct EntryPoint {
   const char* symbol;
-  // Required entry points: nullptr. Optional ones: what the report lacks without it.
-  const char* unknown_without;
+  Need need;
+  const char* unknown_without;  // Need::report: what the report lacks without it
   void (*store)(Api& api, void* address);
 };
 
 template <auto Member>
-constexpr EntryPoint entry(const char* symbol, const char* unknown_without = nullptr) {
-  return {symbol, unknown_without, [](Api& api, void* address) {
+constexpr EntryPoint entry(const char* symbol, Need need = Need::required,
+                           const char* unknown_without = nullptr) {
+  return {symbol, need, unknown_without, [](Api& api, void* address) {
             api.*Member = reinterpret_cast<std::remove_reference_t<decltype(api.*Member)>>(address);
           }};
 }
@@ -77,23 +74,29 @@ constexpr EntryPoint k_entry_points[] = {
     entry<&Api::mig_handle>("nvmlDeviceGetMigDeviceHandleByIndex"),
     entry<&Api::gi>("nvmlDeviceGetGpuInstanceId"),
     entry<&Api::ci>("nvmlDeviceGetComputeInstanceId"),
-    // Optional, informational (gpuctk info); the second column is what is unknown without it.
-    entry<&Api::cuda_version>("nvmlSystemGetCudaDriverVersion", "the CUDA version"),
-    entry<&Api::memory>("nvmlDeviceGetMemoryInfo", "GPU memory"),
-    entry<&Api::compute_capability>("nvmlDeviceGetCudaComputeCapability", "compute capability"),
-    entry<&Api::attributes>("nvmlDeviceGetAttributes_v2", "MIG profiles and MIG memory"),
+    // Optional, informational (gpuctk info); the last column is what is unknown without it.
+    entry<&Api::cuda_version>("nvmlSystemGetCudaDriverVersion", Need::report, "the CUDA version"),
+    entry<&Api::memory>("nvmlDeviceGetMemoryInfo", Need::report, "GPU memory"),
+    entry<&Api::compute_capability>("nvmlDeviceGetCudaComputeCapability", Need::report, "compute capability"),
+    entry<&Api::attributes>("nvmlDeviceGetAttributes_v2", Need::report, "MIG profiles and MIG memory"),
+    // Optional, the device plugin's health check: Xid events of each GPU (found by UUID).
+    entry<&Api::handle_by_uuid>("nvmlDeviceGetHandleByUUID", Need::plugin),
+    entry<&Api::event_set_create>("nvmlEventSetCreate", Need::plugin),
+    entry<&Api::supported_events>("nvmlDeviceGetSupportedEventTypes", Need::plugin),
+    entry<&Api::register_events>("nvmlDeviceRegisterEvents", Need::plugin),
+    entry<&Api::event_wait>("nvmlEventSetWait_v2", Need::plugin),
+    entry<&Api::event_set_free>("nvmlEventSetFree", Need::plugin),
+    // Optional, the device plugin's preferred allocation: how GPUs are linked.
+    entry<&Api::common_ancestor>("nvmlDeviceGetTopologyCommonAncestor", Need::plugin),
+    entry<&Api::nvlink_state>("nvmlDeviceGetNvLinkState", Need::plugin),
+    entry<&Api::nvlink_remote_pci>("nvmlDeviceGetNvLinkRemotePciInfo_v2", Need::plugin),
 };
 
 class Query {
  public:
   explicit Query(const Api& api) : m_api(api) {}
 
-  Result<void> check(nvmlReturn_t rc, const char* call) const {
-    if (rc == NVML_SUCCESS) {
-      return {};
-    }
-    return fail(std::string("nvml: ") + call + ": " + m_api.error_string(rc));
-  }
+  Result<void> check(nvmlReturn_t rc, const char* call) const { return nvml_detail::check(m_api, rc, call); }
 
   Result<NvmlReport> report() const {
     NvmlReport out;
@@ -226,22 +229,6 @@ class Query {
 
 }  // namespace
 
-struct Nvml::Library {
-  std::unique_ptr<void, DlClose> handle;  // destroyed last: after the shutdown below
-  Api api;
-  std::string warning;  // the optional entry points it lacks; empty when none
-  bool initialised = false;
-
-  Library() = default;
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-  ~Library() {
-    if (initialised) {
-      api.shutdown();
-    }
-  }
-};
-
 Nvml::Nvml(std::unique_ptr<Library> library) : m_library(std::move(library)) {}
 Nvml::Nvml(Nvml&&) noexcept = default;
 Nvml& Nvml::operator=(Nvml&&) noexcept = default;
@@ -249,6 +236,7 @@ Nvml::~Nvml() = default;
 
 Result<Nvml> Nvml::open(const std::string& library_path) {
   auto library = std::make_unique<Library>();
+  library->path = library_path;
   library->handle.reset(::dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL));
   if (!library->handle) {
     const char* why = ::dlerror();
@@ -261,9 +249,9 @@ Result<Nvml> Nvml::open(const std::string& library_path) {
     void* address = ::dlsym(library->handle.get(), entry.symbol);
     if (address != nullptr) {
       entry.store(library->api, address);
-    } else if (entry.unknown_without == nullptr) {
+    } else if (entry.need == Need::required) {
       missing_required.emplace_back(entry.symbol);
-    } else {
+    } else if (entry.need == Need::report) {
       missing_optional.emplace_back(entry.symbol);
       unknown.emplace_back(entry.unknown_without);
     }

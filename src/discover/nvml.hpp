@@ -1,10 +1,14 @@
 #pragma once
 // GPU discovery through NVML. The library is dlopen'ed from an absolute path inside the driver root
-// (never the process's own search path), queried once, shut down and unloaded. Only `gpuctk cdi generate`
-// and `gpuctk info` use it; the hook never initialises NVML.
+// (never the process's own search path), queried once, shut down and unloaded. Only `gpuctk cdi generate`,
+// `gpuctk info` and `gpuctk labels` use it, and the device plugin, which also keeps a session open for
+// Xid events (health) and reads how the GPUs are linked (preferred allocation); the hook never
+// initialises NVML.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +49,69 @@ struct NvmlReport {
   std::vector<std::string> warnings;
 };
 
+// The PCIe path between two GPUs, from NVML's nearest common ancestor (nvmlGpuTopologyLevel_t), weakest
+// first; the names are NVIDIA's allocator's (go-gpuallocator's P2PLinkType).
+enum class PciePath {
+  unknown,        // NVML cannot say (no topology support): the pair scores nothing
+  cross_cpu,      // NVML_TOPOLOGY_SYSTEM: across NUMA nodes
+  same_cpu,       // NVML_TOPOLOGY_NODE: one NUMA node, several host bridges
+  host_bridge,    // NVML_TOPOLOGY_HOSTBRIDGE
+  multi_switch,   // NVML_TOPOLOGY_MULTIPLE: several PCIe switches
+  single_switch,  // NVML_TOPOLOGY_SINGLE: one PCIe switch
+  same_board,     // NVML_TOPOLOGY_INTERNAL: two GPUs of one board
+};
+
+// How two GPUs are linked: the PCIe path and the active NVLinks between them.
+struct GpuLink {
+  PciePath pcie = PciePath::unknown;
+  uint32_t nvlinks = 0;
+  bool operator==(const GpuLink&) const = default;
+};
+
+// links[i][j]: GPU i to GPU j by NVML index (links[i][i] is {}); symmetric as NVML reports it.
+struct NvmlTopology {
+  std::vector<std::vector<GpuLink>> links;
+  // What could not be read, one line each (a library without the topology calls: every link unknown).
+  std::vector<std::string> warnings;
+};
+
+// One event of an NvmlEvents set.
+struct NvmlEvent {
+  std::string uuid;            // the GPU's ("GPU-...")
+  uint64_t type = 0;           // one nvmlEventType* bit (nvml_abi.h)
+  uint64_t data = 0;           // the Xid of an Xid event
+  std::optional<uint32_t> gi;  // the MIG GPU instance it concerns; nullopt: the whole GPU
+  std::optional<uint32_t> ci;  // the MIG compute instance it concerns; nullopt: the whole GPU
+  bool operator==(const NvmlEvent&) const = default;
+};
+
+class Nvml;
+
+// An NVML event set: GPUs registered for event types, and a blocking wait for the next event (NVML
+// sleeps in the kernel; nothing polls). Made by Nvml::events; the Nvml it came from must outlive it.
+// Move-only; freed when it goes away.
+class NvmlEvents {
+ public:
+  // Registers the event `types` the GPU `uuid` supports (nvmlDeviceGetSupportedEventTypes masks them).
+  // false when the GPU supports none of them or NVML says NOT_SUPPORTED (a GPU too old for events).
+  // Errors name the GPU and the call: "nvml: GPU-…: nvmlDeviceGetHandleByUUID: Not Found".
+  Result<bool> add(const std::string& uuid, uint64_t types);
+
+  // The next event, waiting at most `timeout`; nullopt when none came in time. An error is NVML's
+  // failure to wait ("nvml: nvmlEventSetWait_v2: GPU is lost"): the GPUs can no longer be watched.
+  Result<std::optional<NvmlEvent>> wait(std::chrono::milliseconds timeout);
+
+  NvmlEvents(NvmlEvents&&) noexcept;
+  NvmlEvents& operator=(NvmlEvents&&) noexcept;
+  ~NvmlEvents();
+
+ private:
+  friend class Nvml;
+  struct State;
+  explicit NvmlEvents(std::unique_ptr<State> state);
+  std::unique_ptr<State> m_state;
+};
+
 // An initialised NVML: the library loaded, its entry points resolved, nvmlInit_v2 done. Shut down and
 // unloaded when it goes away. Move-only.
 //
@@ -65,12 +132,22 @@ class Nvml {
   // "nvml: GPU 0: nvmlDeviceGetUUID: GPU is lost".
   [[nodiscard]] Result<NvmlReport> report() const;
 
+  // How every pair of GPUs is linked (nvmlDeviceGetTopologyCommonAncestor, and the NVLinks whose remote
+  // end is the other GPU's bus id). A library without those calls, or a pair NVML answers
+  // NOT_SUPPORTED for, is an unknown link and one warning, never an error; a failing query is.
+  [[nodiscard]] Result<NvmlTopology> topology() const;
+
+  // An empty event set. Errors: "nvml: <path> lacks nvmlEventSetCreate, … (health checks need them)",
+  // or NVML's failure to create it.
+  [[nodiscard]] Result<NvmlEvents> events() const;
+
   Nvml(Nvml&&) noexcept;
   Nvml& operator=(Nvml&&) noexcept;
   ~Nvml();
 
  private:
   struct Library;
+  friend class NvmlEvents;
   explicit Nvml(std::unique_ptr<Library> library);
   std::unique_ptr<Library> m_library;
 };

@@ -88,6 +88,20 @@ typedef struct nvmlDevice_st* nvmlDevice_t;
 #define NVML_DEVICE_MIG_DISABLE 0x0 /* MIG mode off. */
 #define NVML_DEVICE_MIG_ENABLE 0x1  /* MIG mode on. */
 
+/* Links a GPU may have; nvmlDeviceGetNvLinkState and nvmlDeviceGetNvLinkRemotePciInfo_v2 take an index
+ * below this (drivers before R570 said 18 and answer NVML_ERROR_INVALID_ARGUMENT past their own count). */
+#define NVML_NVLINK_MAX_LINKS 36
+
+/* Event types (a bit set) of nvmlDeviceRegisterEvents and nvmlEventData_t.eventType. Only the ones the
+ * device plugin's health check registers are named. */
+#define nvmlEventTypeSingleBitEccError 0x0000000000000001LL /* A corrected ECC error. */
+#define nvmlEventTypeDoubleBitEccError 0x0000000000000002LL /* An uncorrected ECC error. */
+#define nvmlEventTypeXidCriticalError 0x0000000000000008LL  /* An Xid error; eventData is the Xid. */
+
+/* nvmlEventData_t's gpuInstanceId / computeInstanceId when the event is not attributable to a MIG instance.
+ */
+#define NVML_EVENT_INSTANCE_NONE 0xFFFFFFFFu
+
 /* nvmlSystemGetCudaDriverVersion returns 1000 * major + 10 * minor (e.g. 12040 = CUDA 12.4). */
 #define NVML_CUDA_DRIVER_VERSION_MAJOR(v) ((v) / 1000)        /* 12040 -> 12 */
 #define NVML_CUDA_DRIVER_VERSION_MINOR(v) (((v) % 1000) / 10) /* 12040 -> 4 */
@@ -133,9 +147,29 @@ typedef unsigned int nvmlDeviceArchitecture_t;
 #define NVML_DEVICE_ARCH_BLACKWELL 10       /* Blackwell (sm_100 and later). */
 #define NVML_DEVICE_ARCH_UNKNOWN 0xffffffff /* Anything else, presumably newer. */
 
+/* How close two GPUs are in the PCIe tree (nvmlDeviceGetTopologyCommonAncestor): their nearest common
+ * ancestor, closest first. */
+typedef enum nvmlGpuLevel_enum {
+  NVML_TOPOLOGY_INTERNAL = 0,    /* The same board (two GPUs of one card, e.g. a K80). */
+  NVML_TOPOLOGY_SINGLE = 10,     /* Through a single PCIe switch. */
+  NVML_TOPOLOGY_MULTIPLE = 20,   /* Through several PCIe switches, no host bridge. */
+  NVML_TOPOLOGY_HOSTBRIDGE = 30, /* Through the same host bridge. */
+  NVML_TOPOLOGY_NODE = 40,       /* The same NUMA node, possibly several host bridges (was _CPU). */
+  NVML_TOPOLOGY_SYSTEM = 50      /* Across NUMA nodes (the CPUs' interconnect). */
+} nvmlGpuTopologyLevel_t;
+
+/* A feature's state (nvmlDeviceGetNvLinkState: whether the link is active). */
+typedef enum nvmlEnableState_enum {
+  NVML_FEATURE_DISABLED = 0, /* Off / inactive. */
+  NVML_FEATURE_ENABLED = 1   /* On / active. */
+} nvmlEnableState_t;
+
 /* ---------------------------------------------------------------------------------------------------
  * Structures
  * ------------------------------------------------------------------------------------------------- */
+
+/* Opaque handle of an event set (nvmlEventSetCreate). */
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
 
 /* PCI identity of a GPU: the layout filled by nvmlDeviceGetPciInfo_v3 (and _v2). The deprecated
  * unversioned nvmlDeviceGetPciInfo filled an older 52-byte struct whose first 36 bytes equal the first
@@ -170,6 +204,15 @@ typedef struct nvmlDeviceAttributes_st {
   unsigned int computeInstanceSliceCount; /* Compute instance slices ("1" of 1c.3g.20gb). */
   unsigned long long memorySizeMB;        /* Device memory in MiB. */
 } nvmlDeviceAttributes_t;
+
+/* One event (nvmlEventSetWait_v2). */
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;            /* The GPU it happened on (a whole-GPU handle). */
+  unsigned long long eventType;   /* One nvmlEventType* bit. */
+  unsigned long long eventData;   /* The Xid of an Xid event (999: unknown Xid); 0 for other types. */
+  unsigned int gpuInstanceId;     /* The MIG GPU instance it concerns, else NVML_EVENT_INSTANCE_NONE. */
+  unsigned int computeInstanceId; /* The MIG compute instance it concerns, else NVML_EVENT_INSTANCE_NONE. */
+} nvmlEventData_t;
 
 /* ---------------------------------------------------------------------------------------------------
  * Function-pointer types: one per NVML symbol we resolve; the typedef is the symbol name plus "_fn".
@@ -226,6 +269,24 @@ typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevi
 typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceId_fn)(nvmlDevice_t device, unsigned int* id);  /* GI id */
 typedef nvmlReturn_t (*nvmlDeviceGetComputeInstanceId_fn)(nvmlDevice_t device, unsigned int* id); /* CI id */
 
+/* Events (the device plugin's health check). */
+typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t* set);
+typedef nvmlReturn_t (*nvmlDeviceGetSupportedEventTypes_fn)(nvmlDevice_t device,
+                                                            unsigned long long* eventTypes);
+typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t device, unsigned long long eventTypes,
+                                                    nvmlEventSet_t set);
+typedef nvmlReturn_t (*nvmlEventSetWait_v2_fn)(nvmlEventSet_t set, nvmlEventData_t* data,
+                                               unsigned int timeoutms); /* NVML_ERROR_TIMEOUT: none came */
+typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t set);
+
+/* Topology (the device plugin's preferred allocation). */
+typedef nvmlReturn_t (*nvmlDeviceGetTopologyCommonAncestor_fn)(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                               nvmlGpuTopologyLevel_t* pathInfo);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t device, unsigned int link,
+                                                    nvmlEnableState_t* isActive);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkRemotePciInfo_v2_fn)(nvmlDevice_t device, unsigned int link,
+                                                               nvmlPciInfo_t* pci); /* the peer's identity */
+
 /* ---------------------------------------------------------------------------------------------------
  * Layout pins: a mismatch here would silently corrupt memory at run time, so fail the build instead.
  * ------------------------------------------------------------------------------------------------- */
@@ -247,6 +308,13 @@ GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlDeviceAttributes_t, gpuInsta
                        "v2 members follow the six v1 members");
 GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlDeviceAttributes_t, memorySizeMB) == 32,
                        "memorySizeMB follows the slice counts");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlGpuTopologyLevel_t) == 4, "nvmlGpuTopologyLevel_t is a 4-byte enum");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlEnableState_t) == 4, "nvmlEnableState_t is a 4-byte enum");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t is 32 bytes");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlEventData_t, eventData) == 16,
+                       "eventData after eventType");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlEventData_t, computeInstanceId) == 28,
+                       "the instance ids close the struct");
 
 #ifdef __cplusplus
 } /* extern "C" */

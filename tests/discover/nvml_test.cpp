@@ -1,0 +1,168 @@
+// discover::Nvml's events and topology (the device plugin's), through the mock libnvidia-ml.so.1 laid out
+// in a temporary directory with its nvml-mock.conf and events FIFO (fixtures/mock_nvml/mock_nvml.h).
+#include "discover/nvml.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "discover/nvml_abi.h"
+#include "fixtures/builder/materialise.hpp"
+#include "util/file.hpp"
+
+namespace gpuctk::discover {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t k_xid = nvmlEventTypeXidCriticalError;
+constexpr const char* k_gpu0 = "GPU-00000000-1111-2222-3333-444444444444";
+constexpr const char* k_gpu1 = "GPU-11111111-1111-2222-3333-444444444444";
+constexpr const char* k_mig = "MIG-22222222-1111-2222-3333-444444444444";
+
+// Three A100s on two PCIe switches; GPU 1 in MIG mode with one 3g.20gb device (gi 2, ci 0).
+std::string host_conf() {
+  std::string text = "driver\tversion=550.54.15\tcuda=12040\n";
+  const char* uuids[] = {k_gpu0, k_gpu1, "GPU-22222222-1111-2222-3333-444444444444"};
+  const char* buses[] = {"00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0"};
+  for (int i = 0; i < 3; ++i) {
+    text += "gpu\tindex=" + std::to_string(i) + "\tuuid=" + uuids[i] +
+            "\tname=NVIDIA A100-SXM4-40GB\tminor=" + std::to_string(i) + "\tbus_id=" + buses[i] +
+            "\tpci_device_id=0x20B010DE\tpci_subsystem_id=0x134F10DE\tmemory_total=42949672960\tcc_major=8"
+            "\tcc_minor=0\tbrand=Tesla\tarch=ampere\tmig_mode=" +
+            (i == 1 ? "1" : "0") + "\tmax_mig=7\n";
+  }
+  return text + "mig\tparent=1\tindex=0\tuuid=" + k_mig +
+         "\tgi=2\tci=0\tprofile=3g.20gb\tmemory_total=21474836480\n";
+}
+
+class NvmlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::unsetenv("GPUCTK_MOCK_NVML_CONFIG");
+    ::unsetenv("GPUCTK_MOCK_NVML_EVENTS");
+    std::string templ = (fs::temp_directory_path() / "gpuctk-nvml-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    m_dir = templ;
+    fs::copy_file(GPUCTK_MOCK_NVML_PATH, m_dir / "libnvidia-ml.so.550.54.15");
+    fs::create_symlink("libnvidia-ml.so.550.54.15", m_dir / "libnvidia-ml.so.1");
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  void write_conf(const std::string& text) const { std::ofstream(m_dir / "nvml-mock.conf") << text; }
+  std::string library() const { return (m_dir / "libnvidia-ml.so.1").string(); }
+  void make_fifo() const { ASSERT_EQ(::mkfifo((m_dir / "nvml-events").c_str(), 0600), 0); }
+  void inject(const std::string& lines) const {
+    const int fd = ::open((m_dir / "nvml-events").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(::write(fd, lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+    ::close(fd);
+  }
+
+  fs::path m_dir;
+};
+
+TEST_F(NvmlTest, TopologyReadsEveryPairsPcieLevelAndCountsNvLinksByRemoteBusId) {
+  write_conf(host_conf() + "link\tgpu=0\tpeer=1\tlevel=single\nlink\tgpu=0\tpeer=2\tlevel=node\n" +
+             "link\tgpu=1\tpeer=2\tlevel=internal\nnvlink\tgpu=0\tpeer=1\tlinks=4\nnvlink\tgpu=2\tpeer="
+             "1\tlinks=1\n");
+  auto nvml = Nvml::open(library());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  auto topology = nvml->topology();
+  ASSERT_TRUE(topology) << topology.error().message;
+  using enum PciePath;
+  const std::vector<std::vector<GpuLink>> expected = {
+      {{}, {single_switch, 4}, {same_cpu, 0}},
+      {{single_switch, 4}, {}, {same_board, 1}},
+      {{same_cpu, 0}, {same_board, 1}, {}},
+  };
+  EXPECT_EQ(topology->links, expected);
+  EXPECT_TRUE(topology->warnings.empty());
+}
+
+TEST_F(NvmlTest, TopologyWithoutNvmlSupportIsUnknownLinksAndOneWarning) {
+  write_conf(host_conf());
+  auto nvml = Nvml::open(library());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  auto topology = nvml->topology();
+  ASSERT_TRUE(topology) << topology.error().message;
+  EXPECT_EQ(topology->links, std::vector<std::vector<GpuLink>>(3, std::vector<GpuLink>(3)));
+  EXPECT_EQ(topology->warnings,
+            std::vector<std::string>{"nvml: nvmlDeviceGetTopologyCommonAncestor: Not Supported: "
+                                     "the GPUs' PCIe paths are unknown"});
+}
+
+TEST_F(NvmlTest, TopologyOfALibraryWithoutTheCallsIsUnknownWithWarnings) {
+  write_conf(host_conf());
+  auto hidden = fixture::hide_mock_nvml_symbols(
+      read_file(GPUCTK_MOCK_NVML_PATH).value(),
+      {"nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetNvLinkState", "nvmlEventSetWait_v2"});
+  ASSERT_TRUE(hidden) << hidden.error().message;
+  fs::remove(m_dir / "libnvidia-ml.so.550.54.15");
+  std::ofstream(m_dir / "libnvidia-ml.so.550.54.15", std::ios::binary) << *hidden;
+  auto nvml = Nvml::open(library());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  // The report never mentions what only the device plugin needs.
+  auto report = nvml->report();
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(report->warnings.empty());
+  auto topology = nvml->topology();
+  ASSERT_TRUE(topology) << topology.error().message;
+  EXPECT_EQ(topology->warnings,
+            (std::vector<std::string>{
+                "nvml: " + library() +
+                    " lacks nvmlDeviceGetTopologyCommonAncestor: the GPUs' PCIe paths are unknown",
+                "nvml: " + library() +
+                    " lacks nvmlDeviceGetNvLinkState or nvmlDeviceGetNvLinkRemotePciInfo_v2: NVLinks are "
+                    "unknown"}));
+  auto events = nvml->events();
+  ASSERT_FALSE(events);
+  EXPECT_EQ(events.error().message,
+            "nvml: " + library() + " lacks nvmlEventSetWait_v2 (health checks need them)");
+}
+
+TEST_F(NvmlTest, EventsDeliverXidsOfRegisteredGpusWithTheirMigInstance) {
+  write_conf(host_conf());
+  make_fifo();
+  auto nvml = Nvml::open(library());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  auto events = nvml->events();
+  ASSERT_TRUE(events) << events.error().message;
+  const auto added = [&](const char* uuid, uint64_t types) {
+    auto result = events->add(uuid, types);
+    EXPECT_TRUE(result) << result.error().message;
+    return result.value_or(false);
+  };
+  EXPECT_TRUE(added(k_gpu0, k_xid | 0x4 /* PState: unsupported, masked */));
+  EXPECT_TRUE(added(k_gpu1, k_xid));
+  EXPECT_FALSE(added(k_gpu1, 0x4));  // nothing it supports
+  auto missing = events->add("GPU-99999999-1111-2222-3333-444444444444", k_xid);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message,
+            "nvml: GPU-99999999-1111-2222-3333-444444444444: nvmlDeviceGetHandleByUUID: Not Found");
+
+  inject(std::string("xid\tuuid=") + k_gpu0 + "\txid=79\nxid\tuuid=" + k_mig + "\txid=94\n");
+  auto first = events->wait(std::chrono::seconds(5));
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(*first,
+            (NvmlEvent{.uuid = k_gpu0, .type = k_xid, .data = 79, .gi = std::nullopt, .ci = std::nullopt}));
+  auto second = events->wait(std::chrono::seconds(5));
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(*second, (NvmlEvent{.uuid = k_gpu1, .type = k_xid, .data = 94, .gi = 2, .ci = 0}));
+  auto none = events->wait(std::chrono::milliseconds(20));
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(*none, std::nullopt);
+
+  inject("error\tcode=NVML_ERROR_GPU_IS_LOST\n");
+  auto lost = events->wait(std::chrono::seconds(5));
+  ASSERT_FALSE(lost);
+  EXPECT_EQ(lost.error().message, "nvml: nvmlEventSetWait_v2: GPU is lost");
+}
+
+}  // namespace
+}  // namespace gpuctk::discover
