@@ -156,19 +156,25 @@ Result<std::string> resource_name(const YAML::Node& node, const std::string& key
   return name;
 }
 
-// One sharing section (timeSlicing or mps).
-Result<std::vector<ReplicatedResource>> replicated_resources(const YAML::Node& section,
-                                                             const std::string& key,
-                                                             std::vector<std::string>& warnings) {
+// One sharing section (timeSlicing or mps): its resources, and failRequestsGreaterThanOne when it says.
+struct Section {
+  std::vector<ReplicatedResource> resources;
+  std::optional<bool> fail_requests_greater_than_one;
+};
+
+Result<Section> replicated_resources(const YAML::Node& section, const std::string& key,
+                                     std::vector<std::string>& warnings) {
   if (!section.IsMap()) {
     return fail(key + ": expected a mapping");
   }
+  Section result;
   bool rename_by_default = false;
   if (const YAML::Node rename = section["renameByDefault"]) {
     GPUCTK_TRY_ASSIGN(rename_by_default, boolean(rename, key + ".renameByDefault"));
   }
   if (const YAML::Node fail_greater = section["failRequestsGreaterThanOne"]) {
-    GPUCTK_TRY(boolean(fail_greater, key + ".failRequestsGreaterThanOne"));
+    GPUCTK_TRY_ASSIGN(result.fail_requests_greater_than_one,
+                      boolean(fail_greater, key + ".failRequestsGreaterThanOne"));
   }
   const YAML::Node list = section["resources"];
   if (!list || (list.IsSequence() && list.size() == 0) || list.IsNull()) {
@@ -177,7 +183,7 @@ Result<std::vector<ReplicatedResource>> replicated_resources(const YAML::Node& s
   if (!list.IsSequence()) {
     return fail(key + ".resources: expected a list");
   }
-  std::vector<ReplicatedResource> out;
+  std::vector<ReplicatedResource>& out = result.resources;
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = key + ".resources[" + std::to_string(i) + "]";
     const YAML::Node item = list[i];
@@ -218,7 +224,74 @@ Result<std::vector<ReplicatedResource>> replicated_resources(const YAML::Node& s
     }
     out.push_back(std::move(resource));
   }
-  return out;
+  return result;
+}
+
+// An optional string flag: a scalar (the plugin's decoder takes YAML's plain and quoted scalars alike).
+Result<void> string_flag(const YAML::Node& map, const char* name, const std::string& at,
+                         std::optional<std::string>& out) {
+  if (const YAML::Node node = map[name]; node && !node.IsNull()) {
+    GPUCTK_TRY_ASSIGN(out, string(node, at + name));
+  }
+  return {};
+}
+
+Result<void> bool_flag(const YAML::Node& map, const char* name, const std::string& at,
+                       std::optional<bool>& out) {
+  if (const YAML::Node node = map[name]; node && !node.IsNull()) {
+    GPUCTK_TRY_ASSIGN(out, boolean(node, at + name));
+  }
+  return {};
+}
+
+// flags.plugin.deviceListStrategy: one strategy or a list of them.
+Result<void> list_flag(const YAML::Node& map, const char* name, const std::string& at,
+                       std::optional<std::vector<std::string>>& out) {
+  const YAML::Node node = map[name];
+  if (!node || node.IsNull()) {
+    return {};
+  }
+  if (node.IsScalar()) {
+    out = std::vector<std::string>{node.Scalar()};
+    return {};
+  }
+  if (!node.IsSequence()) {
+    return fail(at + name + ": expected a string or a list of strings");
+  }
+  out.emplace();
+  for (size_t i = 0; i < node.size(); ++i) {
+    GPUCTK_TRY_ASSIGN(auto item, string(node[i], at + name + "[" + std::to_string(i) + "]"));
+    out->push_back(std::move(item));
+  }
+  return {};
+}
+
+// flags and flags.plugin: the device plugin's flags (PluginFlags).
+Result<void> plugin_flags(const YAML::Node& flags, PluginFlags& out) {
+  const std::string at = "flags.";
+  GPUCTK_TRY(bool_flag(flags, "failOnInitError", at, out.fail_on_init_error));
+  GPUCTK_TRY(string_flag(flags, "mpsRoot", at, out.mps_root));
+  GPUCTK_TRY(string_flag(flags, "nvidiaDriverRoot", at, out.nvidia_driver_root));
+  GPUCTK_TRY(string_flag(flags, "nvidiaDevRoot", at, out.nvidia_dev_root));
+  GPUCTK_TRY(bool_flag(flags, "gdrcopyEnabled", at, out.gdrcopy_enabled));
+  GPUCTK_TRY(bool_flag(flags, "gdsEnabled", at, out.gds_enabled));
+  GPUCTK_TRY(bool_flag(flags, "mofedEnabled", at, out.mofed_enabled));
+  GPUCTK_TRY(string_flag(flags, "deviceDiscoveryStrategy", at, out.device_discovery_strategy));
+  const YAML::Node plugin = flags["plugin"];
+  if (!plugin || plugin.IsNull()) {
+    return {};
+  }
+  if (!plugin.IsMap()) {
+    return fail("flags.plugin: expected a mapping");
+  }
+  const std::string in = "flags.plugin.";
+  GPUCTK_TRY(bool_flag(plugin, "passDeviceSpecs", in, out.pass_device_specs));
+  GPUCTK_TRY(list_flag(plugin, "deviceListStrategy", in, out.device_list_strategy));
+  GPUCTK_TRY(string_flag(plugin, "deviceIDStrategy", in, out.device_id_strategy));
+  GPUCTK_TRY(string_flag(plugin, "cdiAnnotationPrefix", in, out.cdi_annotation_prefix));
+  GPUCTK_TRY(string_flag(plugin, "nvidiaCTKPath", in, out.nvidia_ctk_path));
+  GPUCTK_TRY(string_flag(plugin, "containerDriverRoot", in, out.container_driver_root));
+  return string_flag(plugin, "sharedDevicesAllocationPolicy", in, out.shared_devices_allocation_policy);
 }
 
 }  // namespace
@@ -299,6 +372,12 @@ Result<SharingConfig> parse_sharing_config(std::string_view text) {
         }
         config.mig_strategy = *parsed;
       }
+      GPUCTK_TRY(plugin_flags(flags, config.flags));
+    }
+    if (const YAML::Node resources = root["resources"]; resources && !resources.IsNull()) {
+      config.warnings.emplace_back(
+          "resources: ignored, as in the device plugin (custom resource names are not "
+          "supported; GPUs are nvidia.com/gpu, MIG devices follow flags.migStrategy)");
     }
     const YAML::Node sharing = root["sharing"];
     if (!sharing || sharing.IsNull()) {
@@ -308,19 +387,24 @@ Result<SharingConfig> parse_sharing_config(std::string_view text) {
       return fail("sharing: expected a mapping");
     }
     // Both sections are checked; the plugin puts mps in force when it is present.
-    std::optional<std::vector<ReplicatedResource>> time_slicing;
+    std::optional<Section> time_slicing;
     if (const YAML::Node section = sharing["timeSlicing"]) {
       GPUCTK_TRY_ASSIGN(time_slicing, replicated_resources(section, "sharing.timeSlicing", config.warnings));
     }
+    std::optional<Section> in_force;
     if (const YAML::Node section = sharing["mps"]) {
-      GPUCTK_TRY_ASSIGN(config.resources, replicated_resources(section, "sharing.mps", config.warnings));
+      GPUCTK_TRY_ASSIGN(in_force, replicated_resources(section, "sharing.mps", config.warnings));
       config.strategy = SharingStrategy::mps;
       if (time_slicing) {
         config.warnings.emplace_back("sharing.timeSlicing: ignored, sharing.mps is in force");
       }
     } else if (time_slicing) {
-      config.resources = std::move(*time_slicing);
+      in_force = std::move(time_slicing);
       config.strategy = SharingStrategy::time_slicing;
+    }
+    if (in_force) {
+      config.resources = std::move(in_force->resources);
+      config.fail_requests_greater_than_one = in_force->fail_requests_greater_than_one;
     }
   } catch (const YAML::Exception& e) {
     return fail(std::string("unexpected YAML structure: ") + e.what());

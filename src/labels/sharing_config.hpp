@@ -1,16 +1,19 @@
 #pragma once
-// The configuration file of NVIDIA's device plugin and GPU Feature Discovery (version v1), as far as node
-// labels depend on it: `flags.migStrategy` and the `sharing` section (time-slicing or MPS replicas).
-// YAML or JSON:
+// The configuration file of NVIDIA's device plugin and GPU Feature Discovery (version v1), read once for
+// both of gpuctk's readers: `gpuctk labels` (flags.migStrategy and the `sharing` section) and
+// gpuctk-device-plugin (also the plugin's flags, PluginFlags). YAML or JSON:
 //
 //   version: v1                      # optional; any other version is refused
 //   flags:
-//     migStrategy: mixed             # none | single | mixed; every other flag is the plugin's, ignored here
+//     migStrategy: mixed             # none | single | mixed
+//     failOnInitError: true          # the plugin's flags (PluginFlags): type-checked here, their values
+//     plugin:                        # judged by the plugin (plugin/config.hpp); labels ignore them
+//       deviceListStrategy: [envvar, cdi-cri]
 //   sharing:
 //     timeSlicing:                   # or mps: (same shape); when both are present mps is the one in force
 //       renameByDefault: false       # true: the plugin advertises <name>.shared; the product label then
 //                                    # has no -SHARED suffix
-//       failRequestsGreaterThanOne: false
+//       failRequestsGreaterThanOne: false   # the plugin refuses a request of several replicas (mps: true)
 //       resources:                   # at least one
 //         - name: gpu                # nvidia.com/ is implied; "mig-1g.5gb" for a MIG type (mixed strategy)
 //           replicas: 4              # required, at least 2
@@ -18,9 +21,10 @@
 //
 // The file is checked the way the plugin checks it, so that a file the plugin refuses is refused here
 // too, with the key path in the error: "sharing.timeSlicing.resources[0].replicas: must be at least 2,
-// got 1". Keys the plugin has but labels do not depend on (other flags, `resources`, `imex`) are
-// ignored. Like the plugin, gpuctk applies replicas to every device of a resource: `devices` and
-// `rename` are checked, then ignored with a warning.
+// got 1", "flags.plugin.passDeviceSpecs: expected true or false". GFD's flags (flags.gfd) and `imex` are
+// not read; `resources` (custom resource names) is ignored with a warning, as the plugin ignores it. Like
+// the plugin, gpuctk applies replicas to every device of a resource: `devices` and `rename` are checked,
+// then ignored with a warning.
 
 #include <cstdint>
 #include <optional>
@@ -52,12 +56,36 @@ struct ReplicatedResource {
   bool renamed = false;
 };
 
+// The device plugin's flags in the file, each as the file spells it (nullopt: not there). Types are
+// checked as the plugin's decoder checks them; values are the plugin's to judge.
+struct PluginFlags {
+  std::optional<bool> fail_on_init_error;                // flags.failOnInitError
+  std::optional<std::string> mps_root;                   // flags.mpsRoot
+  std::optional<std::string> nvidia_driver_root;         // flags.nvidiaDriverRoot
+  std::optional<std::string> nvidia_dev_root;            // flags.nvidiaDevRoot
+  std::optional<bool> gdrcopy_enabled;                   // flags.gdrcopyEnabled
+  std::optional<bool> gds_enabled;                       // flags.gdsEnabled
+  std::optional<bool> mofed_enabled;                     // flags.mofedEnabled
+  std::optional<std::string> device_discovery_strategy;  // flags.deviceDiscoveryStrategy
+  std::optional<bool> pass_device_specs;                 // flags.plugin.passDeviceSpecs
+  std::optional<std::vector<std::string>>
+      device_list_strategy;                          // flags.plugin.deviceListStrategy (one or a list)
+  std::optional<std::string> device_id_strategy;     // flags.plugin.deviceIDStrategy
+  std::optional<std::string> cdi_annotation_prefix;  // flags.plugin.cdiAnnotationPrefix
+  std::optional<std::string> nvidia_ctk_path;        // flags.plugin.nvidiaCTKPath
+  std::optional<std::string> container_driver_root;  // flags.plugin.containerDriverRoot
+  std::optional<std::string> shared_devices_allocation_policy;  // flags.plugin.sharedDevicesAllocationPolicy
+};
+
 struct SharingConfig {
   std::optional<MigStrategy> mig_strategy;  // flags.migStrategy; nullopt when the file has none
   // mps when the file has an mps section, else time-slicing when it has a timeSlicing section.
   SharingStrategy strategy = SharingStrategy::none;
   std::vector<ReplicatedResource> resources;  // of that section, in file order
-  std::vector<std::string> warnings;          // what the file asks for that is ignored
+  // failRequestsGreaterThanOne of that section; nullopt when it does not say.
+  std::optional<bool> fail_requests_greater_than_one;
+  PluginFlags flags;
+  std::vector<std::string> warnings;  // what the file asks for that is ignored
 
   // The resource named `name` ("nvidia.com/gpu"); nullptr when the section does not replicate it.
   [[nodiscard]] const ReplicatedResource* find(std::string_view name) const;

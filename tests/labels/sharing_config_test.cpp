@@ -147,5 +147,85 @@ TEST(SharingConfig, StrategyNames) {
   EXPECT_EQ(parse_mig_strategy("single"), MigStrategy::single);
 }
 
+TEST(SharingConfig, ReadsThePluginsFlagsAsTheFileSpellsThem) {
+  const auto config = parse_ok(R"(
+version: v1
+flags:
+  migStrategy: mixed
+  failOnInitError: false
+  nvidiaDriverRoot: /run/nvidia/driver
+  nvidiaDevRoot: /
+  mpsRoot: /run/nvidia/mps
+  gdrcopyEnabled: true
+  gdsEnabled: false
+  mofedEnabled: true
+  deviceDiscoveryStrategy: nvml
+  gfd: {oneshot: true}
+  plugin:
+    passDeviceSpecs: true
+    deviceListStrategy: [envvar, cdi-cri]
+    deviceIDStrategy: index
+    cdiAnnotationPrefix: cdi.example.com/
+    nvidiaCTKPath: /usr/bin/nvidia-ctk
+    containerDriverRoot: /driver-root
+    sharedDevicesAllocationPolicy: packed
+sharing:
+  timeSlicing:
+    failRequestsGreaterThanOne: true
+    resources: [{name: gpu, replicas: 2}]
+)");
+  const PluginFlags& f = config.flags;
+  EXPECT_EQ(f.fail_on_init_error, false);
+  EXPECT_EQ(f.nvidia_driver_root, "/run/nvidia/driver");
+  EXPECT_EQ(f.nvidia_dev_root, "/");
+  EXPECT_EQ(f.mps_root, "/run/nvidia/mps");
+  EXPECT_EQ(f.gdrcopy_enabled, true);
+  EXPECT_EQ(f.gds_enabled, false);
+  EXPECT_EQ(f.mofed_enabled, true);
+  EXPECT_EQ(f.device_discovery_strategy, "nvml");
+  EXPECT_EQ(f.pass_device_specs, true);
+  EXPECT_EQ(f.device_list_strategy, (std::vector<std::string>{"envvar", "cdi-cri"}));
+  EXPECT_EQ(f.device_id_strategy, "index");
+  EXPECT_EQ(f.cdi_annotation_prefix, "cdi.example.com/");
+  EXPECT_EQ(f.nvidia_ctk_path, "/usr/bin/nvidia-ctk");
+  EXPECT_EQ(f.container_driver_root, "/driver-root");
+  EXPECT_EQ(f.shared_devices_allocation_policy, "packed");
+  EXPECT_EQ(config.fail_requests_greater_than_one, true);
+  EXPECT_TRUE(config.warnings.empty());
+
+  // One strategy as a plain string; flags the file leaves out stay unset.
+  const auto single = parse_ok("flags: {plugin: {deviceListStrategy: volume-mounts}}\n");
+  EXPECT_EQ(single.flags.device_list_strategy, std::vector<std::string>{"volume-mounts"});
+  EXPECT_EQ(single.flags.pass_device_specs, std::nullopt);
+  EXPECT_EQ(single.flags.fail_on_init_error, std::nullopt);
+  EXPECT_EQ(single.fail_requests_greater_than_one, std::nullopt);
+}
+
+TEST(SharingConfig, RefusesPluginFlagsOfTheWrongTypeNamingTheKey) {
+  EXPECT_EQ(parse_error("flags: {failOnInitError: sometimes}\n"),
+            "flags.failOnInitError: expected true or false");
+  EXPECT_EQ(parse_error("flags: {plugin: {passDeviceSpecs: 1}}\n"),
+            "flags.plugin.passDeviceSpecs: expected true or false");
+  EXPECT_EQ(parse_error("flags: {plugin: {deviceListStrategy: {a: b}}}\n"),
+            "flags.plugin.deviceListStrategy: expected a string or a list of strings");
+  EXPECT_EQ(parse_error("flags: {plugin: {deviceListStrategy: [envvar, [x]]}}\n"),
+            "flags.plugin.deviceListStrategy[1]: expected a string");
+  EXPECT_EQ(parse_error("flags: {plugin: {deviceIDStrategy: [uuid]}}\n"),
+            "flags.plugin.deviceIDStrategy: expected a string");
+  EXPECT_EQ(parse_error("flags: {plugin: [passDeviceSpecs]}\n"), "flags.plugin: expected a mapping");
+  EXPECT_EQ(
+      parse_error(
+          "sharing: {mps: {failRequestsGreaterThanOne: no way, resources: [{name: gpu, replicas: 2}]}}\n"),
+      "sharing.mps.failRequestsGreaterThanOne: expected true or false");
+}
+
+TEST(SharingConfig, CustomResourceNamesAreIgnoredWithAWarningAsThePluginIgnoresThem) {
+  const auto config = parse_ok("resources: {gpus: [{pattern: \"*A100*\", name: a100}]}\n");
+  EXPECT_EQ(
+      config.warnings,
+      std::vector<std::string>{"resources: ignored, as in the device plugin (custom resource names are not "
+                               "supported; GPUs are nvidia.com/gpu, MIG devices follow flags.migStrategy)"});
+}
+
 }  // namespace
 }  // namespace gpuctk::labels
