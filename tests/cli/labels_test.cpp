@@ -163,7 +163,7 @@ TEST_F(CliLabelsTest, UnwritableOutputNamesThePath) {
   const std::string path = m_scratch + "/file/features.d/gpuctk";
   const auto r = labels({"--output", path});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "gpuctk: error: stat " + m_scratch + "/file/features.d: Not a directory\n");
+  EXPECT_EQ(r.err, "gpuctk: error: mkdir " + m_scratch + "/file: exists and is not a directory\n");
 }
 
 TEST(CliLabels, AHostWithoutGpusGetsAnEmptyFileAndSaysWhy) {
