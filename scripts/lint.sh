@@ -37,6 +37,7 @@ declare -A allowed=(
   [hook]="util discover oci cdi rootfs cgroup"
   [install]="util discover engine"
   [labels]="util discover"
+  [plugin]="util discover cdi labels"
   [cli]="util discover oci cdi rootfs cgroup engine hook install labels"
 )
 for module in "${!allowed[@]}"; do
