@@ -20,7 +20,8 @@ engines_fetch sid
 host=$LAB/host
 etc=$host/etc/containerd
 socket=$host/run/containerd/containerd.sock
-mkdir -p "$host/run/containerd" "$LAB/cdi"
+# A node root has /etc and /proc (install refuses a --host-root without them).
+mkdir -p "$host/run/containerd" "$host/proc" "$LAB/cdi"
 engines_containerd_config "$etc"
 "$engines_python" "$engines_dir/toml_set.py" "$etc/config.toml" grpc address "\"$socket\"" ||
   e2e_fail "could not move containerd's socket to $socket"
