@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 
 #include "engine/engines.hpp"
 #include "util/fd.hpp"
@@ -73,17 +74,74 @@ struct FileState {
   std::optional<FileOwner> owner;  // only when it is not this process's own (only root can give a file away)
 };
 
-Result<FileState> read_state(const std::string& path) {
-  // O_NOFOLLOW: the atomic write renames over the path, which would replace a link with a file.
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+// A directory opened once for one configure or unconfigure: every file of the run (the config file, its
+// backup and records) is read, written and removed through this fd, so a directory renamed or replaced by
+// a symbolic link meanwhile cannot send one of them elsewhere. A directory that does not exist (yet) has
+// no fd: its files read as missing, and create() makes it before the first write.
+class Dir {
+ public:
+  explicit Dir(std::string path) : m_path(std::move(path)) {}
+
+  // Errors are "read <file>: <why>" for the first file the run would read there.
+  Result<void> open(const std::string& first_file) {
+    m_fd.reset(::open(m_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!m_fd && errno != ENOENT) {
+      return fail_errno("read " + first_file, errno);
+    }
+    return {};
+  }
+
+  // Made when missing, its own parent being there already: a host with no CRI-O drop-in directory yet,
+  // or no /etc/docker. Nothing deeper: a mistyped path stays an error.
+  Result<void> create() {
+    if (m_fd) {
+      return {};
+    }
+    if (::mkdir(m_path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return fail_errno("create directory " + m_path, errno);
+    }
+    const UniqueFd parent(::open(parent_path(m_path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (parent) {
+      ::fsync(parent.get());
+    }
+    m_fd.reset(::open(m_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    return m_fd ? Result<void>{} : fail_errno("open directory " + m_path, errno);
+  }
+
+  [[nodiscard]] int fd() const { return m_fd.get(); }
+  [[nodiscard]] bool exists() const { return static_cast<bool>(m_fd); }
+  [[nodiscard]] std::string path_of(const std::string& name) const {
+    return m_path == "/" ? "/" + name : m_path + "/" + name;
+  }
+
+ private:
+  std::string m_path;
+  UniqueFd m_fd;
+};
+
+// A file of a run: its directory and its name there.
+struct File {
+  Dir* dir;
+  std::string name;
+  [[nodiscard]] std::string path() const { return dir->path_of(name); }
+};
+
+Result<FileState> read_state(const File& file) {
+  if (!file.dir->exists()) {
+    return FileState{};
+  }
+  const std::string path = file.path();
+  // O_NOFOLLOW: the atomic write renames over the name, which would replace a link with a file.
+  const UniqueFd fd(
+      ::openat(file.dir->fd(), file.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) {
     const int err = errno;
     if (err == ENOENT) {
       return FileState{};
     }
-    // ELOOP is also a loop of links in a directory on the way: only a link at `path` itself is named so.
     struct stat st {};
-    if (err == ELOOP && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (err == ELOOP && ::fstatat(file.dir->fd(), file.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode)) {
       return fail(
           "read " + path +
           ": a symbolic link (the file is replaced atomically, which would replace the link; name the "
@@ -107,48 +165,39 @@ Result<FileState> read_state(const std::string& path) {
   return state;
 }
 
-Result<bool> exists(const std::string& path) {
+Result<bool> exists(const File& file) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
+  if (!file.dir->exists()) {
+    return false;
+  }
+  if (::fstatat(file.dir->fd(), file.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     return true;
   }
   if (errno == ENOENT) {
     return false;
   }
-  return fail_errno("stat " + path, errno);
+  return fail_errno("stat " + file.path(), errno);
 }
 
-// Deletes `path` (nothing to do when it is missing), durably: the directory is synced after the unlink.
-Result<void> remove_file(const std::string& path) {
-  if (::unlink(path.c_str()) != 0) {
+// Deletes the file (nothing to do when it is missing), durably: the directory is synced after the unlink.
+Result<void> remove_file(const File& file) {
+  if (!file.dir->exists()) {
+    return {};
+  }
+  if (::unlinkat(file.dir->fd(), file.name.c_str(), 0) != 0) {
     if (errno == ENOENT) {
       return {};
     }
-    return fail_errno("remove " + path, errno);
+    return fail_errno("remove " + file.path(), errno);
   }
-  const UniqueFd dir(::open(parent_path(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir) {
-    ::fsync(dir.get());
-  }
+  ::fsync(file.dir->fd());
   return {};
 }
 
-// The file's directory, made when it is missing but its own parent exists: a host with no CRI-O drop-in
-// directory yet, or no /etc/docker. Nothing deeper: a mistyped path stays an error.
-Result<void> make_directory_of(const std::string& path) {
-  const std::string dir = parent_path(path);
-  if (::mkdir(dir.c_str(), 0755) != 0) {
-    return errno == EEXIST ? Result<void>{} : fail_errno("create directory " + dir, errno);
-  }
-  const UniqueFd parent(::open(parent_path(dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (parent) {
-    ::fsync(parent.get());
-  }
-  return {};
-}
-
-Result<void> write_durably(const std::string& path, std::string_view text, const FileState& like) {
-  return write_file_atomic(path, text, like.mode, Durability::durable, like.owner);
+Result<void> write_durably(const File& file, std::string_view text, const FileState& like) {
+  GPUCTK_TRY(file.dir->create());
+  return write_file_atomic_at(file.dir->fd(), file.name, file.path(), text, like.mode, Durability::durable,
+                              like.owner);
 }
 
 // What the state files beside a config file hold.
@@ -159,7 +208,42 @@ struct Saved {
   Replaced replaced;                  // what gpuctk replaced (empty: no such file)
 };
 
-Result<Saved> read_saved(const StateFiles& files) {
+// The config file and its state files, each in the directory opened once for the run (the same
+// directory, except for a CRI-O drop-in: see state_files).
+struct RunFiles {
+  Dir config_dir;
+  Dir state_dir;
+  bool same_dir;
+  File config, backup, absent, record, replaced;
+};
+
+Result<std::unique_ptr<RunFiles>> open_run_files(Engine engine, const std::string& path) {
+  const StateFiles names = state_files(engine, path);
+  const std::string config_dir = parent_path(path);
+  const std::string state_dir = parent_path(names.backup);
+  auto run = std::make_unique<RunFiles>(RunFiles{.config_dir = Dir(config_dir),
+                                                 .state_dir = Dir(state_dir),
+                                                 .same_dir = config_dir == state_dir,
+                                                 .config = {},
+                                                 .backup = {},
+                                                 .absent = {},
+                                                 .record = {},
+                                                 .replaced = {}});
+  GPUCTK_TRY(run->config_dir.open(path));
+  if (!run->same_dir) {
+    GPUCTK_TRY(run->state_dir.open(names.backup));
+  }
+  Dir* state = run->same_dir ? &run->config_dir : &run->state_dir;
+  const auto name_of = [](const std::string& p) { return p.substr(p.rfind('/') + 1); };
+  run->config = File{&run->config_dir, name_of(path)};
+  run->backup = File{state, name_of(names.backup)};
+  run->absent = File{state, name_of(names.absent)};
+  run->record = File{state, name_of(names.record)};
+  run->replaced = File{state, name_of(names.replaced)};
+  return run;
+}
+
+Result<Saved> read_saved(const RunFiles& files) {
   Saved saved;
   GPUCTK_TRY_ASSIGN(FileState backup, read_state(files.backup));
   if (backup.text) {
@@ -172,7 +256,7 @@ Result<Saved> read_saved(const StateFiles& files) {
   if (replaced.text) {
     auto parsed = parse_replaced(*replaced.text);
     if (!parsed) {
-      return fail_with(files.replaced, parsed.error());
+      return fail_with(files.replaced.path(), parsed.error());
     }
     saved.replaced = std::move(*parsed);
   }
@@ -182,8 +266,8 @@ Result<Saved> read_saved(const StateFiles& files) {
 // The record of what gpuctk replaced, written (or deleted when it says nothing) before the file it
 // describes: after a crash between the two it names a binary the file does not hold, and --remove leaves
 // that entry alone or deletes it, never restores a wrong value.
-Result<void> write_replaced(const std::string& path, const Replaced& replaced, const FileState& like) {
-  return replaced.empty() ? remove_file(path) : write_durably(path, print_replaced(replaced), like);
+Result<void> write_replaced(const File& file, const Replaced& replaced, const FileState& like) {
+  return replaced.empty() ? remove_file(file) : write_durably(file, print_replaced(replaced), like);
 }
 
 // Whether `current` is what gpuctk left, or still the original: nobody else changed the file since the
@@ -299,9 +383,10 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
   const EngineRow& row = row_of(engine);
   GPUCTK_TRY(check_runtime_name(settings.name));
   GPUCTK_TRY(check_runtime_path(settings.runtime_path));
-  GPUCTK_TRY_ASSIGN(const FileState file, read_state(path));
+  GPUCTK_TRY_ASSIGN(const auto run, open_run_files(engine, path));
+  const RunFiles& files = *run;
+  GPUCTK_TRY_ASSIGN(const FileState file, read_state(files.config));
   GPUCTK_TRY_ASSIGN(const Sources sources, read_sources(engine, path));
-  const StateFiles files = state_files(engine, path);
   GPUCTK_TRY_ASSIGN(const Saved saved, read_saved(files));
   auto edit =
       row.configure(file.text, settings, detail::EditInputs{.sources = sources, .replaced = saved.replaced});
@@ -322,15 +407,14 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
     return result;
   }
 
-  GPUCTK_TRY(make_directory_of(path));
   std::string written = path + " written";
   const bool first = !saved.backup && !saved.absent && !saved.record;
   if (first) {
     if (file.text) {
       GPUCTK_TRY(write_durably(files.backup, *file.text, file));
-      written += " (the original kept as " + files.backup + ")";
+      written += " (the original kept as " + files.backup.path() + ")";
     } else {
-      GPUCTK_TRY(write_file_atomic(files.absent, "", k_new_file_mode, Durability::durable));
+      GPUCTK_TRY(write_durably(files.absent, "", FileState{}));
     }
   }
   // The record, written before the file: a crash between the two leaves a record that matches nothing,
@@ -341,7 +425,7 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
     GPUCTK_TRY(remove_file(files.record));
   }
   GPUCTK_TRY(write_replaced(files.replaced, edit->replaced, file));
-  GPUCTK_TRY(write_durably(path, result.text, file));
+  GPUCTK_TRY(write_durably(files.config, result.text, file));
   result.summary = with_notes(prefix + what + "; " + written, edit->notes) + "; " + restart(row);
   return result;
 }
@@ -350,8 +434,9 @@ Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, cons
                                     bool dry_run) {
   const EngineRow& row = row_of(engine);
   GPUCTK_TRY(check_runtime_name(settings.name));
-  GPUCTK_TRY_ASSIGN(const FileState file, read_state(path));
-  const StateFiles files = state_files(engine, path);
+  GPUCTK_TRY_ASSIGN(const auto run, open_run_files(engine, path));
+  const RunFiles& files = *run;
+  GPUCTK_TRY_ASSIGN(const FileState file, read_state(files.config));
   GPUCTK_TRY_ASSIGN(const Saved saved, read_saved(files));
   const std::string prefix = std::string(row.name) + ": ";
   const std::string dry = dry_run ? "dry run: " : "";
@@ -362,16 +447,17 @@ Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, cons
     if (saved.backup) {
       result.text = *saved.backup->text;
       result.changed = file.text != saved.backup->text;
-      result.summary = prefix + dry + path + (dry_run ? " would be" : "") + " restored from " + files.backup;
+      result.summary =
+          prefix + dry + path + (dry_run ? " would be" : "") + " restored from " + files.backup.path();
       if (!dry_run && result.changed) {
-        GPUCTK_TRY(write_durably(path, result.text, *saved.backup));
+        GPUCTK_TRY(write_durably(files.config, result.text, *saved.backup));
       }
     } else {
       result.changed = file.text.has_value();
       result.summary =
           prefix + dry + path + (dry_run ? " would be" : "") + " deleted (it did not exist before)";
       if (!dry_run) {
-        GPUCTK_TRY(remove_file(path));
+        GPUCTK_TRY(remove_file(files.config));
       }
     }
     if (!dry_run) {
@@ -415,11 +501,11 @@ Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, cons
                                       : " written");
       if (saved.backup) {
         result.summary +=
-            " (it was changed since gpuctk wrote it; the original stays in " + files.backup + ")";
+            " (it was changed since gpuctk wrote it; the original stays in " + files.backup.path() + ")";
       }
       result.summary = with_notes(std::move(result.summary), edit->notes);
       if (!dry_run) {
-        GPUCTK_TRY(delete_file ? remove_file(path) : write_durably(path, result.text, file));
+        GPUCTK_TRY(delete_file ? remove_file(files.config) : write_durably(files.config, result.text, file));
         result.summary += "; " + restart(row);
       }
     }

@@ -129,20 +129,26 @@ Result<std::string> read_file_nofollow(const std::string& path, size_t max_size)
 Result<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode,
                                Durability durability, std::optional<FileOwner> owner) {
   const std::string dir_path = parent_path(path);
-  const std::string name = base_name(path);
-  const auto write_error = [&](std::string_view step) {
-    return fail_errno("write " + path + ": " + std::string(step), errno);
-  };
   UniqueFd dir(::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
     return fail_errno("write " + path + ": create temporary file in " + dir_path, errno);
   }
+  return write_file_atomic_at(dir.get(), base_name(path), path, content, mode, durability, owner);
+}
+
+Result<void> write_file_atomic_at(int dir_fd, const std::string& name, const std::string& path,
+                                  std::string_view content, mode_t mode, Durability durability,
+                                  std::optional<FileOwner> owner) {
+  const std::string dir_path = parent_path(path);
+  const auto write_error = [&](std::string_view step) {
+    return fail_errno("write " + path + ": " + std::string(step), errno);
+  };
   std::string temp_name;
   UniqueFd raw;
   for (int attempt = 0; attempt < 100 && !raw; ++attempt) {
     temp_name = temporary_name(name);
     raw.reset(
-        ::openat(dir.get(), temp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        ::openat(dir_fd, temp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!raw && errno != EEXIST) {
       break;
     }
@@ -150,7 +156,7 @@ Result<void> write_file_atomic(const std::string& path, std::string_view content
   if (!raw) {
     return fail_errno("write " + path + ": create temporary file in " + dir_path, errno);
   }
-  TempFile temp(dir.get(), std::move(temp_name), std::move(raw));
+  TempFile temp(dir_fd, std::move(temp_name), std::move(raw));
   if (const int err = write_all(temp.fd(), content); err != 0) {
     errno = err;
     return write_error("write");
@@ -164,13 +170,13 @@ Result<void> write_file_atomic(const std::string& path, std::string_view content
   if (durability == Durability::durable && ::fsync(temp.fd()) != 0) {
     return write_error("fsync");
   }
-  if (::renameat(dir.get(), temp.name().c_str(), dir.get(), name.c_str()) != 0) {
+  if (::renameat(dir_fd, temp.name().c_str(), dir_fd, name.c_str()) != 0) {
     return write_error("rename");
   }
   temp.commit();
   // Make the rename itself durable; a failure here does not undo the (already visible) new file.
   if (durability == Durability::durable) {
-    ::fsync(dir.get());
+    ::fsync(dir_fd);
   }
   return {};
 }

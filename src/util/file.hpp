@@ -99,4 +99,12 @@ Result<void> write_file_atomic(const std::string& path, std::string_view content
                                Durability durability = Durability::durable,
                                std::optional<FileOwner> owner = std::nullopt);
 
+// write_file_atomic of `name` (one component) in the directory `dir_fd` the caller opened: a caller with
+// several files in one directory opens it once, so none of them can land elsewhere if its path changes
+// between the writes. `path` names the file in errors.
+Result<void> write_file_atomic_at(int dir_fd, const std::string& name, const std::string& path,
+                                  std::string_view content, mode_t mode,
+                                  Durability durability = Durability::durable,
+                                  std::optional<FileOwner> owner = std::nullopt);
+
 }  // namespace gpuctk

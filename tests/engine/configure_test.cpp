@@ -7,6 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
 #include "cdi/temp_dir.hpp"
 #include "engine/data.hpp"
 #include "engine/toml_doc.hpp"
@@ -510,6 +516,59 @@ TEST_F(EngineConfigureTest, SymbolicLinkIsRefused) {
                 ": a symbolic link (the file is replaced atomically, which would replace "
                 "the link; name the file it points to)");
   EXPECT_EQ(contents(target), "{}");
+}
+
+}  // namespace
+}  // namespace gpuctk
+
+namespace gpuctk {
+namespace {
+
+// The config directory's path is a link that another process keeps switching between two directories
+// (issue 21 item 7): configure opens the directory once, so the file, its backup and its record always
+// land together in one of them, never split between both; --remove then finds its state beside the file.
+TEST_F(EngineConfigureTest, ADirectorySwitchedMidwayNeverSplitsTheFileFromItsState) {
+  const std::string a = m_dir.path() + "/a";
+  const std::string b = m_dir.path() + "/b";
+  ASSERT_EQ(::mkdir(a.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(b.c_str(), 0755), 0);
+  const std::string link = m_dir.path() + "/docker";
+  ASSERT_EQ(::symlink("a", link.c_str()), 0);
+  std::atomic<bool> stop = false;
+  std::thread flipper([&] {
+    const std::string next = m_dir.path() + "/docker.next";
+    for (bool to_b = true; !stop; to_b = !to_b) {
+      ::unlink(next.c_str());
+      if (::symlink(to_b ? "b" : "a", next.c_str()) == 0) {
+        ::rename(next.c_str(), link.c_str());  // atomic: the link always names one of the two
+      }
+    }
+  });
+  const auto listing = [](const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::ranges::sort(names);
+    return names;
+  };
+  const std::vector<std::string> configured{"daemon.json", "daemon.json.gpuctk-backup-absent",
+                                            "daemon.json.gpuctk-replaced", "daemon.json.gpuctk-written"};
+  int split = 0;
+  for (int round = 0; round < 300; ++round) {
+    auto result = engine::configure(Engine::docker, link + "/daemon.json", test::shim_settings(), false);
+    ASSERT_TRUE(result) << result.error().message;
+    const auto in_a = listing(a);
+    const auto in_b = listing(b);
+    split += !((in_a == configured && in_b.empty()) || (in_b == configured && in_a.empty())) ? 1 : 0;
+    std::filesystem::remove_all(a);
+    std::filesystem::remove_all(b);
+    ::mkdir(a.c_str(), 0755);
+    ::mkdir(b.c_str(), 0755);
+  }
+  stop = true;
+  flipper.join();
+  EXPECT_EQ(split, 0) << "rounds that left the file and its state in different directories";
 }
 
 }  // namespace
