@@ -9,18 +9,11 @@
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 fixture=$2
+e2e_own_cdi_dirs "$@"
 e2e_init
 e2e_podman_init
 e2e_busybox_rootfs
 
-# Specs of these kinds must not collide with installed ones: podman drops conflicting devices.
-if grep -lsE 'kind: *"?(amd|intel)\.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json 2>/dev/null; then
-  e2e_skip "an amd.com/gpu or intel.com/gpu spec is installed; it would conflict"
-fi
-if [ ! -d /etc/cdi ]; then
-  e2e_cleanup_add "rmdir /etc/cdi"  # runs after the specs' removal (cleanups run last first)
-fi
-mkdir -p /etc/cdi
 
 # generate HOST KIND: materialises HOST in $LAB/HOST, generates its vendor-set specs into $LAB/out-HOST,
 # checks the notes, and installs the KIND spec in /etc/cdi under a name of this test's own.

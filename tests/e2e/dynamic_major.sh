@@ -11,6 +11,7 @@
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 fixture=$2
+e2e_own_cdi_dirs "$@"
 e2e_init
 e2e_podman_init
 command -v runc >/dev/null || e2e_skip "runc is not installed"
@@ -46,15 +47,7 @@ check() {
 }
 
 # 1. podman reads the spec itself.
-if [ ! -d /etc/cdi ]; then
-  e2e_cleanup_add "rmdir /etc/cdi"
-fi
-mkdir -p /etc/cdi
-if grep -ls 'kind: *"\?nvidia.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json 2>/dev/null; then
-  e2e_skip "another nvidia.com/gpu spec is installed; it would conflict"
-fi
-etc_spec=/etc/cdi/gpuctk-e2e-$$.yaml
-e2e_cleanup_add "rm -f '$etc_spec'"
+etc_spec=/etc/cdi/gpuctk-e2e.yaml  # the test's own /etc/cdi (e2e_own_cdi_dirs)
 cp "$spec" "$etc_spec"
 out=$(e2e_podman_run --device nvidia.com/gpu=0 --rootfs "$(e2e_rootfs_copy cdi)" /bin/sh -c "$probe" 2>&1) ||
   e2e_fail "podman run --device nvidia.com/gpu=0 failed: $out"

@@ -581,21 +581,34 @@ e2e_musl_rootfs() {
     e2e_fail "could not build the in-container musl test program"
 }
 
+# e2e_own_cdi_dirs "$@": the first call of a test whose podman reads specs from /etc/cdi (podman 4.3 reads
+# only there and /var/run/cdi). The rest of the test runs in a mount namespace of its own in which both are
+# empty tmpfs mounts: podman sees exactly the specs the test writes, whatever the machine has installed
+# (another nvidia.com/gpu spec would make podman drop the test's devices), and the machine's engines never
+# see the test's. A directory the machine lacks is made as the mount point and removed afterwards.
+e2e_own_cdi_dirs() {
+  if [ "${GPUCTK_E2E_OWN_CDI:-}" != 1 ]; then
+    [ "$(id -u)" -eq 0 ] || e2e_skip "needs root to start containers"
+    command -v unshare >/dev/null || e2e_skip "unshare is not installed (util-linux)"
+    GPUCTK_E2E_OWN_CDI=1 exec unshare --mount --propagation private -- bash "$0" "$@"
+  fi
+  local dir
+  for dir in /etc/cdi /var/run/cdi; do
+    if [ ! -d "$dir" ]; then
+      mkdir "$dir" || e2e_fail "could not make the mount point $dir"
+      e2e_cleanup_add "umount '$dir'; rmdir '$dir'"
+    fi
+    mount -t tmpfs -o mode=0755 gpuctk-e2e-cdi "$dir" || e2e_fail "could not mount a tmpfs on $dir"
+  done
+}
+
 # e2e_cdi_spec_in_etc GPUCTK: `gpuctk cdi generate` for the fixture host of e2e_t4_host (default output but
-# for --hook-path: its createContainer hooks run this gpuctk) into /etc/cdi/gpuctk-e2e-<pid>.yaml, where podman looks, removed
-# afterwards (and /etc/cdi when this made it). Sets spec. Skips when another nvidia.com/gpu spec is
-# installed: podman drops devices that two specs define.
+# for --hook-path: its createContainer hooks run this gpuctk) into /etc/cdi/gpuctk-e2e.yaml, where podman
+# looks: the test's own /etc/cdi (e2e_own_cdi_dirs). Sets spec.
 e2e_cdi_spec_in_etc() {
   local gpuctk=$1
-  if [ ! -d /etc/cdi ]; then
-    e2e_cleanup_add "rmdir /etc/cdi"  # runs after the spec's removal (cleanups run last first)
-  fi
-  mkdir -p /etc/cdi
-  if grep -ls 'kind: *"\?nvidia.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json 2>/dev/null; then
-    e2e_skip "another nvidia.com/gpu spec is installed; it would conflict"
-  fi
-  spec=/etc/cdi/gpuctk-e2e-$$.yaml
-  e2e_cleanup_add "rm -f '$spec'"
+  [ "${GPUCTK_E2E_OWN_CDI:-}" = 1 ] || e2e_fail "e2e_cdi_spec_in_etc: call e2e_own_cdi_dirs first"
+  spec=/etc/cdi/gpuctk-e2e.yaml
   "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
     --output "$spec" 2>"$LAB/generate.err" || e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
 }

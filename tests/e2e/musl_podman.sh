@@ -12,6 +12,7 @@
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 fixture=$2
+e2e_own_cdi_dirs "$@"
 e2e_init
 e2e_podman_init
 e2e_musl_rootfs

@@ -9,21 +9,14 @@
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 fixture=$2
+e2e_own_cdi_dirs "$@"
 e2e_init
 e2e_podman_init
 e2e_real_host_with_spec "$gpuctk" "$fixture"
 e2e_real_cuda_rootfs
 
-# The spec must not collide with another nvidia.com/gpu spec: podman drops conflicting devices.
-if [ ! -d /etc/cdi ]; then
-  e2e_cleanup_add "rmdir /etc/cdi"  # runs after the spec's removal (cleanups run last first)
-fi
-mkdir -p /etc/cdi
-if grep -ls 'kind: *"\?nvidia.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json 2>/dev/null; then
-  e2e_skip "another nvidia.com/gpu spec is installed; it would conflict"
-fi
-spec=/etc/cdi/gpuctk-e2e-real-$$.yaml
-e2e_cleanup_add "rm -f '$spec'"
+# podman reads the spec from the test's own /etc/cdi (e2e_own_cdi_dirs).
+spec=/etc/cdi/gpuctk-e2e-real.yaml
 cp "$LAB/cdi/nvidia.yaml" "$spec"
 
 out=$(e2e_podman_run --device nvidia.com/gpu=0 --rootfs "$(e2e_rootfs_copy gpu0)" /bin/sh -c "$e2e_real_probe" 2>&1) ||
