@@ -6,7 +6,7 @@
 // facts below) and merged into one sorted map. NVIDIA's set has GPU Feature Discovery's (GFD's) names and
 // meanings (nvidia_labels); AMD's and Intel's sets, with the names their own node labellers use, plug in
 // beside it once discovery reports those GPUs. A value discovery does not know (memory and compute
-// capability without NVML, the CUDA version, a MIG profile) is left out, never guessed; the README lists
+// capability without NVML, the CUDA version, a MIG profile) is left out, never guessed; docs/labels.md lists
 // every deliberate difference from GFD.
 
 #include <cstdint>
@@ -66,7 +66,7 @@ struct NvidiaOptions {
 
 // GFD's label set for the NVIDIA GPUs of `inventory` (no GPUs: no labels):
 //   nvidia.com/gpu.{count,product,memory,family,compute.major,compute.minor,replicas,sharing-strategy}
-//     of one GPU model (the first whole GPU's; see the README when a node has several models),
+//     of one GPU model (the first whole GPU's; docs/labels.md when a node has several models),
 //   nvidia.com/gpu.{machine,mode}, nvidia.com/cuda.driver.{major,minor,rev},
 //   nvidia.com/cuda.driver-version.{major,minor,revision,full}, nvidia.com/cuda.runtime.{major,minor},
 //   nvidia.com/cuda.runtime-version.{major,minor,full}, nvidia.com/mig.capable, nvidia.com/mps.capable,
