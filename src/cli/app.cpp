@@ -115,6 +115,14 @@ int report(const Error& error) {
   return k_exit_failure;
 }
 
+void warn(std::string_view message) {
+  std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(message).c_str());
+}
+
+void note(std::string_view message) {
+  std::fprintf(stderr, "gpuctk: note: %s\n", escape_for_log(message).c_str());
+}
+
 void set_env_names(CLI::App& command) {
   std::string prefix = command_path(command);
   std::ranges::transform(prefix, prefix.begin(), [](char c) {
@@ -233,8 +241,7 @@ int run(int argc, char** argv) {
       return std::string_view(row.group) == "hook" && name == row.name;
     });
     if (!known) {
-      std::fprintf(stderr, "gpuctk: warning: unknown hook %s ignored (a spec from a newer gpuctk?)\n",
-                   quote(name).c_str());
+      warn("unknown hook " + quote(name) + " ignored (a spec from a newer gpuctk?)");
       return k_exit_ok;
     }
   }

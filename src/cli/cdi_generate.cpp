@@ -91,10 +91,8 @@ Result<std::string> hook_path(const GenerateArgs& args) {
   const std::string installed = hook::read_config("").config.hook_path;
   if (struct stat st{}; installed != self && ::stat(installed.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
                         (st.st_mode & 0111) != 0) {
-    std::fprintf(stderr,
-                 "gpuctk: note: the spec's hooks run the installed gpuctk %s, not this one (%s); --hook-path "
-                 "names another\n",
-                 escape_for_log(installed).c_str(), escape_for_log(self).c_str());
+    note("the spec's hooks run the installed gpuctk " + installed + ", not this one (" + self +
+         "); --hook-path names another");
     return installed;
   }
   if (self.ends_with(" (deleted)")) {
@@ -120,10 +118,8 @@ void warn_about_hook_path(std::span<const cdi::Spec* const> specs, const std::st
     return;
   }
   for (const auto& problem : cdi::hook_path_problems(path)) {
-    std::fprintf(stderr,
-                 "gpuctk: warning: hook path %s: every container given the spec's devices runs it "
-                 "(--hook-path names the installed gpuctk)\n",
-                 escape_for_log(problem).c_str());
+    warn("hook path " + problem +
+         ": every container given the spec's devices runs it (--hook-path names the installed gpuctk)");
   }
 }
 
@@ -142,7 +138,7 @@ Result<void> generate_vendor_set(const GenerateArgs& args, cdi::Format format, c
   }
   GPUCTK_TRY_ASSIGN(const auto built, cdi::build_vendor_specs(vendors, options, build));
   for (const auto& line : built.absent) {
-    std::fprintf(stderr, "gpuctk: note: %s\n", escape_for_log(line).c_str());
+    note(line);
   }
   if (built.specs.empty()) {
     std::vector<std::string_view> names;
@@ -172,7 +168,7 @@ Result<void> generate_vendor_set(const GenerateArgs& args, cdi::Format format, c
     }
   }
   for (const auto& warning : built.warnings) {
-    std::fprintf(stderr, "gpuctk: warning: %s\n", warning.c_str());
+    warn(warning);
   }
   std::vector<const cdi::Spec*> written;
   for (const auto& entry : built.specs) {
@@ -228,7 +224,7 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   }
   // Optional pieces the host lacks; printed only on success so a failure stays one line.
   for (const auto& warning : inventory.warnings) {
-    std::fprintf(stderr, "gpuctk: warning: %s\n", warning.c_str());
+    warn(warning);
   }
   const cdi::Spec* written = &*spec;
   warn_about_hook_path({&written, 1}, build.hook_path);

@@ -53,14 +53,11 @@ Action define_cdi_list(CLI::App& command) {
     }
     std::fflush(stdout);
     for (const std::string& error : registry.errors) {
-      std::fprintf(stderr, "gpuctk: warning: %s\n", error.c_str());
+      warn(error);
     }
     if (registry.devices.empty()) {
-      std::fprintf(
-          stderr,
-          "gpuctk: note: no CDI device in %s (gpuctk cdi generate --output %s/nvidia.yaml writes one)\n",
-          escape_for_log(join(dirs, ", ")).c_str(),
-          escape_for_log(dirs.empty() ? std::string("/etc/cdi") : dirs.front()).c_str());
+      note("no CDI device in " + join(dirs, ", ") + " (gpuctk cdi generate --output " +
+           (dirs.empty() ? std::string("/etc/cdi") : dirs.front()) + "/nvidia.yaml writes one)");
     }
     return k_exit_ok;
   };

@@ -28,12 +28,13 @@ Action define_cdi_validate(CLI::App& command) {
     for (const std::string& file : *files) {
       const auto loaded = cdi::load_spec_file(file);
       for (const std::string& error : loaded.errors) {
-        std::fprintf(stderr, "%s: %s\n", file.c_str(), error.c_str());
+        std::fprintf(stderr, "%s: %s\n", escape_for_log(file).c_str(), escape_for_log(error).c_str());
         status = k_exit_failure;
       }
       if (loaded.spec) {
         for (const std::string& missing : cdi::missing_hook_programs(*loaded.spec)) {
-          std::fprintf(stderr, "%s: warning: %s\n", file.c_str(), escape_for_log(missing).c_str());
+          std::fprintf(stderr, "%s: warning: %s\n", escape_for_log(file).c_str(),
+                       escape_for_log(missing).c_str());
         }
       }
     }

@@ -40,6 +40,12 @@ struct CommandRow {
 // Prints "gpuctk: error: <message>" on stderr and returns k_exit_failure.
 int report(const Error& error);
 
+// "gpuctk: warning: <message>" and "gpuctk: note: <message>" on stderr, the message escaped for the
+// terminal (it often holds a path or a value from a file or a container): every warning and note of the
+// CLI goes through these two.
+void warn(std::string_view message);
+void note(std::string_view message);
+
 // "gpuctk cdi generate": the command as typed.
 std::string command_path(const CLI::App& command);
 

@@ -61,7 +61,7 @@ Result<void> show(const hook::ConfigSource& source) {
   }
   GPUCTK_TRY(write_stdout(out));
   for (const auto& warning : file.warnings) {
-    std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
+    warn(warning);
   }
   if (file.error) {
     return std::unexpected(*file.error);  // shown after the values: the bad key keeps its default
@@ -102,8 +102,7 @@ Result<void> set(const hook::ConfigSource& source, const std::vector<std::string
   GPUCTK_TRY(write_file_atomic(source.path, text, mode, Durability::durable, owner));
   GPUCTK_TRY(write_stdout("wrote " + source.path + "\n" + said));
   if (after.error) {
-    std::fprintf(stderr, "gpuctk: warning: the file still has an error: %s\n",
-                 escape_for_log(after.error->message).c_str());
+    warn("the file still has an error: " + after.error->message);
   }
   return {};
 }

@@ -36,7 +36,7 @@ HookStart start_hook(const std::string& config_path) {
 
 void announce_warnings(const HookStart& start) {
   for (const auto& warning : start.warnings) {
-    std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
+    warn(warning);
     start.log.warning(warning);
   }
 }
@@ -50,7 +50,7 @@ Result<Gate> gate(const HookStart& start, const nlohmann::ordered_json& containe
   }
   const std::string warning =
       start.problem->message + "; " + std::string(what) + " asks for no GPU: left as it is";
-  std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
+  warn(warning);
   start.log.warning(warning);
   return Gate::pass_through;
 }

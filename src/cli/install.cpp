@@ -183,7 +183,7 @@ Result<void> install_spec(const InstallArgs& args, const Layout& layout, bool qu
   GPUCTK_TRY_ASSIGN(const auto change, install::put_file(layout.pod_spec, *text, 0644));
   if (change == install::Change::changed) {
     for (const auto& warning : warnings) {
-      std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
+      warn(warning);
     }
   } else if (quiet_when_unchanged) {
     return {};

@@ -129,7 +129,7 @@ Result<void> write_labels(const LabelsArgs& args, std::string& last, bool only_i
   last = computed.text;
   // Printed only on success, so that a failure stays one line.
   for (const auto& warning : computed.warnings) {
-    std::fprintf(stderr, "gpuctk: warning: %s\n", escape_for_log(warning).c_str());
+    warn(warning);
   }
   return {};
 }

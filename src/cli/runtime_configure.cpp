@@ -126,7 +126,7 @@ int run_runtime_configure(const std::vector<std::string>& args) {
   // nvidia-ctk's default engine; said on stderr, since an operator of containerd may have forgotten it.
   if (runtime_option->count() == 0) {
     runtime = "docker";
-    std::fprintf(stderr, "gpuctk: note: no --runtime given: configuring docker (as nvidia-ctk does)\n");
+    note("no --runtime given: configuring docker (as nvidia-ctk does)");
   }
   const engine::Engine which = *engine::parse_engine(runtime);
   if (hook_dir->count() != 0 && which != engine::Engine::docker) {
@@ -145,9 +145,9 @@ int run_runtime_configure(const std::vector<std::string>& args) {
   // Configuring before the shim is installed is fine (an installer may do it in either order), but the
   // engine will fail every container of that runtime until it is there.
   if (!remove && ::access(settings.runtime_path.c_str(), X_OK) != 0) {
-    std::fprintf(
-        stderr, "gpuctk: warning: runtime path %s: %s (the engine cannot run runtime %s until it is there)\n",
-        settings.runtime_path.c_str(), std::strerror(errno), quote(settings.name).c_str());
+    const std::string why = std::strerror(errno);
+    warn("runtime path " + settings.runtime_path + ": " + why + " (the engine cannot run runtime " +
+         quote(settings.name) + " until it is there)");
   }
   std::string summary = result->summary;
   if (const std::string link = docker_hook_link(docker_hook_dir, hook_dir->count() != 0, config);

@@ -37,7 +37,7 @@ Result<void> create(const NodesArgs& args) {
   }
   GPUCTK_TRY(write_stdout(out));
   for (const auto& note : result.notes) {
-    std::fprintf(stderr, "gpuctk: note: %s\n", escape_for_log(note).c_str());
+    cli::note(note);
   }
   return {};
 }

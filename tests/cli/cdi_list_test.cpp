@@ -64,6 +64,17 @@ TEST_F(CliCdiListTest, WarnsAboutInvalidFilesAndConflictsButSucceeds) {
                             m_etc + R"(/other.yaml", ")" + m_etc + "/vendor.yaml\")\n");
 }
 
+// A warning names a file whose name anyone who may write the spec directory chose: a terminal escape in
+// it reaches the terminal escaped, like every other warning of the CLI.
+TEST_F(CliCdiListTest, AWarningEscapesTheFileName) {
+  m_dir.write("etc/cdi/\x1b[2Jbroken.yaml",
+              "cdiVersion: \"0.3.0\"\nkind: \"vendor.com/device\"\ndevices: []\n");
+  const auto result = run({"--spec-dir", m_etc});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.err, "gpuctk: warning: " + m_etc +
+                            "/\\x1b[2Jbroken.yaml: devices: no devices (a spec needs at least one)\n");
+}
+
 // Nothing at all is no error, but whoever asked wants to know where was looked.
 TEST_F(CliCdiListTest, NothingToListSaysWhereItLooked) {
   const auto result = run({"--spec-dir", m_dir.path() + "/empty", "--spec-dir", m_dir.path() + "/none"});
