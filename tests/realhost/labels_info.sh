@@ -37,7 +37,11 @@ nvidia.com/gpu.sharing-strategy=none
 nvidia.com/mps.capable=false"
 echo "ok: labels"
 
-"$gpuctk" info --driver-root "$real_root" --dev-root "$real_dev_root" >"$LAB/info" 2>"$LAB/info.err" ||
+# info also lists the CDI specs the hooks would read: a config of the test's own names an empty spec
+# directory, so what the machine has in /etc/cdi does not change the output.
+mkdir -p "$LAB/cdi"
+echo "spec-dirs: [$LAB/cdi]" >"$LAB/gpuctk.yaml"
+GPUCTK_CONFIG=$LAB/gpuctk.yaml "$gpuctk" info --driver-root "$real_root" --dev-root "$real_dev_root" >"$LAB/info" 2>"$LAB/info.err" ||
   realhost_fail "gpuctk info failed: $(cat "$LAB/info.err")"
 expect "info stderr" "$(cat "$LAB/info.err")" ""
 expect "info" "$(cat "$LAB/info")" "Driver:      $v (proprietary kernel module)
@@ -50,6 +54,7 @@ Control:     /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia
 Libraries:   compute 7, graphics 15, ngx 1, utility 2, video 4
 Other files: binary 4, config 7, firmware 2, xorg_module 2
 Lib dirs:    /usr/lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu/nvidia/current
+CDI specs:   none
 Warnings:    1
   $fallback"
 echo "ok: info"
