@@ -53,6 +53,8 @@ for path in /usr/bin/gpuctk /usr/bin/gpuctk-runtime /usr/libexec/gpuctk/docker/n
   /usr/share/containers/oci/hooks.d/gpuctk-prestart.json /lib/systemd/system/gpuctk-cdi-refresh.service \
   /lib/systemd/system/gpuctk-cdi-refresh.path /lib/udev/rules.d/60-gpuctk-cdi-refresh.rules \
   /usr/share/man/man1/gpuctk.1.gz /usr/share/man/man1/gpuctk-cdi-generate.1.gz \
+  /usr/share/man/man5/gpuctk-config.yaml.5.gz \
+  /usr/share/man/man7/gpuctk-requests.7.gz \
   /usr/share/bash-completion/completions/gpuctk /usr/share/doc/gpuctk/copyright /usr/share/doc/gpuctk/changelog.gz; do
   e2e_expect_line "$listed" "$path"
   [ -e "$path" ] || e2e_fail "$path is listed but missing"

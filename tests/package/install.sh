@@ -37,6 +37,8 @@ expected=(
   usr/share/man/man1/gpuctk-runtime-configure.1.gz
   usr/share/man/man1/gpuctk-config.1.gz
   usr/share/man/man1/gpuctk-system-create-device-nodes.1.gz
+  usr/share/man/man5/gpuctk-config.yaml.5.gz
+  usr/share/man/man7/gpuctk-requests.7.gz
   usr/share/bash-completion/completions/gpuctk
   usr/share/doc/gpuctk/copyright
   usr/share/doc/gpuctk/changelog.gz
