@@ -11,10 +11,12 @@ gpuctk=$2
 lab=$(mktemp -d /tmp/gpuctk-etc-snippets.XXXXXX)
 trap 'rm -rf "$lab"' EXIT
 
-# What runtime configure writes into empty files (dry run: printed, nothing written).
-"$gpuctk" runtime configure --runtime containerd --config "$lab/config.toml" --dry-run --set-as-default \
-  >"$lab/containerd.toml" 2>/dev/null
-"$gpuctk" runtime configure --runtime docker --config "$lab/daemon.json" --dry-run \
+# What runtime configure writes into empty files (dry run: printed, nothing written), for the shim where
+# the package installs it, as the snippets name it (a build with another prefix defaults elsewhere).
+shim=/usr/bin/gpuctk-runtime
+"$gpuctk" runtime configure --runtime containerd --config "$lab/config.toml" --runtime-path "$shim" --dry-run \
+  --set-as-default >"$lab/containerd.toml" 2>/dev/null
+"$gpuctk" runtime configure --runtime docker --config "$lab/daemon.json" --runtime-path "$shim" --dry-run \
   >"$lab/docker.json" 2>/dev/null
 
 python3 - "$source_dir" "$lab" <<'PY'

@@ -517,7 +517,8 @@ TEST_F(RunSandboxed, StartsInTheGivenCgroupsAsAnUnprivilegedUser) {
   // Done with it: kill it now rather than at its deadline.
   for (const auto& dir : {cgroups.v2(), cgroups.v1()}) {
     if (!dir.empty()) {
-      if (const auto pid = trim(read_file(dir + "/cgroup.procs").value_or("")); !pid.empty()) {
+      const std::string procs = read_file(dir + "/cgroup.procs").value_or("");
+      if (const auto pid = trim(procs); !pid.empty()) {
         ::kill(std::stoi(std::string(pid)), SIGKILL);
       }
     }
