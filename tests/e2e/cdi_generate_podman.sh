@@ -26,7 +26,7 @@ done
 probe='ls -l /dev/nvidia0 /dev/nvidiactl /dev/nvidia-uvm | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
 for f in /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01 /usr/bin/nvidia-smi /etc/vulkan/icd.d/nvidia_icd.json; do [ -s "$f" ] && echo "file $f"; done
 grep -q " /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 .*ro," /proc/self/mountinfo && echo "libcuda read-only"
-cat /dev/nvidia0 2>&1 | sed "s/^cat: //"
+cat /dev/nvidia0 2>&1 | sed -E "s#^(cat|/bin/sh): ##"
 echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"'
 # ... and the driver library load, the linker cache and GPU 0's by-path links.
 probe+=$'\n'$e2e_t4_probe

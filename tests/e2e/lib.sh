@@ -195,7 +195,7 @@ YAML
 # shellcheck disable=SC2016  # expanded in the container
 e2e_t4_probe='ls -l /dev/nvidia0 /dev/nvidiactl /dev/dri/card1 /dev/dri/renderD128 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
 for f in /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 /usr/bin/nvidia-smi /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01; do [ -s "$f" ] && echo "file $f"; done
-cat /dev/nvidia0 2>&1 | sed "s/^cat: //"
+cat /dev/nvidia0 2>&1 | sed -E "s#^(cat|/bin/sh): ##"
 echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"
 /bin/cuda-version 2>&1; echo "cuda-version exit $?"
 /sbin/ldconfig -p | sed -n "s/^\t//p"
