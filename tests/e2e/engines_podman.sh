@@ -87,8 +87,8 @@ run none "$LAB/hooks-precreate $LAB/hooks-prestart"
 SH
 
 # Enter the root as an engine's host: private mounts, an overlay so that the cached root stays as it is,
-# then pivot_root (with chroot, update-ldcache's sandbox cannot bind the container's root: CONTRIBUTING.md,
-# "The engine suite", says why).
+# then pivot_root (a chroot works too since the sandbox takes the root's mounts by fd: CONTRIBUTING.md,
+# "The engine suite"; RunSandboxed.ACallerThatRunsChrootedGetsTheSameSandbox covers it).
 new=$LAB/newroot
 mkdir -p "$new"
 e2e_mounts_snapshot "$LAB/mountinfo.before"
