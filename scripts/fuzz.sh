@@ -59,12 +59,18 @@ for name in "${targets[@]}"; do
   artifacts=$build/artifacts/$name/
   log=$build/logs/$name.log
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
-  inputs=("$corpus" "$build/seeds/$name")
-  for dir in "fuzz/seeds/$name" "fuzz/regressions/$name"; do
+  # Seeds: generated ones (build/fuzz/seeds/<target>, for the targets whose inputs the repository's files
+  # give) and hand-made ones (fuzz/seeds/<target>); a target needs at least one of the two.
+  inputs=("$corpus")
+  for dir in "$build/seeds/$name" "fuzz/seeds/$name" "fuzz/regressions/$name"; do
     if [ -d "$dir" ]; then
       inputs+=("$dir")
     fi
   done
+  if [ ! -d "$build/seeds/$name" ] && [ ! -d "fuzz/seeds/$name" ]; then
+    echo "fuzz.sh: no seeds for $name (neither $build/seeds/$name nor fuzz/seeds/$name)" >&2
+    exit 1
+  fi
 
   options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
     -artifact_prefix="$artifacts")
