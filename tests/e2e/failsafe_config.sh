@@ -39,24 +39,7 @@ errors[nolog]="open log file $LAB/no-such-dir/gpuctk.log: No such file or direct
 probe='if [ -e /dev/nvidia0 ]; then echo "gpu node"; fi; echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"; echo ran'
 
 # shim_bundle NAME ENV: a runc bundle on a copy of the busybox root that runs $probe with ENV.
-shim_bundle() {
-  local bundle=$LAB/bundle-$1 rootfs
-  rootfs=$(e2e_rootfs_copy "$1")
-  mkdir -p "$bundle"
-  (cd "$bundle" && runc spec) || e2e_fail "runc spec failed"
-  python3 - "$bundle/config.json" "$rootfs" "$probe" "$2" <<'PY' || e2e_fail "could not write $bundle/config.json"
-import json, sys
-path, rootfs, probe, env = sys.argv[1:]
-c = json.load(open(path))
-c["process"]["terminal"] = False
-c["process"]["args"] = ["/bin/sh", "-c", probe]
-if env:
-    c["process"]["env"].append(env)
-c["root"] = {"path": rootfs, "readonly": False}
-json.dump(c, open(path, "w"))
-PY
-  echo "$bundle"
-}
+shim_bundle() { e2e_runc_bundle "$1" "$2" "$probe"; }
 
 podman_base=("${PODMAN[@]}")
 for name in typo nolog; do

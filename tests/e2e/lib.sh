@@ -98,15 +98,15 @@ e2e_rootfs_copy() {
   echo "$LAB/rootfs-$1"
 }
 
-# e2e_runc_bundle NAME ENV: prints $LAB/bundle-NAME, a runc bundle (`runc spec`, no terminal, writable
-# root) whose container runs the t4 probe (below) on its own copy of $LAB/rootfs, with ENV
-# ("KEY=VALUE", or empty for nothing) added to its environment.
+# e2e_runc_bundle NAME ENV [PROBE]: prints $LAB/bundle-NAME, a runc bundle (`runc spec`, no terminal,
+# writable root) whose container runs PROBE (default: the t4 probe, below) on its own copy of $LAB/rootfs,
+# with ENV ("KEY=VALUE", or empty for nothing) added to its environment.
 e2e_runc_bundle() {
-  local bundle=$LAB/bundle-$1 env=$2 rootfs
+  local bundle=$LAB/bundle-$1 env=$2 probe=${3:-$e2e_t4_probe} rootfs
   rootfs=$(e2e_rootfs_copy "$1")
   mkdir -p "$bundle"
   (cd "$bundle" && runc spec) || e2e_fail "runc spec failed"
-  python3 - "$bundle/config.json" "$rootfs" "$e2e_t4_probe" "$env" <<'PY' || e2e_fail "could not write $bundle/config.json"
+  python3 - "$bundle/config.json" "$rootfs" "$probe" "$env" <<'PY' || e2e_fail "could not write $bundle/config.json"
 import json, sys
 path, rootfs, probe, env = sys.argv[1:]
 c = json.load(open(path))
