@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/fixture_host_test.hpp"
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
 #include "util/file.hpp"
@@ -17,18 +18,9 @@
 namespace gpuctk {
 namespace {
 
-class CliCdiGenerateTest : public ::testing::Test {
+class CliCdiGenerateTest : public test::CliFixtureHostTest {
  protected:
-  void SetUp() override {
-    auto f = fixture::materialise_temp("t4-debian");
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
-    }
-    m_scratch = m_fixture->temp.path() + "/scratch";
-    std::filesystem::create_directories(m_scratch);
-  }
+  CliCdiGenerateTest() : CliFixtureHostTest("t4-debian") {}
   test::RunResult generate(std::vector<std::string> extra) {
     std::vector<std::string> args{"cdi",           "generate",
                                   "--driver-root", m_fixture->host.driver_root,
@@ -36,8 +28,6 @@ class CliCdiGenerateTest : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return test::run_gpuctk(args, m_scratch);
   }
-  std::unique_ptr<fixture::Fixture> m_fixture;
-  std::string m_scratch;
 };
 
 // GPU 4 of the DGX is in MIG mode. The device plugin's migStrategy "none" hands it out whole, by UUID:

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cli/fixture_host_test.hpp"
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
 #include "util/file.hpp"
@@ -18,18 +19,9 @@
 namespace gpuctk {
 namespace {
 
-class CliLabelsTest : public ::testing::Test {
+class CliLabelsTest : public test::CliFixtureHostTest {
  protected:
-  void SetUp() override {
-    auto f = fixture::materialise_temp("dgx-a100");
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
-    }
-    m_scratch = m_fixture->temp.path() + "/scratch";
-    std::filesystem::create_directories(m_scratch);
-  }
+  CliLabelsTest() : CliFixtureHostTest("dgx-a100") {}
   test::RunResult labels(std::vector<std::string> extra) {
     std::vector<std::string> args{"labels", "--driver-root", m_fixture->host.driver_root, "--dev-root",
                                   m_fixture->host.dev_root};
@@ -43,8 +35,6 @@ class CliLabelsTest : public ::testing::Test {
     return read_file(std::string(GPUCTK_SOURCE_DIR) + "/tests/golden/labels/" + std::string(name))
         .value_or("?");
   }
-  std::unique_ptr<fixture::Fixture> m_fixture;
-  std::string m_scratch;
 };
 
 TEST_F(CliLabelsTest, WritesTheNfdFileAtomicallyWithMode0644) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "cdi/temp_dir.hpp"
+#include "cli/fixture_host_test.hpp"
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
 #include "util/file.hpp"
@@ -20,18 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CliNvidiaCtkGenerateTest : public ::testing::Test {
+class CliNvidiaCtkGenerateTest : public test::CliFixtureHostTest {
  protected:
-  void SetUp() override {
-    auto f = fixture::materialise_temp("dgx-a100");
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
-    }
-    m_scratch = m_fixture->temp.path() + "/scratch";
-    fs::create_directories(m_scratch);
-  }
+  CliNvidiaCtkGenerateTest() : CliFixtureHostTest("dgx-a100") {}
   // `cdi generate` on the fixture in proc mode, the spec on stdout.
   test::RunResult generate(std::vector<std::string> extra, std::vector<std::string> env = {}) {
     std::vector<std::string> args{"cdi",           "generate",
@@ -41,8 +33,6 @@ class CliNvidiaCtkGenerateTest : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return test::run_gpuctk(args, m_scratch, {.env = std::move(env)});
   }
-  std::unique_ptr<fixture::Fixture> m_fixture;
-  std::string m_scratch;
 };
 
 TEST_F(CliNvidiaCtkGenerateTest, AliasesAndCommaListsGiveTheSameSpec) {
