@@ -3,7 +3,7 @@
 # createContainer hooks) that real podman 4.3.1 (CDI library 0.5.x, strict parsing, cdiVersion <= 0.5.0)
 # accepts, and a glibc container started with --device nvidia.com/gpu=0 / =all sees the device nodes, the
 # mounted driver files and the env, loads the host's libcuda.so.1 and gets its CUDA version, has the
-# driver libraries in its ld.so.cache and GPU 0's /dev/dri/by-path links.
+# driver libraries in its ld.so.cache and GPU 0's /dev/dri/by-path links; GPU 1's only with =all.
 #   usage: cdi_generate_podman.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
@@ -44,6 +44,7 @@ e2e_expect_line "$out" "libcuda read-only"
 e2e_expect_line "$out" "can't open '/dev/nvidia0': No such device or address"
 e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=void"
 e2e_check_t4_driver_loads "$out"
+e2e_check_t4_no_gpu1 "$out"
 echo "ok: podman --device nvidia.com/gpu=0"
 
 out=$(e2e_podman_run --device nvidia.com/gpu=all --rootfs "$(e2e_rootfs_copy all)" /bin/sh -c "$probe" 2>&1) ||
@@ -52,6 +53,7 @@ e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
 e2e_expect_line "$out" "file /usr/bin/nvidia-smi"
 e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=void"
 e2e_check_t4_driver_loads "$out"
+e2e_check_t4_gpu1 "$out"
 echo "ok: podman --device nvidia.com/gpu=all"
 
 # Without a device request nothing is injected and no hook runs.

@@ -37,7 +37,7 @@ out=$(e2e_podman_run -e NVIDIA_VISIBLE_DEVICES=7 --rootfs "$(e2e_rootfs_copy bad
 # by its hostname (podman's short id: all the precreate hook has).
 grep -qF "executing [gpuctk hook precreate --config $LAB/gpuctk.yaml]: exit status 1" <<<"$out" ||
   e2e_fail "unexpected error: $out"
-grep -qE ' error: container with hostname [0-9a-f]{12}: unknown device "nvidia\.com/gpu=7" \(devices: 0, GPU-' \
+grep -qE ' error: container with hostname [0-9a-f]{12}: unknown device "nvidia\.com/gpu=7" \(devices: 0, 1, GPU-' \
   "$LAB/gpuctk.log" || e2e_fail "the log does not name the bad device and its container: $(cat "$LAB/gpuctk.log")"
 echo "ok: podman refuses NVIDIA_VISIBLE_DEVICES=7"
 echo "PASS: the podman precreate hook injected GPU 0; libcuda.so.1 loads"

@@ -126,7 +126,7 @@ env "${labels[@]:1}" "$gpuctk" "${labels_args[@]}" >"$LAB/labels.out" 2>&1 &
 labels_pid=$!
 e2e_cleanup_add "kill $labels_pid"
 eventually "$LAB/features.d/gpuctk" "nvidia.com/gpu.present=true" "labels"
-e2e_expect_line "$(cat "$LAB/features.d/gpuctk")" "nvidia.com/gpu.count=1"
+e2e_expect_line "$(cat "$LAB/features.d/gpuctk")" "nvidia.com/gpu.count=2"
 cp "$LAB/features.d/gpuctk" "$LAB/labels.written"
 stop "$labels_pid" "labels --watch"
 cmp -s "$LAB/features.d/gpuctk" "$LAB/labels.written" || e2e_fail "the labels changed or went when labels stopped"

@@ -155,14 +155,40 @@ $haystack"
   fi
 }
 
-# The t4-debian fixture host in $LAB/host, with real device nodes. Sets driver_root and dev_root.
+# The e2e host in $LAB/host, with real device nodes: the t4-debian fixture with a second Tesla T4 (a
+# g4dn.12xlarge-like node), so that every case shows a container gets the GPU it asked for and not the
+# other one (e2e_check_t4_no_gpu1, e2e_check_t4_gpu1). GPU 1: minor 1, 0000:00:1f.0, card2, renderD129;
+# after GPU 0 in PCI order too, as NVML numbers GPUs (/proc mode numbers them by bus id, the mock NVML in
+# manifest order: the two agree only when the manifest lists GPUs in bus order).
+# Sets driver_root and dev_root.
 e2e_t4_host() {
-  local fixture=$1
-  "$fixture" materialize t4-debian "$LAB/host" >"$LAB/roots"
+  local fixture=$1 manifest=$LAB/t4x2/host.yaml
+  mkdir -p "$LAB/t4x2"
+  awk -v gpu1="$e2e_t4_gpu1" '/^libraries:/ { print gpu1 } { print }' \
+    "$(dirname "${BASH_SOURCE[0]}")/../../fixtures/hosts/t4-debian/host.yaml" >"$manifest"
+  grep -qx '    uuid: GPU-5c2f8e1a-9d3b-5f7c-b1e4-6a8d0c2e4f61' "$manifest" || e2e_fail "no second GPU in $manifest"
+  "$fixture" materialize "$manifest" "$LAB/host" >"$LAB/roots" 2>"$LAB/materialize.err" ||
+    e2e_fail "materialising the e2e host failed: $(cat "$LAB/materialize.err")"
   grep -qx "nodes=real" "$LAB/roots" || e2e_skip "fixture device nodes are not real char devices"
   driver_root=$(sed -n 's/^driver_root=//p' "$LAB/roots")
   dev_root=$(sed -n 's/^dev_root=//p' "$LAB/roots")
 }
+
+# The second T4 of e2e_t4_host, as an entry of the fixture's gpus list (fixtures/hosts/README.md).
+e2e_t4_gpu1='  - minor: 1
+    bus_id: "0000:00:1f.0"
+    uuid: GPU-5c2f8e1a-9d3b-5f7c-b1e4-6a8d0c2e4f61
+    model: Tesla T4
+    brand: Tesla
+    arch: turing
+    memory: 16106127360
+    compute_capability: "7.5"
+    pci: {device: 0x1eb8, subsystem: 0x12a2}
+    vbios: 90.04.96.00.A0
+    irq: 35
+    numa_node: 0
+    drm: {card: 2, render: 129}
+'
 
 # e2e_t4_host, its spec as `cdi generate` writes it by default but for --hook-path (createContainer hooks
 # that run this gpuctk, not an installed one) in $LAB/cdi, a gpuctk config $LAB/gpuctk.yaml that uses both (hook-path: this gpuctk, for a
@@ -189,17 +215,18 @@ YAML
   ln -s "$(realpath "$gpuctk")" "$LAB/bin/gpuctk-runtime"
 }
 
-# What a container sees of GPU 0 of the t4-debian host; e2e_check_t4_gpu0 checks it. Besides files and
-# nodes: the driver library loads (/bin/cuda-version of e2e_glibc_rootfs), the container's linker cache
-# (`ldconfig -p`, tab stripped) and GPU 0's /dev/dri/by-path links, which a createContainer hook makes.
+# What a container sees of the GPUs of e2e_t4_host; e2e_check_t4_gpu0 checks it. Besides files and nodes
+# (GPU 0's and GPU 1's): the driver library loads (/bin/cuda-version of e2e_glibc_rootfs), the container's
+# linker cache (`ldconfig -p`, tab stripped) and the GPUs' /dev/dri/by-path links, which a createContainer
+# hook makes.
 # shellcheck disable=SC2016  # expanded in the container
-e2e_t4_probe='ls -l /dev/nvidia0 /dev/nvidiactl /dev/dri/card1 /dev/dri/renderD128 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
+e2e_t4_probe='ls -l /dev/nvidia0 /dev/nvidiactl /dev/dri/card1 /dev/dri/renderD128 /dev/nvidia1 /dev/dri/card2 /dev/dri/renderD129 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
 for f in /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 /usr/bin/nvidia-smi /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01; do [ -s "$f" ] && echo "file $f"; done
 cat /dev/nvidia0 2>&1 | sed -E "s#^(cat|/bin/sh): ##"
 echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"
 /bin/cuda-version 2>&1; echo "cuda-version exit $?"
 /sbin/ldconfig -p | sed -n "s/^\t//p"
-for l in /dev/dri/by-path/pci-0000:00:1e.0-card /dev/dri/by-path/pci-0000:00:1e.0-render; do
+for l in /dev/dri/by-path/pci-0000:00:1e.0-card /dev/dri/by-path/pci-0000:00:1e.0-render /dev/dri/by-path/pci-0000:00:1f.0-card /dev/dri/by-path/pci-0000:00:1f.0-render; do
   [ -L "$l" ] && echo "link $l -> $(readlink "$l")"; [ -c "$l" ] && echo "char device through $l"; done
 true'
 
@@ -248,13 +275,39 @@ e2e_check_t4_gpu0() {
   e2e_expect_line "$out" "can't open '/dev/nvidia0': No such device or address"
   e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=void"
   e2e_check_t4_driver_loads "$out"
+  e2e_check_t4_no_gpu1 "$out"
   echo "ok: $who"
 }
 
-# e2e_check_t4_nothing OUTPUT WHO: the probe's output of a container that asked for no GPU: no node, no
-# driver file, libcuda.so.1 does not load, and the image's cache is the image's (its library, no driver).
+# e2e_check_t4_no_gpu1 OUTPUT [RUNTIME_NODE]: e2e_t4_probe's output shows none of GPU 1's nodes and
+# by-path links; with RUNTIME_NODE (prestart bundles, where the runtime itself makes /dev/nvidia1 and
+# its device cgroup refuses it) its /dev/nvidia1 line is not checked.
+e2e_check_t4_no_gpu1() {
+  local out=$1 runtime_node=${2:-}
+  [ -n "$runtime_node" ] || e2e_expect_no_line "$out" "crw-rw-rw- 195, 1 /dev/nvidia1"
+  e2e_expect_no_line "$out" "crw-rw---- 226, 2 /dev/dri/card2"
+  e2e_expect_no_line "$out" "crw-rw---- 226, 129 /dev/dri/renderD129"
+  e2e_expect_no_line "$out" "link /dev/dri/by-path/pci-0000:00:1f.0-card -> ../card2"
+  e2e_expect_no_line "$out" "link /dev/dri/by-path/pci-0000:00:1f.0-render -> ../renderD129"
+}
+
+# e2e_check_t4_gpu1 OUTPUT: e2e_t4_probe's output shows GPU 1's nodes and its by-path links (a request
+# for all GPUs).
+e2e_check_t4_gpu1() {
+  local out=$1
+  e2e_expect_line "$out" "crw-rw-rw- 195, 1 /dev/nvidia1"
+  e2e_expect_line "$out" "crw-rw---- 226, 2 /dev/dri/card2"
+  e2e_expect_line "$out" "crw-rw---- 226, 129 /dev/dri/renderD129"
+  e2e_expect_line "$out" "link /dev/dri/by-path/pci-0000:00:1f.0-card -> ../card2"
+  e2e_expect_line "$out" "link /dev/dri/by-path/pci-0000:00:1f.0-render -> ../renderD129"
+  e2e_expect_line "$out" "char device through /dev/dri/by-path/pci-0000:00:1f.0-card"
+}
+
+# e2e_check_t4_nothing OUTPUT WHO [RUNTIME_NODE]: the probe's output of a container that asked for no GPU:
+# no node, no driver file, libcuda.so.1 does not load, and the image's cache is the image's (its library,
+# no driver). RUNTIME_NODE: as e2e_check_t4_no_gpu1.
 e2e_check_t4_nothing() {
-  local out=$1 who=$2
+  local out=$1 who=$2 runtime_node=${3:-}
   e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
   e2e_expect_no_line "$out" "file /usr/bin/nvidia-smi"
   e2e_expect_no_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
@@ -264,6 +317,7 @@ e2e_check_t4_nothing() {
   e2e_expect_line "$out" "$e2e_image_lib_line"
   e2e_expect_no_line "$out" "libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1"
   e2e_expect_no_line "$out" "link /dev/dri/by-path/pci-0000:00:1e.0-card -> ../card1"
+  e2e_check_t4_no_gpu1 "$out" "$runtime_node"
   echo "ok: $who"
 }
 
@@ -422,7 +476,7 @@ $changes"
 
 # What a container sees of an injection done live by the prestart hook, on top of e2e_t4_probe: the
 # requested nodes other than GPU 0 open up to the driver (ENXIO: allowed by the device cgroup, no driver
-# here); a node that was NOT requested, 195:1, is refused by the device cgroup (EPERM): /dev/nvidia1 where
+# here); GPU 1's node 195:1, when not requested, is refused by the device cgroup (EPERM): /dev/nvidia1 where
 # the runtime made it (runc/crun: linux.devices without an allow rule), else /tmp/nvidia1 from the image,
 # else /dev/nvidia1 made here with mknod in the container's /dev tmpfs (engines whose default
 # capabilities have CAP_MKNOD: docker, containerd; the default rules allow mknod); the mount options of
@@ -432,7 +486,7 @@ $changes"
 e2e_prestart_probe='ls -l /dev/nvidia-uvm 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
 for n in /dev/nvidiactl /dev/nvidia-uvm /dev/dri/card1 /dev/dri/renderD128; do echo "open $n: $(cat "$n" 2>&1 >/dev/null | sed "s/.*: //")"; done
 n1=/dev/nvidia1; if [ ! -c "$n1" ]; then if [ -c /tmp/nvidia1 ]; then n1=/tmp/nvidia1; else mknod -m 666 "$n1" c 195 1 2>&1 | sed "s/^/mknod: /"; fi; fi
-echo "unrequested 195:1: $(cat "$n1" 2>&1 >/dev/null | sed "s/.*: //")"
+echo "gpu1 195:1: $(cat "$n1" 2>&1 >/dev/null | sed "s/.*: //")"
 lib=/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01
 awk -v p="$lib" '"'"'$5 == p { n = split($6, o, ","); for (i = 1; i <= n; i++) print "libcuda mount option " o[i] }'"'"' /proc/self/mountinfo
 [ -e "$lib" ] && echo "append libcuda: $( { echo x >>"$lib"; } 2>&1 | sed "s/.*: //")"
@@ -441,8 +495,8 @@ grep -q lib/x86_64-linux-gnu/libcuda.so.1 /etc/ld.so.cache 2>/dev/null && echo "
 
 # e2e_check_prestart_gpu0 OUTPUT WHO KIND VISIBLE: e2e_prestart_probe's output of a container on the KIND
 # (busybox or glibc) root that asked for GPU 0 and got it from the prestart hook: GPU 0's nodes and the
-# control nodes with their type, major and minor; the device cgroup allows them (ENXIO) and refuses
-# 195:1, which was not requested (EPERM); the utility and compute driver files (no video), libcuda
+# control nodes with their type, major and minor; the device cgroup allows them (ENXIO) and refuses GPU
+# 1's 195:1 (EPERM), whose DRM nodes and links are absent (with VISIBLE=all GPU 1 is there); the utility and compute driver files (no video), libcuda
 # mounted read-only, nosuid, nodev (an append fails); the container's env untouched
 # (NVIDIA_VISIBLE_DEVICES=VISIBLE, never void); the createContainer hooks ran (the ld.so.cache names
 # libcuda.so.1, GPU 0's /dev/dri/by-path links); on the glibc root the driver library loads
@@ -458,7 +512,14 @@ e2e_check_prestart_gpu0() {
   for node in /dev/nvidiactl /dev/nvidia-uvm /dev/dri/card1 /dev/dri/renderD128; do
     e2e_expect_line "$out" "open $node: No such device or address"
   done
-  e2e_expect_line "$out" "unrequested 195:1: Operation not permitted"
+  if [ "$visible" = all ]; then
+    # GPU 1 too: its node opens up to the driver, its DRM nodes and by-path links are there.
+    e2e_expect_line "$out" "gpu1 195:1: No such device or address"
+    e2e_check_t4_gpu1 "$out"
+  else
+    e2e_expect_line "$out" "gpu1 195:1: Operation not permitted"
+    e2e_check_t4_no_gpu1 "$out" runtime-node
+  fi
   e2e_expect_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
   e2e_expect_line "$out" "file /usr/bin/nvidia-smi"
   e2e_expect_no_line "$out" "file /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01"
@@ -495,9 +556,10 @@ e2e_check_prestart_nothing() {
   e2e_expect_no_line "$out" "ld.so.cache names the driver folder's libcuda.so.1"
   e2e_expect_no_line "$out" "link /dev/dri/by-path/pci-0000:00:1e.0-card -> ../card1"
   e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES="
-  e2e_expect_line "$out" "unrequested 195:1: Operation not permitted"
+  e2e_expect_line "$out" "gpu1 195:1: Operation not permitted"
+  e2e_check_t4_no_gpu1 "$out" runtime-node
   case "$kind" in
-    glibc) e2e_check_t4_nothing "$out" "$who" >/dev/null ;;
+    glibc) e2e_check_t4_nothing "$out" "$who" runtime-node >/dev/null ;;
     busybox) ;;
     *) e2e_fail "e2e_check_prestart_nothing: unknown root kind '$kind'" ;;
   esac

@@ -76,16 +76,18 @@ grep -q "injected nvidia.com/gpu=0 from $LAB/cdi/nvidia.yaml" "$LAB/gpuctk.log" 
 out=$(docker_run runc -e NVIDIA_VISIBLE_DEVICES=0 2>&1) || e2e_fail "docker run with docker's runc failed: $out"
 e2e_expect_no_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
 e2e_expect_line "$out" "cuda-version exit 1"
+e2e_check_t4_no_gpu1 "$out"
 echo "ok: without --runtime nvidia docker's own runc gives no GPU"
 
 # docker --gpus: dockerd found nvidia-container-runtime-hook on its PATH (configure's link) and runs it as
-# the container's prestart hook, which puts GPU 0 into it live; the env stays docker's.
+# the container's prestart hook, which puts both GPUs into it live; the env stays docker's.
 out=$(docker_run gpus --gpus all 2>&1) || e2e_fail "docker run --gpus all failed: $out"
 e2e_expect_line "$out" "crw-rw-rw- 195, 0 /dev/nvidia0"
 e2e_expect_line "$out" "crw-rw-rw- 195, 255 /dev/nvidiactl"
 e2e_expect_line "$out" "file /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"
 e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=all"
 e2e_check_t4_driver_loads "$out"
+e2e_check_t4_gpu1 "$out"
 echo "ok: docker run --gpus all went through the linked hook"
 
 leftover=$("${DOCKER[@]}" ps -aq)

@@ -31,5 +31,5 @@ grep -qF "injected nvidia.com/gpu=0 from in-memory spec (driver 535.183.01)" "$L
 
 # An unknown GPU is refused, naming what the in-memory spec has; runc never starts.
 e2e_expect_shim_refuses bad NVIDIA_VISIBLE_DEVICES=7 \
-  'unknown device "nvidia.com/gpu=7" (devices: 0, GPU-473708f2-6eb9-5708-a0c1-d913c026ccc9, all)'
+  'unknown device "nvidia.com/gpu=7" (devices: 0, 1, GPU-473708f2-6eb9-5708-a0c1-d913c026ccc9, GPU-5c2f8e1a-9d3b-5f7c-b1e4-6a8d0c2e4f61, all)'
 echo "PASS: runc through the gpuctk runtime shim, with no spec installed, got GPU 0 and loads libcuda.so.1"
