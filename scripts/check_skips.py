@@ -7,10 +7,14 @@ suite gone. scripts/test.sh runs this after each ctest: it prints every skipped 
 exits 1 unless each one matches a line of the allow-list for this build.
 
 usage: check_skips.py JUNIT_XML ALLOW_LIST BUILD
-  JUNIT_XML   ctest --output-junit's file
+  JUNIT_XML   ctest --output-junit's file. A ctest entry unit.shard<N> (a build configured with
+              GPUCTK_UNIT_SHARDS, tests/CMakeLists.txt) is one process running a shard of gpuctk_tests:
+              its tests are read from GoogleTest's XML, unit-shards/shard<N>.xml next to JUNIT_XML, which
+              must exist and name at least one test.
   ALLOW_LIST  lines "<build> <test-name regex> <why it may skip there>"; '#' starts a comment
   BUILD       the build the run was (release, asan): only that build's lines apply
 """
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -27,6 +31,26 @@ def reasons(output: str) -> list[str]:
         elif line.endswith(": Skipped") and i + 1 < len(lines) and lines[i + 1].strip():
             found.append(lines[i + 1].strip())
     return list(dict.fromkeys(found)) or ["(no reason printed)"]
+
+
+def shard_skips(path: str) -> list[tuple[str, list[str]]]:
+    """The skipped tests of a GoogleTest XML file, named as ctest names them (Suite.Test), with the
+    messages they gave; an error if the file is missing or names no test (the shard did not run)."""
+    try:
+        cases = list(ET.parse(path).getroot().iter("testcase"))
+    except (OSError, ET.ParseError) as e:
+        raise SystemExit(f"check_skips.py: {path}: {e}")
+    if not cases:
+        raise SystemExit(f"check_skips.py: {path}: no test ran in this shard")
+    found = []
+    for case in cases:
+        if case.get("result") == "skipped" or case.get("status") == "notrun":
+            message = case.find("skipped")
+            text = message.get("message", "") if message is not None else ""
+            # "file:line\nreason": the reason is what follows the location.
+            why = [line.strip() for line in text.splitlines()[1:] if line.strip()]
+            found.append((f"{case.get('classname', '?')}.{case.get('name', '?')}", why or ["(no reason printed)"]))
+    return found
 
 
 def main() -> int:
@@ -48,6 +72,9 @@ def main() -> int:
                 allowed.append((re.compile(parts[1]), parts[2]))
     skipped = []
     for case in ET.parse(junit).getroot().iter("testcase"):
+        shard = re.fullmatch(r"unit\.(shard[0-9]+)", case.get("name", ""))
+        if shard:
+            skipped += shard_skips(os.path.join(os.path.dirname(junit), "unit-shards", shard[1] + ".xml"))
         if case.get("status") in ("notrun", "disabled"):
             out = case.findtext("system-out") or ""
             skipped.append((case.get("name", "?"), reasons(out)))

@@ -3,7 +3,8 @@
 # a warnings-as-errors build, then an AddressSanitizer + UndefinedBehaviorSanitizer build — with the lint
 # (clang-format, the layer rule, clang-tidy; scripts/lint.sh) in between, and then every fuzz target for a
 # short fixed time (scripts/fuzz.sh; GPUCTK_FUZZ_SECONDS each, default 25). A test that skips fails the
-# run unless tests/skips.allow names it for that build.
+# run unless tests/skips.allow names it for that build. The ASan build runs its unit tests as one
+# GoogleTest shard per core (GPUCTK_UNIT_SHARDS, tests/CMakeLists.txt): a process per test costs it minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh test
@@ -19,7 +20,7 @@ run_suite() {
   shift 2
   cmake -S . -B "$dir" -DGPUCTK_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
-  rm -f "$dir/ctest-junit.xml"
+  rm -rf "$dir/ctest-junit.xml" "$dir/unit-shards"
   ctest --test-dir "$dir" --output-on-failure -j"$jobs" --output-junit ctest-junit.xml
   python3 scripts/check_skips.py "$dir/ctest-junit.xml" tests/skips.allow "$build"
 }
@@ -31,6 +32,6 @@ echo "== lint"
 bash scripts/lint.sh build/ci
 echo "== ASan + UBSan build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_suite build/asan asan -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF
+  run_suite build/asan asan -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF -DGPUCTK_UNIT_SHARDS="$jobs"
 echo "== fuzz targets (clang 16, libFuzzer + ASan + UBSan), ${GPUCTK_FUZZ_SECONDS:-25} s each"
 GPUCTK_BUILD_JOBS=$jobs bash scripts/fuzz.sh all "${GPUCTK_FUZZ_SECONDS:-25}"
