@@ -4,16 +4,12 @@
 # "gpuctk <version> (commit <12 hex digits>[-dirty])" naming a commit of this repository, or "unknown"
 # when the sources are not a git tree.
 #   usage: commit.sh <cmake> <source dir> <gpuctk>
-set -euo pipefail
+# shellcheck source=tests/package/lib.sh
+source "$(dirname "$0")/lib.sh"
 cmake=$1
 source_dir=$2
 gpuctk=$3
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-lab=$(mktemp -d /tmp/gpuctk-commit.XXXXXX)
-trap 'rm -rf "$lab"' EXIT
+package_lab commit
 
 mkdir "$lab/copy"
 "$cmake" -DSOURCE_DIR="$lab/copy" -DOUTPUT="$lab/out/commit.hpp" -P "$source_dir/cmake/gpuctk_commit.cmake" ||

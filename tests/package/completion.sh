@@ -3,14 +3,11 @@
 # option values exactly (COMP_WORDS/COMP_CWORD as bash sets them), and every option it offers is one the
 # built binary's --help lists.
 #   usage: completion.sh <gpuctk>
-set -euo pipefail
+# shellcheck source=tests/package/lib.sh
+source "$(dirname "$0")/lib.sh"
 gpuctk=$(realpath "$1")
 # shellcheck source=/dev/null
 source "$(dirname "$0")/../../etc/bash-completion/gpuctk"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
 
 # expect "LINE BEING TYPED" "SORTED EXPECTED WORDS": the line's last word is the one completed.
 expect() {

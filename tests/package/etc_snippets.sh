@@ -5,11 +5,11 @@
 # then runs `runtime configure` (or applies the RuntimeClass) must get one runtime, not two names for it.
 # The snippet's commented default_runtime_name is checked too: uncommented, it must name that runtime.
 #   usage: etc_snippets.sh <source dir> <gpuctk>
-set -euo pipefail
+# shellcheck source=tests/package/lib.sh
+source "$(dirname "$0")/lib.sh"
 source_dir=$1
 gpuctk=$2
-lab=$(mktemp -d /tmp/gpuctk-etc-snippets.XXXXXX)
-trap 'rm -rf "$lab"' EXIT
+package_lab etc-snippets
 
 # What runtime configure writes into empty files (dry run: printed, nothing written), for the shim where
 # the package installs it, as the snippets name it (a build with another prefix defaults elsewhere).

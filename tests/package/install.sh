@@ -4,16 +4,12 @@
 # it, and `systemd-analyze verify` accepts the units with nothing to say (it exits 0 on unknown keys and
 # bad values, so any output fails the test). Nothing is written outside a temporary directory.
 #   usage: install.sh <build dir> <install prefix>
-set -euo pipefail
+# shellcheck source=tests/package/lib.sh
+source "$(dirname "$0")/lib.sh"
 build=$1
 prefix=$2
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-[ "$prefix" = /usr ] || { echo "SKIP: the build's prefix is $prefix; the layout checked here is /usr's" >&2; exit 77; }
-lab=$(mktemp -d /tmp/gpuctk-install.XXXXXX)
-trap 'rm -rf "$lab"' EXIT
+[ "$prefix" = /usr ] || skip "the build's prefix is $prefix; the layout checked here is /usr's"
+package_lab install
 root=$lab/root
 
 for run in 1 2; do
@@ -65,8 +61,7 @@ zcat "$root/usr/share/man/man1/gpuctk-cdi-generate.1.gz" | grep -qF -- '\-\-devi
 # Offline verification inside a copy of this host's units (the targets the units name), with the
 # installed files on top; MANPATH lets it find the Documentation= pages.
 if ! command -v systemd-analyze >/dev/null; then
-  echo "SKIP: no systemd-analyze to verify the units (the layout passed)" >&2
-  exit 77
+  skip "no systemd-analyze to verify the units (the layout passed)"
 fi
 verify=$lab/verify
 mkdir -p "$verify/lib/systemd/system"

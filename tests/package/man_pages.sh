@@ -4,14 +4,11 @@
 # configuration file's page (section 5) and the request variables' (section 7) are there too; every page
 # renders without a groff or man warning, and every gpuctk page a SEE ALSO names exists.
 #   usage: man_pages.sh <packaging/man of the sources> <packaging/man of the build>
-set -euo pipefail
+# shellcheck source=tests/package/lib.sh
+source "$(dirname "$0")/lib.sh"
 src=$1
 built=$2
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-command -v man >/dev/null || { echo "SKIP: man (man-db) is not installed" >&2; exit 77; }
+command -v man >/dev/null || skip "man (man-db) is not installed"
 
 pages=(gpuctk-config.yaml.5 gpuctk-requests.7)
 for include in "$src"/*.h2m; do

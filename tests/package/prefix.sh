@@ -7,16 +7,12 @@
 # checked are made at configure time, installed by packaging/cmake_install.cmake), nothing is written
 # outside a temporary directory.
 #   usage: prefix.sh <cmake> <cpack> <source dir>
-set -euo pipefail
+# shellcheck source=tests/package/lib.sh
+source "$(dirname "$0")/lib.sh"
 cmake=$1
 cpack=$2
 source_dir=$3
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-lab=$(mktemp -d /tmp/gpuctk-prefix.XXXXXX)
-trap 'rm -rf "$lab"' EXIT
+package_lab prefix
 tree=$lab/tree
 "$cmake" -S "$source_dir" -B "$tree" -DGPUCTK_TESTS=OFF -DGPUCTK_BENCH=OFF -DGPUCTK_MAN_PAGES=OFF \
   >"$lab/configure.log" 2>&1 || fail "configure with the default prefix failed: $(tail -20 "$lab/configure.log")"
