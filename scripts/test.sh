@@ -27,7 +27,9 @@ run_suite() {
 
 echo "== release build (warnings are errors)"
 # Prefix /usr: the .deb (tests/package/deb.sh) is packaged from this tree, whose binary names /usr/bin/gpuctk.
-run_suite build/ci release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_INSTALL_PREFIX=/usr
+# The device plugin's daemon is built and driven by its kubelet stand-in here (plugin.kubelet).
+run_suite build/ci release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_INSTALL_PREFIX=/usr \
+  -DGPUCTK_DEVICE_PLUGIN=ON
 echo "== lint"
 bash scripts/lint.sh build/ci
 echo "== ASan + UBSan build"

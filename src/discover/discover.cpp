@@ -339,6 +339,7 @@ Result<Inventory> discover(const DiscoverOptions& options) {
   if (nvml) {
     inv.gpu_source = GpuSource::nvml;
     inv.gpus_from = "NVML (" + nvml_library + ")";
+    inv.nvml_library = nvml_library;
     inv.driver_version = nvml->driver_version;
     inv.cuda_version = nvml->cuda_version;
     // The module flavour is only in /proc; it is informational.

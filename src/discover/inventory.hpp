@@ -113,6 +113,9 @@ struct Inventory {
   GpuSource gpu_source = GpuSource::proc;
   // Where the GPU list was read, for messages: "NVML (<library>)" or "<dev-root>/proc/driver/nvidia/gpus".
   std::string gpus_from;
+  // The libnvidia-ml.so.1 the GPUs were read through (a host path); empty in proc mode. The device plugin
+  // opens it again for events and topology.
+  std::string nvml_library;
   std::string dev_dir;  // "<dev-root>/dev", for messages
 
   std::vector<Gpu> gpus;                     // by index

@@ -126,8 +126,17 @@ uint64_t HealthBoard::version() const {
 
 uint64_t HealthBoard::wait_change(uint64_t seen) const {
   std::unique_lock lock(m_mutex);
-  m_changed.wait(lock, [&] { return m_version != seen || m_stopped; });
+  const uint64_t wakes = m_wakes;
+  m_changed.wait(lock, [&] { return m_version != seen || m_stopped || m_wakes != wakes; });
   return m_version;
+}
+
+void HealthBoard::wake() {
+  {
+    const std::lock_guard lock(m_mutex);
+    ++m_wakes;
+  }
+  m_changed.notify_all();
 }
 
 void HealthBoard::stop() {

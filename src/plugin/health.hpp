@@ -56,8 +56,11 @@ class HealthBoard {
   [[nodiscard]] bool healthy(const std::string& id) const;
   // A counter that grows with every change.
   [[nodiscard]] uint64_t version() const;
-  // Waits until version() differs from `seen` or stop() was called; returns the version then.
+  // Waits until version() differs from `seen`, stop() was called or wake() is called during the wait;
+  // returns the version then (`seen` again after a wake).
   uint64_t wait_change(uint64_t seen) const;
+  // Ends every wait_change now without a change: a stream that is closing rechecks its own flags.
+  void wake();
   void stop();
   [[nodiscard]] bool stopped() const;
 
@@ -66,6 +69,7 @@ class HealthBoard {
   mutable std::condition_variable m_changed;
   std::set<std::string> m_unhealthy;
   uint64_t m_version = 0;
+  uint64_t m_wakes = 0;  // how many times wake() was called
   bool m_stopped = false;
 };
 

@@ -64,6 +64,8 @@ def load_stubs(proto, stubs):
         text = re.sub(r"\s*\[debug_redact = true\]", "", text)
         text = re.sub(r'(?m)^import "github\.com/gogo/protobuf/gogoproto/gogo\.proto";\n', "", text)
         text = re.sub(r"(?m)^option \(gogoproto\.[a-z_]+\)\s*=\s*[a-z]+;\n", "", text)
+        # Field options (the device plugin API's [(gogoproto.customname) = "DevicesIDs"]): Go names only.
+        text = re.sub(r'\s*\[\(gogoproto\.[a-z_]+\)\s*=\s*"[A-Za-z]*"\]', "", text)
         if "gogoproto" in text or "debug_redact" in text:
             raise CriError(f"{proto}: options left that Debian 12's protoc does not know")
         with open(os.path.join(out, "api.proto"), "w") as f:

@@ -1,0 +1,284 @@
+#!/usr/bin/python3
+"""A kubelet stand-in for gpuctk-device-plugin (test code): a Registration server on a fake kubelet.sock and
+a client that calls the plugin as the kubelet does (GetDevicePluginOptions, ListAndWatch, Allocate,
+GetPreferredAllocation), driving the daemon against a fixture host (dgx-a100: 8 GPUs, the mock NVML).
+
+    kubelet.py PLUGIN FIXTURE_TOOL API_PROTO STUBS_DIR
+
+PLUGIN: gpuctk-device-plugin; FIXTURE_TOOL: gpuctk-fixture; API_PROTO: the kubelet's deviceplugin
+v1beta1 api.proto (Debian's, as scripts/deps.sh fetched it); STUBS_DIR: where the python stubs are
+generated (tests/engines/cri.py's load_stubs: keyed by the proto's hash).
+
+Checks, in order, each printed as "ok <what>" (the first failure: "kubelet.py: error: <what>" and exit 1;
+a missing tool: "SKIP: <why>" and exit 77):
+  invalid-config     an invalid deviceListStrategy in the config file: exit 1, one line naming the key,
+                     no socket made, nothing registered
+  register           the daemon registers nvidia.com/gpu (v1beta1, its socket's name, preferred
+                     allocation available); GetDevicePluginOptions says the same
+  list               ListAndWatch's first list: the host's 8 GPUs by UUID, Healthy, NUMA node of each
+  allocate           Allocate of one GPU: NVIDIA_VISIBLE_DEVICES=<uuid> and nothing else; an unknown
+                     device is refused (INVALID_ARGUMENT, naming it)
+  preferred          GetPreferredAllocation of one device among three, one required: that one
+  health             an Xid of the skip list (13) changes nothing; Xid 79 on GPU 0 streams a new list with
+                     GPU 0 Unhealthy, the others Healthy
+  kubelet-restart    the kubelet restarts (its socket and the plugin's removed, kubelet.sock created
+                     again): the daemon serves again and registers again, and its list keeps GPU 0
+                     Unhealthy
+  sigterm            SIGTERM: exit 0, the plugin's socket removed
+"""
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+TIMEOUT = 30  # seconds for anything the daemon does (2 shared cores: never near it when healthy)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, what):
+    if not condition:
+        raise Failure(what)
+
+
+def skip(why):
+    print(f"SKIP: {why}", file=sys.stderr)
+    sys.exit(77)
+
+
+try:
+    import grpc
+    import grpc_tools.protoc  # noqa: F401 (load_stubs runs it)
+    import yaml
+except ImportError as e:
+    skip(f"{sys.executable} cannot import {e.name} (python3-grpcio, python3-grpc-tools, python3-yaml: "
+         "scripts/deps.sh test)")
+sys.path.insert(0, os.path.join(SOURCE, "tests", "engines"))
+import cri  # noqa: E402 (its load_stubs, shared)
+
+
+class Kubelet:
+    """The Registration server on DIR/kubelet.sock; each Register lands in `registrations`."""
+
+    def __init__(self, pb, pb_grpc, socket):
+        self.pb, self.socket = pb, socket
+        self.registrations = queue.Queue()
+        kubelet = self
+
+        class Registration(pb_grpc.RegistrationServicer):
+            def Register(self, request, context):
+                kubelet.registrations.put(request)
+                return pb.Empty()
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pb_grpc.add_RegistrationServicer_to_server(Registration(), self.server)
+        check(self.server.add_insecure_port("unix:" + socket) != 0, f"cannot listen on {socket}")
+        self.server.start()
+
+    def registration(self):
+        try:
+            return self.registrations.get(timeout=TIMEOUT)
+        except queue.Empty:
+            raise Failure(f"no Register on {self.socket} within {TIMEOUT} s") from None
+
+    def stop(self):
+        self.server.stop(None).wait()
+        if os.path.exists(self.socket):
+            os.unlink(self.socket)
+
+
+class Watch:
+    """A ListAndWatch stream read by a thread, as the kubelet keeps one per plugin."""
+
+    def __init__(self, stub, pb):
+        self.lists = queue.Queue()
+        self.call = stub.ListAndWatch(pb.Empty())
+        self.thread = threading.Thread(target=self.read, daemon=True)
+        self.thread.start()
+
+    def read(self):
+        try:
+            for response in self.call:
+                self.lists.put([(d.ID, d.health, [n.ID for n in d.topology.nodes]) for d in response.devices])
+        except grpc.RpcError:
+            pass
+        self.lists.put(None)
+
+    def next(self, what):
+        try:
+            item = self.lists.get(timeout=TIMEOUT)
+        except queue.Empty:
+            raise Failure(f"{what}: no list within {TIMEOUT} s") from None
+        check(item is not None, f"{what}: the stream ended")
+        return item
+
+    def quiet(self, seconds):
+        """Nothing arrives within `seconds`."""
+        try:
+            item = self.lists.get(timeout=seconds)
+        except queue.Empty:
+            return
+        raise Failure(f"an unexpected list or end of stream: {item}")
+
+    def cancel(self):
+        self.call.cancel()
+
+
+def materialise(tool, host, root):
+    out = subprocess.run([tool, "materialize", host, root], capture_output=True, text=True, check=False)
+    check(out.returncode == 0, f"gpuctk-fixture materialize {host}: {out.stderr.strip()}")
+    values = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+    check(values.get("nvml") == "mock", f"{host}: the fixture has no mock NVML ({out.stdout.strip()})")
+    return values["driver_root"], values["dev_root"]
+
+
+def main(argv):
+    if len(argv) != 5:
+        print(__doc__, file=sys.stderr)
+        return 2
+    plugin, fixture_tool, proto, stubs = argv[1:]
+    pb, pb_grpc = cri.load_stubs(proto, stubs)
+    with open(os.path.join(SOURCE, "fixtures", "hosts", "dgx-a100", "host.yaml"), encoding="utf-8") as f:
+        gpus = yaml.safe_load(f)["gpus"]
+    uuids = [g["uuid"] for g in gpus]
+
+    with tempfile.TemporaryDirectory(prefix="gpuctk-kubelet-") as lab:
+        driver_root, dev_root = materialise(fixture_tool, "dgx-a100", os.path.join(lab, "host"))
+        plugins = os.path.join(lab, "device-plugins")
+        os.mkdir(plugins)
+        kubelet_sock = os.path.join(plugins, "kubelet.sock")
+        plugin_sock = os.path.join(plugins, "nvidia-gpu.sock")
+        events = os.path.join(lab, "nvml-events")
+        os.mkfifo(events)
+        env = dict(os.environ, GPUCTK_MOCK_NVML_EVENTS=events)
+        command = [plugin, "--kubelet-socket", kubelet_sock, "--driver-root", driver_root,
+                   "--container-driver-root", driver_root, "--dev-root", dev_root,
+                   "--container-dev-root", dev_root]
+
+        kubelet = Kubelet(pb, pb_grpc, kubelet_sock)
+        # invalid-config
+        config = os.path.join(lab, "config.yaml")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write("version: v1\nflags:\n  plugin:\n    deviceListStrategy: [envvar, bogus]\n")
+        out = subprocess.run(command + ["--config-file", config], env=env, capture_output=True, text=True,
+                             timeout=TIMEOUT, check=False)
+        check(out.returncode == 1, f"invalid config: exit {out.returncode}, not 1")
+        want = ('gpuctk-device-plugin: error: flags.plugin.deviceListStrategy: invalid strategy "bogus" '
+                "(want envvar, volume-mounts, cdi-annotations or cdi-cri)\n")
+        check(out.stderr == want, f"invalid config: stderr {out.stderr!r}, not {want!r}")
+        check(kubelet.registrations.empty(), "invalid config: it registered")
+        check(os.listdir(plugins) == ["kubelet.sock"], f"invalid config: left {sorted(os.listdir(plugins))}")
+        print("ok invalid-config")
+
+        log = open(os.path.join(lab, "plugin.log"), "w+", encoding="utf-8")
+        daemon = subprocess.Popen(command, env=env, stderr=log)
+        try:
+            # register
+            request = kubelet.registration()
+            check((request.version, request.endpoint, request.resource_name) ==
+                  ("v1beta1", "nvidia-gpu.sock", "nvidia.com/gpu"), f"register: {request}")
+            check(request.options.get_preferred_allocation_available and
+                  not request.options.pre_start_required, f"register: options {request.options}")
+            channel = grpc.insecure_channel("unix:" + plugin_sock)
+            stub = pb_grpc.DevicePluginStub(channel)
+            options = stub.GetDevicePluginOptions(pb.Empty(), timeout=TIMEOUT)
+            check(options.get_preferred_allocation_available and not options.pre_start_required,
+                  f"GetDevicePluginOptions: {options}")
+            print("ok register")
+
+            # list
+            watch = Watch(stub, pb)
+            healthy = [(u, "Healthy", [g["numa_node"]]) for u, g in zip(uuids, gpus)]
+            first = watch.next("list")
+            check(first == healthy, f"list: {first}, not {healthy}")
+            print("ok list")
+
+            # allocate
+            request = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=[uuids[2]])])
+            answer = stub.Allocate(request, timeout=TIMEOUT).container_responses
+            check(len(answer) == 1 and dict(answer[0].envs) == {"NVIDIA_VISIBLE_DEVICES": uuids[2]} and
+                  not answer[0].mounts and not answer[0].devices and not answer[0].annotations and
+                  not answer[0].cdi_devices, f"allocate: {answer}")
+            bad = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=["GPU-nope"])])
+            try:
+                stub.Allocate(bad, timeout=TIMEOUT)
+                raise Failure("allocate: GPU-nope was allocated")
+            except grpc.RpcError as e:
+                want = 'invalid allocation request for "nvidia.com/gpu": unknown device: "GPU-nope"'
+                check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and e.details() == want,
+                      f"allocate: {e.code()} {e.details()!r}, not {want!r}")
+            print("ok allocate")
+
+            # preferred
+            request = pb.PreferredAllocationRequest(container_requests=[pb.ContainerPreferredAllocationRequest(
+                available_deviceIDs=uuids[:3], must_include_deviceIDs=[uuids[1]], allocation_size=1)])
+            answer = stub.GetPreferredAllocation(request, timeout=TIMEOUT).container_responses
+            check([list(a.deviceIDs) for a in answer] == [[uuids[1]]], f"preferred: {answer}")
+            print("ok preferred")
+
+            # health
+            with open(events, "w", encoding="utf-8") as fifo:
+                fifo.write(f"xid\tuuid={uuids[0]}\txid=13\n")  # the data file's syntax: tabs
+                fifo.flush()
+                watch.quiet(1)
+                fifo.write(f"xid\tuuid={uuids[0]}\txid=79\n")
+            sick = [(uuids[0], "Unhealthy", healthy[0][2])] + healthy[1:]
+            second = watch.next("health")
+            check(second == sick, f"health: {second}, not {sick}")
+            print("ok health")
+
+            # kubelet-restart: the kubelet removes every socket of the directory, then makes its own.
+            kubelet.stop()
+            os.unlink(plugin_sock)
+            kubelet = Kubelet(pb, pb_grpc, kubelet_sock)
+            request = kubelet.registration()
+            end = watch.lists.get(timeout=TIMEOUT)
+            check(end is None, f"kubelet-restart: the old stream went on: {end}")
+            channel.close()
+            check(request.resource_name == "nvidia.com/gpu" and request.endpoint == "nvidia-gpu.sock",
+                  f"kubelet-restart: {request}")
+            channel = grpc.insecure_channel("unix:" + plugin_sock)
+            stub = pb_grpc.DevicePluginStub(channel)
+            watch = Watch(stub, pb)
+            again = watch.next("kubelet-restart")
+            check(again == sick, f"kubelet-restart: {again}, not {sick}")
+            print("ok kubelet-restart")
+
+            # sigterm
+            daemon.send_signal(signal.SIGTERM)
+            status = daemon.wait(timeout=TIMEOUT)
+            check(status == 0, f"sigterm: exit {status}")
+            check(not os.path.exists(plugin_sock), "sigterm: nvidia-gpu.sock is left")
+            log.seek(0)
+            lines = log.read().splitlines()
+            check(lines[-2:] == ["gpuctk-device-plugin: stopping on SIGTERM", "gpuctk-device-plugin: stopped"],
+                  f"sigterm: log ends {lines[-2:]}")
+            print("ok sigterm")
+            channel.close()
+        except BaseException:
+            log.seek(0)
+            sys.stderr.write("the daemon's log:\n" + log.read())
+            raise
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait()
+            kubelet.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv))
+    except (Failure, cri.CriError) as e:
+        print(f"kubelet.py: error: {e}", file=sys.stderr)
+        sys.exit(1)
