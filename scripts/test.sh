@@ -7,6 +7,19 @@
 # GoogleTest shard per core (GPUCTK_UNIT_SHARDS, tests/CMakeLists.txt): a process per test costs it minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# phase NAME: starts the next timed phase (an empty NAME ends the last); the run ends with each phase's
+# wall time, so a slow CI run says where its minutes went.
+phase_times=()
+phase_name=
+phase_start=$SECONDS
+phase() {
+  [ -z "$phase_name" ] || phase_times+=("$phase_name: $((SECONDS - phase_start)) s")
+  phase_name=$1
+  phase_start=$SECONDS
+  [ -z "$1" ] || echo "== $1"
+}
+
+phase "dependencies (scripts/deps.sh test)"
 bash scripts/deps.sh test
 jobs=$(nproc)
 
@@ -18,8 +31,10 @@ unset GPUCTK_UPDATE_GOLDEN
 run_suite() {
   local dir=$1 build=$2
   shift 2
+  phase "$build: configure and build"
   cmake -S . -B "$dir" -DGPUCTK_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
+  phase "$build: tests"
   rm -rf "$dir/ctest-junit.xml" "$dir/unit-shards"
   ctest --test-dir "$dir" --output-on-failure -j"$jobs" --output-junit ctest-junit.xml
   python3 scripts/check_skips.py "$dir/ctest-junit.xml" tests/skips.allow "$build"
@@ -30,10 +45,13 @@ echo "== release build (warnings are errors)"
 # The device plugin's daemon is built and driven by its kubelet stand-in here (plugin.kubelet).
 run_suite build/ci release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_INSTALL_PREFIX=/usr \
   -DGPUCTK_DEVICE_PLUGIN=ON
-echo "== lint"
+phase "lint"
 bash scripts/lint.sh build/ci
 echo "== ASan + UBSan build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build/asan asan -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF -DGPUCTK_UNIT_SHARDS="$jobs"
-echo "== fuzz targets (clang 16, libFuzzer + ASan + UBSan), ${GPUCTK_FUZZ_SECONDS:-25} s each"
+phase "fuzz targets (clang 16, libFuzzer + ASan + UBSan), ${GPUCTK_FUZZ_SECONDS:-25} s each"
 GPUCTK_BUILD_JOBS=$jobs bash scripts/fuzz.sh all "${GPUCTK_FUZZ_SECONDS:-25}"
+phase ""
+echo "== time per phase"
+printf '%s\n' "${phase_times[@]}" "total: $SECONDS s"
