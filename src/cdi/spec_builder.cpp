@@ -4,6 +4,7 @@
 #include <map>
 
 #include "cdi/apply.hpp"
+#include "cdi/validate.hpp"
 #include "cdi/version.hpp"
 #include "discover/driver_files.hpp"
 
@@ -85,10 +86,8 @@ class Builder {
     return {"createContainer", m_opt.hook_path, std::move(argv), k_hook_env, std::nullopt};
   }
 
-  void add_links_hook(ContainerEdits& edits, std::vector<discover::Symlink> links) const {
-    if (links.empty() || !hook_enabled(k_hook_create_symlinks)) {
-      return;
-    }
+  // "--link TARGET::LINK" for each link, sorted, each once.
+  static std::vector<std::string> link_args(std::vector<discover::Symlink> links) {
     std::ranges::sort(links);
     const auto [first, last] = std::ranges::unique(links);
     links.erase(first, last);
@@ -97,7 +96,41 @@ class Builder {
       args.push_back("--link");
       args.push_back(link.target + "::" + link.link);
     }
-    edits.hooks.push_back(hook(k_hook_create_symlinks, std::move(args)));
+    return args;
+  }
+
+  // A device's own links (its /dev/dri/by-path entries) stay a create-symlinks hook of the device's edits:
+  // CDI adds a device's edits only when the device is requested, while the spec-wide container-start
+  // hook is the same for every request.
+  void add_links_hook(ContainerEdits& edits, std::vector<discover::Symlink> links) const {
+    if (links.empty() || !hook_enabled(k_hook_create_symlinks)) {
+      return;
+    }
+    edits.hooks.push_back(hook(k_hook_create_symlinks, link_args(std::move(links))));
+  }
+
+  // The spec-wide steps as one `gpuctk hook container-start`, each step's options only when it is
+  // enabled (hook/hook_table.hpp runs them in this order: links, compat, linker cache, params).
+  void add_container_start_hook(ContainerEdits& edits) const {
+    std::vector<std::string> args;
+    if (!m_inv.library_links.empty() && hook_enabled(k_hook_create_symlinks)) {
+      args = link_args(m_inv.library_links);
+    }
+    if (hook_enabled(k_hook_enable_cuda_compat)) {
+      args.insert(args.end(), {"--host-driver-version", m_inv.driver_version});
+    }
+    if (hook_enabled(k_hook_update_ldcache)) {
+      for (const auto& dir : m_inv.library_dirs) {
+        args.insert(args.end(), {"--folder", dir});
+      }
+    }
+    // Management containers (nvidia-smi -mig, driver tools) must be able to create nodes.
+    if (!m_opt.management && hook_enabled(k_hook_disable_device_node_modification)) {
+      args.emplace_back("--disable-device-node-modification");
+    }
+    if (!args.empty()) {
+      edits.hooks.push_back(hook(k_hook_container_start, std::move(args)));
+    }
   }
 
   [[nodiscard]] ContainerEdits gpu_edits(const Gpu& gpu) const {
@@ -231,22 +264,7 @@ class Builder {
     for (const auto& file : m_inv.files) {
       edits.mounts.push_back(to_mount(file));
     }
-    add_links_hook(edits, m_inv.library_links);
-    if (hook_enabled(k_hook_enable_cuda_compat)) {
-      edits.hooks.push_back(hook(k_hook_enable_cuda_compat, {"--host-driver-version", m_inv.driver_version}));
-    }
-    if (!m_inv.library_dirs.empty() && hook_enabled(k_hook_update_ldcache)) {
-      std::vector<std::string> args;
-      for (const auto& dir : m_inv.library_dirs) {
-        args.push_back("--folder");
-        args.push_back(dir);
-      }
-      edits.hooks.push_back(hook(k_hook_update_ldcache, std::move(args)));
-    }
-    // Management containers (nvidia-smi -mig, driver tools) must be able to create nodes.
-    if (!m_opt.management && hook_enabled(k_hook_disable_device_node_modification)) {
-      edits.hooks.push_back(hook(k_hook_disable_device_node_modification, {}));
-    }
+    add_container_start_hook(edits);
     normalise(edits);
     return edits;
   }
@@ -272,14 +290,19 @@ class Builder {
     edits.hooks = std::move(unique);
   }
 
+  // A `gpuctk hook create-symlinks` (not container-start, whose links are the spec-wide ones).
+  static bool runs_create_symlinks(const Hook& hook) {
+    return hook.args.size() > 2 && hook.args[2] == k_hook_create_symlinks;
+  }
+
   static void merge_link_hooks(std::vector<Hook>& hooks) {
-    const auto first = std::ranges::find_if(hooks, is_create_symlinks_hook);
+    const auto first = std::ranges::find_if(hooks, runs_create_symlinks);
     if (first == hooks.end()) {
       return;
     }
     std::vector<std::string> pairs;
     for (const auto& h : hooks) {
-      if (is_create_symlinks_hook(h)) {
+      if (runs_create_symlinks(h)) {
         for (size_t i = 4; i < h.args.size(); i += 2) {
           pairs.push_back(h.args[i]);
         }
@@ -294,7 +317,7 @@ class Builder {
       merged.args.push_back(std::move(pair));
     }
     const auto index = first - hooks.begin();
-    std::erase_if(hooks, is_create_symlinks_hook);
+    std::erase_if(hooks, runs_create_symlinks);
     hooks.insert(hooks.begin() + index, std::move(merged));
   }
 
@@ -369,7 +392,8 @@ Result<NameStrategy> parse_name_strategy(std::string_view text) {
 }
 
 bool is_create_symlinks_hook(const Hook& hook) {
-  return hook.args.size() > 2 && hook.args[2] == k_hook_create_symlinks;
+  return hook.args.size() > 2 &&
+         (hook.args[2] == k_hook_create_symlinks || hook.args[2] == k_hook_container_start);
 }
 
 Result<void> check_hook_name(std::string_view name) {
@@ -383,6 +407,12 @@ Result<void> check_hook_name(std::string_view name) {
 
 Result<Spec> build_spec(const Inventory& inventory, const BuildOptions& options) {
   return Builder(inventory, options).build();
+}
+
+Result<Spec> generate_spec(const Inventory& inventory, const BuildOptions& options) {
+  GPUCTK_TRY_ASSIGN(auto spec, build_spec(inventory, options));
+  GPUCTK_TRY(check_generated(spec));
+  return spec;
 }
 
 }  // namespace gpuctk::cdi

@@ -28,14 +28,21 @@ Result<NameStrategy> parse_name_strategy(std::string_view text);
 // CVE-2025-23266).
 inline const std::vector<std::string> k_hook_env{"GPUCTK_DEBUG=false"};
 
-// The createContainer hooks a generated spec can carry (each a `gpuctk hook <name>` subcommand).
+// The steps of the createContainer hooks a generated spec can carry (each also a `gpuctk hook <name>`
+// subcommand, NVIDIA's names; --disable-hook takes them). A device's by-path links are a create-symlinks
+// hook of the device; the spec-wide steps are ONE hook, `gpuctk hook container-start` with each enabled
+// step's options, run in one process (a hook process per step costs the runtime a fork, an exec and the
+// state each time).
 inline constexpr std::string_view k_hook_create_symlinks = "create-symlinks";
 inline constexpr std::string_view k_hook_enable_cuda_compat = "enable-cuda-compat";
 inline constexpr std::string_view k_hook_update_ldcache = "update-ldcache";
 inline constexpr std::string_view k_hook_disable_device_node_modification =
     "disable-device-node-modification";
+inline constexpr std::string_view k_hook_container_start = "container-start";
 
-// Whether `hook` runs `gpuctk hook create-symlinks` (args: gpuctk, hook, create-symlinks, --link, ...).
+// Whether `hook` makes links with its "--link TARGET::LINK" pairs first, as gpuctk writes them: `gpuctk hook
+// create-symlinks --link …` or `gpuctk hook container-start --link … [other steps' options]` (the
+// capability filter drops the links whose target it drops, whichever of the two carries them).
 bool is_create_symlinks_hook(const Hook& hook);
 
 // Mount options of a daemon's socket (persistenced, fabric manager), as libnvidia-container mounts them.
@@ -83,5 +90,9 @@ struct BuildOptions {
 
 // The spec for `inventory`, with cdiVersion set to the minimum its content needs.
 Result<Spec> build_spec(const discover::Inventory& inventory, const BuildOptions& options);
+
+// build_spec, then check_generated (cdi/validate.hpp): the spec that `cdi generate`, `install` and
+// `--vendor-set` write for NVIDIA GPUs.
+Result<Spec> generate_spec(const discover::Inventory& inventory, const BuildOptions& options);
 
 }  // namespace gpuctk::cdi

@@ -322,4 +322,12 @@ std::vector<Problem> validate(const Spec& spec) {
   return Validator(spec).run();
 }
 
+Result<void> check_generated(const Spec& spec) {
+  if (const auto problems = validate(spec); !problems.empty()) {
+    return fail("generated " + spec.kind + " spec is invalid: " + problems.front().where + ": " +
+                problems.front().what);
+  }
+  return {};
+}
+
 }  // namespace gpuctk::cdi

@@ -18,6 +18,7 @@
 
 #include "cdi/names.hpp"
 #include "cdi/spec.hpp"
+#include "util/error.hpp"
 
 namespace gpuctk::cdi {
 
@@ -34,5 +35,9 @@ struct Problem {
 // empty when the spec is valid. Includes the version rule: cdiVersion must be a known version
 // ("v" prefix tolerated) and not lower than minimum_version(spec).
 std::vector<Problem> validate(const Spec& spec);
+
+// What gpuctk writes passes its own validation before anyone reads it: `spec` (built, never parsed) with
+// no problem. Error, the first problem: "generated <kind> spec is invalid: <where>: <what>".
+Result<void> check_generated(const Spec& spec);
 
 }  // namespace gpuctk::cdi

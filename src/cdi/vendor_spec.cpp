@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "cdi/validate.hpp"
 #include "cdi/version.hpp"
 #include "discover/host_fs.hpp"
 #include "util/strings.hpp"
@@ -215,7 +216,7 @@ Result<VendorSpecs> build_vendor_specs(const std::vector<GpuVendor>& vendors,
       if (inventory.gpus.empty()) {
         out.absent.push_back("no NVIDIA GPU in " + inventory.gpus_from + ": no " + kind + " spec");
       } else {
-        GPUCTK_TRY_ASSIGN(auto spec, build_spec(inventory, nvidia));
+        GPUCTK_TRY_ASSIGN(auto spec, generate_spec(inventory, nvidia));
         out.specs.push_back({GpuVendor::nvidia, std::move(spec)});
       }
     }
@@ -235,6 +236,7 @@ Result<VendorSpecs> build_vendor_specs(const std::vector<GpuVendor>& vendors,
       continue;
     }
     GPUCTK_TRY_ASSIGN(auto spec, build_drm_spec(inventory, vendor, nvidia, out.warnings));
+    GPUCTK_TRY(check_generated(spec));
     out.specs.push_back({vendor == DrmVendor::amd ? GpuVendor::amd : GpuVendor::intel, std::move(spec)});
   }
   return out;

@@ -64,8 +64,9 @@ struct VendorSpecs {
 
 // Discovers and builds every spec of `vendors`. NVIDIA: absent when the driver is not loaded
 // (<dev-root>/proc/driver/nvidia missing) or lists no GPU; otherwise discover::discover with `discover`
-// and build_spec with `nvidia` (its errors are this function's). AMD and Intel: discover_drm_gpus under
-// discover.dev_root, build_drm_spec with `nvidia`'s naming, all-device and hook options.
+// and generate_spec with `nvidia` (its errors are this function's). AMD and Intel: discover_drm_gpus under
+// discover.dev_root, build_drm_spec with `nvidia`'s naming, all-device and hook options. Every spec
+// passed check_generated (cdi/validate.hpp).
 // `nvidia.device_ids` selects NVIDIA devices only: with amd or intel in the set it is an error.
 Result<VendorSpecs> build_vendor_specs(const std::vector<GpuVendor>& vendors,
                                        const discover::DiscoverOptions& discover, const BuildOptions& nvidia);

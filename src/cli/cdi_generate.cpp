@@ -9,7 +9,6 @@
 #include "cdi/codec.hpp"
 #include "cdi/hook_programs.hpp"
 #include "cdi/spec_builder.hpp"
-#include "cdi/validate.hpp"
 #include "cdi/vendor_spec.hpp"
 #include "cli/commands.hpp"
 #include "discover/discover.hpp"
@@ -95,10 +94,8 @@ Result<std::string> hook_path(const GenerateArgs& args) {
          "); --hook-path names another");
     return installed;
   }
-  if (self.ends_with(" (deleted)")) {
-    return fail("--hook-path: this gpuctk (" + self +
-                ") was replaced since it started; name the installed "
-                "binary with --hook-path");
+  if (auto current = check_self_not_replaced(self); !current) {
+    return fail("--hook-path: " + current.error().message + "; name the installed binary with --hook-path");
   }
   return self;
 }
@@ -149,10 +146,6 @@ Result<void> generate_vendor_set(const GenerateArgs& args, cdi::Format format, c
   }
   std::vector<std::pair<std::string, std::string>> files;  // path ("-": stdout), text
   for (const auto& entry : built.specs) {
-    if (const auto problems = cdi::validate(entry.spec); !problems.empty()) {
-      return fail("generated " + entry.spec.kind + " spec is invalid: " + problems.front().where + ": " +
-                  problems.front().what);
-    }
     std::string path = args.output;
     if (directory) {
       path = args.output + (args.output.ends_with('/') ? "" : "/") +
@@ -208,15 +201,8 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
     return generate_vendor_set(args, format, build, options);
   }
   GPUCTK_TRY_ASSIGN(auto inventory, discover::discover(options));
-  auto spec = cdi::build_spec(inventory, build);
-  if (!spec) {
-    return std::unexpected(spec.error());
-  }
-  // The spec must pass our own validation before anyone else reads it.
-  if (const auto problems = cdi::validate(*spec); !problems.empty()) {
-    return fail("generated spec is invalid: " + problems.front().where + ": " + problems.front().what);
-  }
-  const std::string text = cdi::write_spec(*spec, format);
+  GPUCTK_TRY_ASSIGN(const auto spec, cdi::generate_spec(inventory, build));
+  const std::string text = cdi::write_spec(spec, format);
   if (args.output == "-") {
     GPUCTK_TRY(write_stdout(text));
   } else if (auto written = write_file_atomic(args.output, text, 0644); !written) {
@@ -226,7 +212,7 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   for (const auto& warning : inventory.warnings) {
     warn(warning);
   }
-  const cdi::Spec* written = &*spec;
+  const cdi::Spec* written = &spec;
   warn_about_hook_path({&written, 1}, build.hook_path);
   return {};
 }

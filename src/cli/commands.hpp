@@ -81,13 +81,6 @@ void set_env_names(CLI::App& command);
 // `text` to stdout, flushed; a short write is "write standard output: <errno text>".
 Result<void> write_stdout(std::string_view text);
 
-// The watch loops of `install --watch` and `labels --watch` (cli/watch.cpp). block_stop_signals blocks
-// SIGTERM and SIGINT in this thread, so that they are taken only by wait_for_stop, never in the middle of
-// a step; wait_for_stop waits up to `seconds` for one: true when it came (its number in `*signal` when
-// given), false when the time passed. Errors: "block SIGTERM: …", "wait for SIGTERM: …".
-Result<sigset_t> block_stop_signals();
-Result<bool> wait_for_stop(const sigset_t& stop, unsigned seconds, int* signal = nullptr);
-
 // Runs gpuctk with the given arguments; returns the process exit code.
 int run(int argc, char** argv);
 

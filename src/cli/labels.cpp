@@ -13,6 +13,7 @@
 #include "install/install.hpp"
 #include "labels/sharing_config.hpp"
 #include "util/file.hpp"
+#include "util/stop_signals.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {

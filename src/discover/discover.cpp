@@ -65,13 +65,14 @@ std::optional<std::string> find_nvml(const std::string& driver_root, const Cache
     if (!lib.is_32bit && lib.soname == k_nvml_soname) {
       // The path resolved inside the driver root, not the SONAME link: dlopen would follow an absolute
       // link of a driver container to the host's library.
-      if (auto host = resolve_in_root(driver_root, lib.path)) {
+      if (auto host = resolve_in_host_root_strict(driver_root, lib.path)) {
         return host;
       }
     }
   }
   for (const auto dir : k_nvml_dirs) {
-    if (auto host = resolve_in_root(driver_root, std::string(dir) + "/" + std::string(k_nvml_soname))) {
+    if (auto host =
+            resolve_in_host_root_strict(driver_root, std::string(dir) + "/" + std::string(k_nvml_soname))) {
       return host;
     }
   }

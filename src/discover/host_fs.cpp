@@ -116,7 +116,7 @@ std::optional<std::string> read_link(const std::string& path) {
   }
 }
 
-std::optional<std::string> resolve_in_root(std::string_view root, std::string_view path) {
+std::optional<std::string> resolve_in_host_root_strict(std::string_view root, std::string_view path) {
   return RootResolver(root).resolve(path);
 }
 

@@ -41,7 +41,7 @@ Result<std::vector<DirEntry>> list_dir(const std::string& path);
 // The target of symlink `path`, verbatim; nothing if `path` is not a symlink.
 std::optional<std::string> read_link(const std::string& path);
 
-// Why a path has no host path inside a root (see resolve_in_root).
+// Why a path has no host path inside a root (see resolve_in_host_root_strict).
 struct Unresolved {
   enum class Reason {
     missing,     // a component does not exist (ENOENT, ENOTDIR)
@@ -70,11 +70,16 @@ std::string describe_unresolved(std::string_view root, std::string_view path, co
 // it is hostile or broken. Nothing if a component is missing or unreadable, the chain is longer than 40
 // links, or it escapes. Used for every file discovery takes from a driver root such as
 // /run/nvidia/driver, whose absolute links point inside the driver root.
-std::optional<std::string> resolve_in_root(std::string_view root, std::string_view path);
+// Trust: one of gpuctk's three resolvers (the others: install::resolve_in_node_root_clamped, and
+// rootfs/in_root.hpp's fd walk). This one trusts that the tree does not change under it (the answer is a
+// string the kernel resolves again later), so it is only for host trees that root owns: a driver root, a
+// dev root. It does not trust the tree's links (a driver container's): one that leads out is refused.
+// Never for a container's root, which is hostile and changes: that is rootfs/in_root.hpp's alone.
+std::optional<std::string> resolve_in_host_root_strict(std::string_view root, std::string_view path);
 
-// resolve_in_root for many paths in one root: a directory it has once found to be a real directory (not
-// a link) is not examined again, so the prefix that library paths share costs one lstat, not one per
-// path. For the span of one discovery pass, which reads the host as a snapshot anyway.
+// resolve_in_host_root_strict for many paths in one root: a directory it has once found to be a real
+// directory (not a link) is not examined again, so the prefix that library paths share costs one lstat, not
+// one per path. For the span of one discovery pass, which reads the host as a snapshot anyway.
 class RootResolver {
  public:
   explicit RootResolver(std::string_view root);

@@ -336,13 +336,24 @@ Result<void> check_runtime_path(std::string_view path) {
   return {};
 }
 
-Result<std::string> configured_text(Engine engine, const std::optional<std::string>& old,
-                                    const RuntimeSettings& settings, const Sources& sources) {
+namespace {
+
+// configured_text with everything configure() writes besides the text (what changed, the notes, the
+// record): one path from the settings to the new file, so configured_text's tests test configure()'s.
+Result<detail::Edit> configured_edit(Engine engine, const std::optional<std::string>& old,
+                                     const RuntimeSettings& settings, const detail::EditInputs& inputs) {
   GPUCTK_TRY(check_runtime_name(settings.name));
   GPUCTK_TRY(check_runtime_path(settings.runtime_path));
+  return row_of(engine).configure(old, settings, inputs);
+}
+
+}  // namespace
+
+Result<std::string> configured_text(Engine engine, const std::optional<std::string>& old,
+                                    const RuntimeSettings& settings, const Sources& sources) {
   const Replaced none;
   GPUCTK_TRY_ASSIGN(detail::Edit edit,
-                    row_of(engine).configure(old, settings, {.sources = sources, .replaced = none}));
+                    configured_edit(engine, old, settings, {.sources = sources, .replaced = none}));
   return std::move(edit.text);
 }
 
@@ -388,8 +399,8 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
   GPUCTK_TRY_ASSIGN(const FileState file, read_state(files.config));
   GPUCTK_TRY_ASSIGN(const Sources sources, read_sources(engine, path));
   GPUCTK_TRY_ASSIGN(const Saved saved, read_saved(files));
-  auto edit =
-      row.configure(file.text, settings, detail::EditInputs{.sources = sources, .replaced = saved.replaced});
+  auto edit = configured_edit(engine, file.text, settings,
+                              detail::EditInputs{.sources = sources, .replaced = saved.replaced});
   if (!edit) {
     return fail_with(path, edit.error());
   }

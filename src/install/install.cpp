@@ -23,15 +23,7 @@ constexpr size_t k_max_compared = size_t{512} << 20;
 
 }  // namespace
 
-std::string under_root(std::string_view root, std::string_view path) {
-  std::string base(root);
-  while (base.ends_with('/')) {
-    base.pop_back();
-  }
-  return clean_path(base + "/" + std::string(path));
-}
-
-Result<std::string> resolve_under_root(std::string_view root, std::string_view path) {
+Result<std::string> resolve_in_node_root_clamped(std::string_view root, std::string_view path) {
   std::string base(root);
   while (base.ends_with('/')) {
     base.pop_back();

@@ -18,16 +18,17 @@ namespace gpuctk::install {
 // Whether a step changed the node.
 enum class Change : uint8_t { unchanged, changed };
 
-// `root` + `path` for an absolute `path`; a root of "/" (or "") adds nothing: "/host" + "/etc" is
-// "/host/etc", "/" + "/etc" is "/etc".
-std::string under_root(std::string_view root, std::string_view path);
-
 // `path` (on the node) as the pod sees it: `root` + `path` with every symbolic link among its existing
 // components resolved inside `root`, as the node would resolve it. An absolute link target starts again at
 // `root` (/var/run -> /run on Debian must not lead to the pod's own /run); ".." never climbs above it. The
 // last component is not followed (a file to be replaced, or a link install makes); components that do not
 // exist are kept as they are. Errors: more than 40 links ("… too many levels of symbolic links").
-Result<std::string> resolve_under_root(std::string_view root, std::string_view path);
+// Trust: the node's own root, seen from a privileged pod, is trusted entirely: its links are followed as
+// the node's kernel follows them, ".." clamped at the root as the node's "/" clamps it, and the string
+// answer is used later (a tree that changes meanwhile is not for this). Of gpuctk's three resolvers
+// (discover::resolve_in_host_root_strict refuses escaping links; rootfs/in_root.hpp is for hostile
+// container roots), only install uses this one.
+Result<std::string> resolve_in_node_root_clamped(std::string_view root, std::string_view path);
 
 // mkdir -p with mode 0755 for the directories it makes. Errors name the directory.
 Result<void> make_dirs(const std::string& dir);

@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "discover/host_fs.hpp"
 #include "install/install.hpp"
 #include "util/fd.hpp"
 #include "util/strings.hpp"
@@ -67,14 +68,14 @@ std::string signal_name(int sig) {
 Result<void> run_node_systemctl(const std::string& host_root, const std::string& unit) {
   std::string systemctl;
   for (const std::string_view candidate : k_systemctl) {
-    if (::access(under_root(host_root, candidate).c_str(), X_OK) == 0) {
+    if (::access(discover::under_root(host_root, candidate).c_str(), X_OK) == 0) {
       systemctl = candidate;
       break;
     }
   }
   if (systemctl.empty()) {
-    return fail("restart " + unit + ": no systemctl on the node (" + under_root(host_root, k_systemctl[0]) +
-                ")");
+    return fail("restart " + unit + ": no systemctl on the node (" +
+                discover::under_root(host_root, k_systemctl[0]) + ")");
   }
   // Everything the child needs is made before the fork: after it the child only makes system calls.
   const std::string root = host_root.empty() ? std::string("/") : host_root;
@@ -107,7 +108,7 @@ Result<void> run_node_systemctl(const std::string& host_root, const std::string&
 
 Result<std::string> signal_engine(const EngineService& service, const RestartPlan& plan,
                                   const RestartTarget& target) {
-  GPUCTK_TRY_ASSIGN(const std::string socket, resolve_under_root(target.host_root, target.socket));
+  GPUCTK_TRY_ASSIGN(const std::string socket, resolve_in_node_root_clamped(target.host_root, target.socket));
   GPUCTK_TRY_ASSIGN(const pid_t pid, socket_owner(socket));
   // Held from here, so that the signal never reaches a process that got the pid later.
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
@@ -176,7 +177,8 @@ Result<RestartPlan> plan_restart(RestartMode mode, Engine engine, bool node_runs
 
 bool node_runs_systemd(std::string_view host_root) {
   struct stat st {};
-  return ::stat(under_root(host_root, "/run/systemd/system").c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  return ::stat(discover::under_root(host_root, "/run/systemd/system").c_str(), &st) == 0 &&
+         S_ISDIR(st.st_mode);
 }
 
 Result<pid_t> socket_owner(const std::string& path) {

@@ -61,6 +61,9 @@ Result<std::vector<std::string_view>> split_container_path(std::string_view path
 // FollowLast::no and a symlink as the last component, an O_PATH open returns the link itself and any
 // other open fails with ELOOP. Errors name the container path and the root:
 // "/etc/x in container root /b/rootfs: No such file or directory".
+// Trust: none. Of gpuctk's three resolvers (discover::resolve_in_host_root_strict and
+// install::resolve_in_node_root_clamped resolve trusted host trees to a string), this is the one for a
+// tree someone else controls and may change while gpuctk works: a container's root.
 Result<UniqueFd> open_in_root(const Root& root, std::string_view path, int flags, FollowLast follow);
 
 // The directory `dir` inside `root`, created (with `mode`, and any missing parents) as needed; returns

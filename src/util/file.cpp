@@ -191,4 +191,11 @@ Result<std::string> self_exe_path() {
   return path;
 }
 
+Result<void> check_self_not_replaced(std::string_view self) {
+  if (self.ends_with(" (deleted)")) {
+    return fail("this gpuctk (" + std::string(self) + ") was replaced since it started");
+  }
+  return {};
+}
+
 }  // namespace gpuctk

@@ -68,6 +68,11 @@ auto read_parsed(const std::string& path, Parse&& parse) -> decltype(parse(std::
 // The absolute path of the running executable (/proc/self/exe); errors name /proc/self/exe.
 Result<std::string> self_exe_path();
 
+// Fails when `self` (self_exe_path()) names a file replaced or removed since this process started (the
+// kernel's " (deleted)" suffix): a copy of it, or a path to it written anywhere, would get another program
+// or none. Error: "this gpuctk (<self>) was replaced since it started".
+Result<void> check_self_not_replaced(std::string_view self);
+
 // How far write_file_atomic goes to make the new content survive a crash.
 enum class Durability {
   // fsync the temporary file before the rename and the directory after it: after a power cut the file

@@ -36,6 +36,17 @@ TEST(CdiValidateTest, ValidSpecHasNoProblems) {
   EXPECT_EQ(problems(valid_spec("0.3.0")), Lines{});
 }
 
+// What gpuctk generates is checked before it is written: the first problem, with the spec's kind.
+TEST(CdiValidateTest, CheckGeneratedNamesTheKindAndTheFirstProblem) {
+  EXPECT_TRUE(check_generated(valid_spec()));
+  Spec spec = valid_spec();
+  spec.devices.push_back(spec.devices[0]);
+  spec.devices.push_back(spec.devices[0]);
+  ASSERT_FALSE(problems(spec).empty()) << "dev0 three times";
+  EXPECT_EQ(check_generated(spec).error().message,
+            "generated vendor.com/device spec is invalid: " + problems(spec).front());
+}
+
 TEST(CdiValidateTest, CdiVersionMustBeKnown) {
   EXPECT_EQ(problems(valid_spec("")), Lines{"cdiVersion: missing cdiVersion"});
   const std::string known = " (known: 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0, 1.0.0, 1.1.0)";

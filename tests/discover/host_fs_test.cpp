@@ -51,20 +51,22 @@ class RootTree : public ::testing::Test {
 
 TEST_F(RootTree, FollowsRelativeAndAbsoluteLinksInsideTheRoot) {
   const std::string lib = path() + "/usr/lib/x86_64-linux-gnu/libcuda.so.550.1";
-  EXPECT_EQ(resolve_in_root(path(), "/usr/lib/x86_64-linux-gnu/libcuda.so.1"), lib);
-  EXPECT_EQ(resolve_in_root(path(), "/usr/lib64/libcuda.so.1"), lib);
-  EXPECT_EQ(resolve_in_root(path(), "/lib/x86_64-linux-gnu/libcuda.so.1"), lib);
-  EXPECT_EQ(resolve_in_root(path(), "/usr/./lib//x86_64-linux-gnu/../x86_64-linux-gnu/libcuda.so.1"), lib);
-  EXPECT_EQ(resolve_in_root(path() + "/", "/usr/lib64"), path() + "/usr/lib/x86_64-linux-gnu");
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/usr/lib/x86_64-linux-gnu/libcuda.so.1"), lib);
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/usr/lib64/libcuda.so.1"), lib);
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/lib/x86_64-linux-gnu/libcuda.so.1"), lib);
+  EXPECT_EQ(
+      resolve_in_host_root_strict(path(), "/usr/./lib//x86_64-linux-gnu/../x86_64-linux-gnu/libcuda.so.1"),
+      lib);
+  EXPECT_EQ(resolve_in_host_root_strict(path() + "/", "/usr/lib64"), path() + "/usr/lib/x86_64-linux-gnu");
 }
 
 TEST_F(RootTree, RefusesWhatClimbsOutOfTheRoot) {
   // ".." above the root is refused, in the path and in a link target alike (it used to be clamped to
   // the root, which hid a hostile link instead of reporting it).
-  EXPECT_EQ(resolve_in_root(path(), "/../../etc/passwd"), std::nullopt);
-  EXPECT_EQ(resolve_in_root(path(), "/escape/passwd"), std::nullopt);
-  EXPECT_EQ(resolve_in_root(path(), "/usr/lib/../../.."), std::nullopt);
-  EXPECT_EQ(resolve_in_root(path(), "/usr/lib/../.."), path()) << "up to the root itself is fine";
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/../../etc/passwd"), std::nullopt);
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/escape/passwd"), std::nullopt);
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/usr/lib/../../.."), std::nullopt);
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/usr/lib/../.."), path()) << "up to the root itself is fine";
 
   RootResolver resolver(path());
   auto escaped = resolver.resolve_or_why("/escape/passwd");
@@ -85,7 +87,7 @@ TEST_F(RootTree, RefusesWhatClimbsOutOfTheRoot) {
 TEST_F(RootTree, AbsoluteLinksStayInsideTheRoot) {
   // A driver container's "x.json -> /etc/passwd" names the container's /etc/passwd, never the host's.
   fs::create_symlink("/etc/passwd", path() + "/x.json");
-  EXPECT_EQ(resolve_in_root(path(), "/x.json"), path() + "/etc/passwd");
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/x.json"), path() + "/etc/passwd");
   fs::create_symlink("/etc/shadow", path() + "/y.json");  // the tree has no /etc/shadow
   RootResolver resolver(path());
   auto dangling = resolver.resolve_or_why("/y.json");
@@ -123,18 +125,20 @@ TEST_F(RootTree, WhyAPathDoesNotResolve) {
 }
 
 TEST_F(RootTree, MissingComponentsAndLoopsResolveToNothing) {
-  EXPECT_EQ(resolve_in_root(path(), "/usr/lib/nope/libcuda.so.1"), std::nullopt);
-  EXPECT_EQ(resolve_in_root(path(), "/usr/lib/x86_64-linux-gnu/libcuda.so.550.1/x"), std::nullopt);
-  EXPECT_EQ(resolve_in_root(path(), "/loop"), std::nullopt);
-  EXPECT_EQ(resolve_in_root(path(), "/loop/x"), std::nullopt);
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/usr/lib/nope/libcuda.so.1"), std::nullopt);
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/usr/lib/x86_64-linux-gnu/libcuda.so.550.1/x"),
+            std::nullopt);
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/loop"), std::nullopt);
+  EXPECT_EQ(resolve_in_host_root_strict(path(), "/loop/x"), std::nullopt);
 }
 
 TEST_F(RootTree, TheSlashRootIsTheHost) {
-  EXPECT_EQ(resolve_in_root("/", "/"), "/");
-  EXPECT_EQ(resolve_in_root("", path() + "/lib/x86_64-linux-gnu"), path() + "/usr/lib/x86_64-linux-gnu");
+  EXPECT_EQ(resolve_in_host_root_strict("/", "/"), "/");
+  EXPECT_EQ(resolve_in_host_root_strict("", path() + "/lib/x86_64-linux-gnu"),
+            path() + "/usr/lib/x86_64-linux-gnu");
   // With "/" as the root, an absolute link target is the host's own path, and ".." at "/" stays there as
   // it does for the kernel: there is nothing outside to refuse.
-  EXPECT_EQ(resolve_in_root("/", path() + "/escape"), resolve_in_root("/", "/etc"));
+  EXPECT_EQ(resolve_in_host_root_strict("/", path() + "/escape"), resolve_in_host_root_strict("/", "/etc"));
 }
 
 TEST_F(RootTree, AResolverGivesTheSameAnswersWhenReused) {
@@ -151,7 +155,7 @@ TEST_F(RootTree, AResolverGivesTheSameAnswersWhenReused) {
                                           "/usr/lib/x86_64-linux-gnu/libcuda.so.1"};
   for (int round = 0; round < 2; ++round) {
     for (const auto& p : paths) {
-      EXPECT_EQ(resolver.resolve(p), resolve_in_root(path(), p)) << p;
+      EXPECT_EQ(resolver.resolve(p), resolve_in_host_root_strict(path(), p)) << p;
     }
   }
   EXPECT_EQ(resolver.resolve("/usr/lib/x86_64-linux-gnu/../../lib64/libcuda.so.1"),

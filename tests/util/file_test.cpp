@@ -161,5 +161,13 @@ TEST_F(FileTest, ReadNofollowRefusesLinksFifosAndOversizedFilesWithoutReadingThe
   EXPECT_EQ(read_file_nofollow(target, 10).value(), "0123456789");
 }
 
+// install copies this process's executable and cdi generate writes its path into a spec: once the file
+// was replaced (a package upgrade), /proc/self/exe names a file that is gone.
+TEST(SelfExe, AReplacedExecutableIsAnError) {
+  EXPECT_TRUE(check_self_not_replaced(self_exe_path().value()));
+  EXPECT_EQ(check_self_not_replaced("/usr/bin/gpuctk (deleted)").error().message,
+            "this gpuctk (/usr/bin/gpuctk (deleted)) was replaced since it started");
+}
+
 }  // namespace
 }  // namespace gpuctk

@@ -1,14 +1,11 @@
-// The watch loops' signal handling (commands.hpp): a long-running command stops on SIGTERM (a pod
-// deleted) or SIGINT, between its steps.
+#include "util/stop_signals.hpp"
+
 #include <pthread.h>
-#include <signal.h>
 
 #include <cerrno>
 #include <ctime>
 
-#include "cli/commands.hpp"
-
-namespace gpuctk::cli {
+namespace gpuctk {
 
 Result<sigset_t> block_stop_signals() {
   sigset_t set;
@@ -36,4 +33,4 @@ Result<bool> wait_for_stop(const sigset_t& stop, unsigned seconds, int* signal) 
   return false;
 }
 
-}  // namespace gpuctk::cli
+}  // namespace gpuctk
