@@ -14,8 +14,8 @@
 #include "cdi/spec_builder.hpp"
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
-#include "golden_file.hpp"
 #include "oci/bundle.hpp"
+#include "support/golden_file.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 

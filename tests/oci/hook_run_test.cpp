@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "cdi/temp_dir.hpp"
 #include "rootfs/rootfs_test_support.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
