@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "labels/labels.hpp"
+#include "util/k8s_names.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::labels {
@@ -18,26 +19,12 @@ bool is_label_name(std::string_view name) {
          std::ranges::all_of(name, [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
-bool is_label_prefix(std::string_view prefix) {
-  if (prefix.empty() || prefix.size() > 253) {
-    return false;
-  }
-  for (const auto part : split(prefix, '.')) {
-    const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-    if (part.empty() || !alnum(part.front()) || !alnum(part.back()) ||
-        !std::ranges::all_of(part, [&](char c) { return alnum(c) || c == '-'; })) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool is_label_key(std::string_view key) {
   const auto slash = key.find('/');
   if (slash == std::string_view::npos) {
     return is_label_name(key);
   }
-  return is_label_prefix(key.substr(0, slash)) && is_label_name(key.substr(slash + 1));
+  return is_dns_subdomain(key.substr(0, slash)) && is_label_name(key.substr(slash + 1));
 }
 
 bool is_label_value(std::string_view value) {
