@@ -129,6 +129,27 @@ TEST(PluginHealth, TheBoardCountsChangesAndWakesItsWaiters) {
   EXPECT_TRUE(board.stopped());
 }
 
+// A closing ListAndWatch stream wakes its waiter without a change: the wait returns the same version.
+TEST(PluginHealth, AWakeEndsTheWaitWithoutAChange) {
+  HealthBoard board;
+  std::atomic<bool> returned{false};
+  std::atomic<uint64_t> seen{99};
+  std::thread waiter([&] {
+    seen = board.wait_change(0);
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(returned.load());
+  while (!returned) {  // a wake before the waiter waits is not its wake: wake until it returns
+    board.wake();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  waiter.join();
+  EXPECT_EQ(seen.load(), 0u);
+  EXPECT_EQ(board.version(), 0u);
+  EXPECT_FALSE(board.stopped());
+}
+
 // The watch on the mock NVML: GPU 1's Xid marks its MIG device, a skipped Xid marks nothing, a lost NVML
 // marks everything and ends the watch.
 class PluginHealthWatch : public ::testing::Test {
