@@ -11,6 +11,7 @@
 #include "cdi/spec_builder.hpp"
 #include "cdi/vendor_spec.hpp"
 #include "cli/commands.hpp"
+#include "cli/discovery_options.hpp"
 #include "discover/discover.hpp"
 #include "hook/config.hpp"
 #include "util/file.hpp"
@@ -23,9 +24,7 @@ namespace {
 struct GenerateArgs {
   std::string output = "-";
   std::string format;
-  std::string driver_root = "/";
-  std::string dev_root = "/";
-  std::string mode = "auto";
+  DiscoveryArgs discovery;
   std::vector<std::string> strategies;
   std::string vendor = "nvidia.com";
   std::string klass = "gpu";
@@ -67,13 +66,6 @@ Result<void> check_format(std::string_view format) {
     return {};
   }
   return fail("unknown format " + quote(format) + " (want yaml or json)");
-}
-
-Result<void> check_hook_path(std::string_view path) {
-  if (!path.starts_with('/')) {
-    return fail(quote(path) + " is not an absolute path");
-  }
-  return {};
 }
 
 // The program the spec's hooks run: --hook-path, else the installed gpuctk (the config's hook-path,
@@ -173,7 +165,7 @@ Result<void> generate_vendor_set(const GenerateArgs& args, cdi::Format format, c
 
 // Runs the command on checked arguments (every option's value passed its check while parsing).
 Result<void> generate(const GenerateArgs& args, cdi::Format format) {
-  GPUCTK_TRY_ASSIGN(const auto mode, discover::parse_mode(args.mode));
+  GPUCTK_TRY_ASSIGN(const auto mode, discover::parse_mode(args.discovery.mode));
   cdi::BuildOptions build;
   build.vendor = args.vendor;
   build.klass = args.klass;
@@ -193,8 +185,8 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   GPUCTK_TRY_ASSIGN(build.hook_path, hook_path(args));
 
   discover::DiscoverOptions options;
-  options.driver_root = args.driver_root;
-  options.dev_root = args.dev_root;
+  options.driver_root = args.discovery.driver_root;
+  options.dev_root = args.discovery.dev_root;
   options.mode = mode;
   options.library_search_paths = args.library_search_paths;
   if (!args.vendor_set.empty()) {
@@ -227,14 +219,7 @@ Action define_cdi_generate(CLI::App& command) {
   command
       .add_option("--format", args->format, "yaml or json (default: from the --output extension, else yaml)")
       ->check(value_check(check_format));
-  command
-      .add_option("--driver-root", args->driver_root,
-                  "Root of the driver files (libraries, binaries, ld.so.cache)")
-      ->capture_default_str();
-  command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
-  command.add_option("--mode,--discovery-mode", args->mode, "auto, nvml, proc or management")
-      ->capture_default_str()
-      ->check(value_check(discover::parse_mode));
+  add_discovery_options(command, args->discovery, ModeChoice::spec);
   command
       .add_option("--device-name-strategy", args->strategies,
                   "index, uuid or type-index; a comma list or repeated for several (default: index and uuid)")
@@ -256,7 +241,7 @@ Action define_cdi_generate(CLI::App& command) {
           "--hook-path,--nvidia-cdi-hook-path,--nvidia-ctk-path", args->hook_path,
           "Absolute path of the gpuctk binary the spec's hooks run (default: the installed gpuctk, the "
           "config's hook-path, when it exists, else this binary)")
-      ->check(value_check(check_hook_path));
+      ->check(value_check(check_absolute));
   command.add_option("--library-search-path", args->library_search_paths,
                      "Extra directory (inside the driver root) to search for driver libraries; repeatable");
   command

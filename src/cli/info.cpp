@@ -9,6 +9,7 @@
 #include "cdi/hook_programs.hpp"
 #include "cdi/registry.hpp"
 #include "cli/commands.hpp"
+#include "cli/discovery_options.hpp"
 #include "discover/discover.hpp"
 #include "discover/host_fs.hpp"
 #include "hook/config.hpp"
@@ -19,11 +20,8 @@ namespace gpuctk::cli {
 
 namespace {
 
-struct InfoArgs {
+struct InfoArgs : DiscoveryArgs {
   bool json = false;
-  std::string driver_root = "/";
-  std::string dev_root = "/";
-  std::string mode = "auto";
 };
 
 std::string_view module_name(discover::KernelModule module) {
@@ -327,11 +325,7 @@ Result<std::string> info(const InfoArgs& args, discover::Mode mode) {
 Action define_info(CLI::App& command) {
   auto args = std::make_shared<InfoArgs>();
   command.add_flag("--json", args->json, "Print JSON instead of text");
-  command.add_option("--driver-root", args->driver_root, "Root of the driver files")->capture_default_str();
-  command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
-  command.add_option("--mode", args->mode, "auto, nvml, proc or management")
-      ->capture_default_str()
-      ->check(value_check(discover::parse_mode));
+  add_discovery_options(command, *args, ModeChoice::spec);
   return [args] {
     auto mode = discover::parse_mode(args->mode);  // checked while parsing
     if (!mode) {

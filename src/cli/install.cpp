@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/discovery_options.hpp"
 #include "install/node_install.hpp"
 #include "install/restart.hpp"
 #include "util/stop_signals.hpp"
@@ -13,13 +14,6 @@
 namespace gpuctk::cli {
 
 namespace {
-
-Result<void> check_absolute(std::string_view path) {
-  if (!path.starts_with('/')) {
-    return fail(quote(path) + " is not an absolute path");
-  }
-  return {};
-}
 
 // The steps' lines on stdout, their warnings and the watch loop's errors on stderr.
 install::Progress printed_progress() {
@@ -45,14 +39,7 @@ Action define_install(CLI::App& command) {
                   "Directory on the node for gpuctk and gpuctk-runtime (the docker hook goes to ../docker)")
       ->capture_default_str()
       ->check(value_check(check_absolute));
-  command
-      .add_option("--driver-root", args->driver_root,
-                  "Root of the driver files on the node (a driver container: /run/nvidia/driver)")
-      ->capture_default_str()
-      ->check(value_check(check_absolute));
-  command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys on the node")
-      ->capture_default_str()
-      ->check(value_check(check_absolute));
+  add_root_options(command, args->driver_root, args->dev_root);
   CLI::Option* runtime =
       command.add_option("--runtime", args->runtime, "The engine to configure: containerd, crio or docker")
           ->check(value_check(engine::parse_engine));

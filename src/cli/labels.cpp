@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/discovery_options.hpp"
 #include "discover/discover.hpp"
 #include "install/install.hpp"
 #include "labels/sharing_config.hpp"
@@ -25,12 +26,9 @@ constexpr const char* k_default_output = "/etc/kubernetes/node-feature-discovery
 // A device plugin config is a few KiB; anything near this is not one.
 constexpr size_t k_max_config_size = 1024 * 1024;
 
-struct LabelsArgs {
+struct LabelsArgs : DiscoveryArgs {
   std::string output = k_default_output;
   std::string format = "nfd";
-  std::string driver_root = "/";
-  std::string dev_root = "/";
-  std::string mode = "auto";
   std::string config_file;
   std::string mig_strategy;  // empty: the config file's flags.migStrategy, else none
   unsigned watch_seconds = 0;
@@ -41,19 +39,6 @@ Result<void> check_format(std::string_view format) {
     return {};
   }
   return fail("unknown format " + quote(format) + " (want nfd or json)");
-}
-
-// --mode: discovery's modes except management, which shapes a spec (one "all" device), not what is on
-// the node.
-Result<void> check_mode(std::string_view text) {
-  const auto mode = discover::parse_mode(text);
-  if (!mode) {
-    return fail("unknown mode " + quote(text) + " (want auto, nvml or proc)");
-  }
-  if (*mode == discover::Mode::management) {
-    return fail("\"management\" is a spec's mode, not a discovery one (want auto, nvml or proc)");
-  }
-  return {};
 }
 
 Result<void> check_mig_strategy(std::string_view text) {
@@ -162,14 +147,7 @@ Action define_labels(CLI::App& command) {
   command.add_option("--format", args->format, "nfd (key=value lines) or json")
       ->capture_default_str()
       ->check(value_check(check_format));
-  command
-      .add_option("--driver-root", args->driver_root,
-                  "Root of the driver files (libraries, binaries, ld.so.cache)")
-      ->capture_default_str();
-  command.add_option("--dev-root", args->dev_root, "Root of /dev, /proc and /sys")->capture_default_str();
-  command.add_option("--mode", args->mode, "auto, nvml or proc (proc: no memory, compute or CUDA labels)")
-      ->capture_default_str()
-      ->check(value_check(check_mode));
+  add_discovery_options(command, *args, ModeChoice::node);
   command.add_option("--config-file", args->config_file,
                      "The NVIDIA device plugin's config file (flags.migStrategy; sharing: timeSlicing or mps "
                      "replicas)");

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/discovery_options.hpp"
 #include "install/device_nodes.hpp"
 #include "util/strings.hpp"
 
@@ -17,13 +18,6 @@ struct NodesArgs {
   bool gpus = false;
   bool dry_run = false;
 };
-
-Result<void> check_absolute(std::string_view path) {
-  if (!path.starts_with('/')) {
-    return fail(quote(path) + " is not an absolute path");
-  }
-  return {};
-}
 
 Result<void> create(const NodesArgs& args) {
   // Neither or both: every node; nvidia-ctk's --control-devices alone: the control nodes.

@@ -7,7 +7,6 @@
 
 #include <filesystem>
 
-#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {
@@ -19,10 +18,14 @@ namespace fs = std::filesystem;
 class HookProgramsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(m_tmp.path().empty());
-    m_dir = m_tmp.path();
+    char templ[] = "/tmp/gpuctk-hook-programs-XXXXXX";
+    ASSERT_NE(::mkdtemp(templ), nullptr);
+    m_dir = templ;
   }
-  test::TempDir m_tmp{"gpuctk-hook-programs", "/tmp"};
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(m_dir, ec);
+  }
   std::string m_dir;
 };
 

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/golden_file.hpp"
+#include "golden_file.hpp"
 #include "test_host.hpp"
 #include "util/strings.hpp"
 

@@ -1,0 +1,60 @@
+#include "cli/discovery_options.hpp"
+
+#include "cli/commands.hpp"
+#include "discover/discover.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::cli {
+
+namespace {
+
+// --mode of a command that looks at what is on the node: discovery's modes but management, which shapes
+// a spec (one "all" device), not what is found.
+Result<void> check_node_mode(std::string_view text) {
+  const auto mode = discover::parse_mode(text);
+  if (!mode) {
+    return fail("unknown mode " + quote(text) + " (want auto, nvml or proc)");
+  }
+  if (*mode == discover::Mode::management) {
+    return fail("\"management\" is a spec's mode, not a discovery one (want auto, nvml or proc)");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> check_absolute(std::string_view path) {
+  if (!path.starts_with('/')) {
+    return fail(quote(path) + " is not an absolute path");
+  }
+  return {};
+}
+
+void add_root_options(CLI::App& command, std::string& driver_root, std::string& dev_root) {
+  command
+      .add_option("--driver-root", driver_root,
+                  "Root of the driver files: libraries, binaries, ld.so.cache (a driver container's: "
+                  "/run/nvidia/driver)")
+      ->capture_default_str()
+      ->check(value_check(check_absolute));
+  command.add_option("--dev-root", dev_root, "Root of /dev, /proc and /sys")
+      ->capture_default_str()
+      ->check(value_check(check_absolute));
+}
+
+void add_discovery_options(CLI::App& command, DiscoveryArgs& args, ModeChoice modes) {
+  add_root_options(command, args.driver_root, args.dev_root);
+  if (modes == ModeChoice::spec) {
+    command.add_option("--mode,--discovery-mode", args.mode, "auto, nvml, proc or management")
+        ->capture_default_str()
+        ->check(value_check(discover::parse_mode));
+  } else {
+    command
+        .add_option("--mode,--discovery-mode", args.mode,
+                    "auto, nvml or proc (proc finds less: no memory, compute capability or CUDA version)")
+        ->capture_default_str()
+        ->check(value_check(check_node_mode));
+  }
+}
+
+}  // namespace gpuctk::cli

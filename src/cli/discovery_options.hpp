@@ -1,0 +1,40 @@
+#pragma once
+// The command-line options of every command that discovers a host (cdi generate, info, labels, install):
+// --driver-root, --dev-root and --mode declared once, with one help text and one check each, so that the
+// same option means and accepts the same thing in every command.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "util/error.hpp"
+
+namespace gpuctk::cli {
+
+// Where and how a command discovers the host (discover::DiscoverOptions before parsing).
+struct DiscoveryArgs {
+  std::string driver_root = "/";
+  std::string dev_root = "/";
+  std::string mode = "auto";  // discover::parse_mode, checked while parsing
+};
+
+// Which values --mode takes.
+enum class ModeChoice : uint8_t {
+  // auto, nvml, proc or management: a spec's modes (cdi generate, info).
+  spec,
+  // auto, nvml or proc: what is on the node; management shapes a spec, it finds nothing (labels).
+  node,
+};
+
+// Adds --driver-root and --dev-root (absolute paths, default "/") bound to `driver_root` and `dev_root`.
+void add_root_options(CLI::App& command, std::string& driver_root, std::string& dev_root);
+
+// add_root_options, and --mode (alias --discovery-mode, nvidia-ctk's name) taking `modes`.
+void add_discovery_options(CLI::App& command, DiscoveryArgs& args, ModeChoice modes);
+
+// Every path option's check: "\"<path>\" is not an absolute path" for a relative one.
+Result<void> check_absolute(std::string_view path);
+
+}  // namespace gpuctk::cli
