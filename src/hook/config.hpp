@@ -52,7 +52,7 @@ struct Config {
   RuntimeMode runtime_mode = RuntimeMode::cdi;        // `runtime-mode`: cdi or prestart
   // `mps-pipe-roots` / `mps-log-roots`: host directories below which CUDA_MPS_PIPE_DIRECTORY /
   // CUDA_MPS_LOG_DIRECTORY (set by the container) may name one daemon's directory to mount, when
-  // config.json does not mount that path already (inject.cpp has the rules: strictly below a root, no
+  // config.json does not mount that path already (hook/mps.hpp has the rules: strictly below a root, no
   // symlink, root-owned and not writable by others from the root down). Clean absolute paths, not "/".
   // No /tmp default: anyone can create /tmp/nvidia-mps first.
   std::vector<std::string> mps_pipe_roots{"/run/nvidia/mps"};

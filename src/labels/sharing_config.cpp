@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "util/k8s_names.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::labels {
@@ -17,22 +18,28 @@ namespace {
 constexpr std::string_view k_resource_prefix = "nvidia.com/";
 constexpr size_t k_max_resource_name = 63;
 
-bool is_dns_subdomain(std::string_view name) {
-  if (name.empty() || name.size() > 253) {
-    return false;
-  }
-  size_t start = 0;
-  while (start <= name.size()) {
-    const size_t dot = std::min(name.find('.', start), name.size());
-    const std::string_view label = name.substr(start, dot - start);
-    const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-    if (label.empty() || !alnum(label.front()) || !alnum(label.back()) ||
-        !std::ranges::all_of(label, [&](char c) { return alnum(c) || c == '-'; })) {
-      return false;
-    }
-    start = dot + 1;
-  }
-  return true;
+// An enum value and how the device plugin's config file and flags spell it.
+template <class Enum>
+struct NameRow {
+  Enum value;
+  std::string_view name;
+};
+constexpr NameRow<MigStrategy> k_mig_strategies[] = {
+    {MigStrategy::none, "none"},      // whole GPUs only; MIG devices are not advertised
+    {MigStrategy::single, "single"},  // every GPU's MIG devices as nvidia.com/gpu
+    {MigStrategy::mixed, "mixed"},    // each MIG profile as its own nvidia.com/mig-<profile>
+};
+constexpr NameRow<SharingStrategy> k_sharing_strategies[] = {
+    {SharingStrategy::none, "none"},                  // no sharing config
+    {SharingStrategy::time_slicing, "time-slicing"},  // sharing.timeSlicing
+    {SharingStrategy::mps, "mps"},                    // sharing.mps
+};
+
+// The name of `value` in `table`; the first row's for a value the table lacks (none).
+template <class Enum, size_t N>
+std::string_view name_of(const NameRow<Enum> (&table)[N], Enum value) {
+  const auto* row = std::ranges::find(table, value, &NameRow<Enum>::value);
+  return row != std::end(table) ? row->name : table[0].name;
 }
 
 // A plain (unquoted) YAML scalar that is a decimal integer.
@@ -297,40 +304,19 @@ Result<void> plugin_flags(const YAML::Node& flags, PluginFlags& out) {
 }  // namespace
 
 Result<MigStrategy> parse_mig_strategy(std::string_view text) {
-  if (text == "none") {
-    return MigStrategy::none;
+  const auto* row = std::ranges::find(k_mig_strategies, text, &NameRow<MigStrategy>::name);
+  if (row == std::end(k_mig_strategies)) {
+    return fail("unknown MIG strategy " + quote(text) + " (want none, single or mixed)");
   }
-  if (text == "single") {
-    return MigStrategy::single;
-  }
-  if (text == "mixed") {
-    return MigStrategy::mixed;
-  }
-  return fail("unknown MIG strategy " + quote(text) + " (want none, single or mixed)");
+  return row->value;
 }
 
 std::string_view mig_strategy_name(MigStrategy strategy) {
-  switch (strategy) {
-    case MigStrategy::none:
-      return "none";
-    case MigStrategy::single:
-      return "single";
-    case MigStrategy::mixed:
-      return "mixed";
-  }
-  return "none";
+  return name_of(k_mig_strategies, strategy);
 }
 
 std::string_view sharing_strategy_name(SharingStrategy strategy) {
-  switch (strategy) {
-    case SharingStrategy::none:
-      return "none";
-    case SharingStrategy::time_slicing:
-      return "time-slicing";
-    case SharingStrategy::mps:
-      return "mps";
-  }
-  return "none";
+  return name_of(k_sharing_strategies, strategy);
 }
 
 const ReplicatedResource* SharingConfig::find(std::string_view name) const {

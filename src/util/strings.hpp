@@ -13,6 +13,11 @@ namespace gpuctk {
 
 // `text` without leading and trailing spaces, tabs, CR and LF.
 std::string_view trim(std::string_view text);
+// The view would point into a string destroyed at the end of the full expression (trim(read_file(...)
+// .value()) in a condition, read after it): keep the string in a variable first.
+template <class String>
+  requires std::same_as<String, std::string>
+std::string_view trim(String&& text) = delete;
 
 // `text` split at every `separator`; empty pieces are kept ("a,,b" -> {"a", "", "b"}).
 std::vector<std::string_view> split(std::string_view text, char separator);

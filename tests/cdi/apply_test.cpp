@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {
@@ -301,8 +302,9 @@ TEST(ApplyDeviceNodes, RealStatReadsTheNodeAndDoesNotFollowSymlinks) {
   EXPECT_EQ(null->minor, 3);
   EXPECT_EQ(null->mode, 0666u);
 
-  std::string dir = (std::filesystem::temp_directory_path() / "gpuctk-apply-XXXXXX").string();
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const test::TempDir tmp{"gpuctk-apply"};
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string& dir = tmp.path();
   const std::string link = dir + "/null-link";
   const std::string file = dir + "/file";
   ASSERT_EQ(::symlink("/dev/null", link.c_str()), 0);
@@ -310,7 +312,6 @@ TEST(ApplyDeviceNodes, RealStatReadsTheNodeAndDoesNotFollowSymlinks) {
   const auto via_link = stat_host_node(link);
   const auto regular = stat_host_node(file);
   const auto missing = stat_host_node(dir + "/missing");
-  std::filesystem::remove_all(dir);
   ASSERT_FALSE(via_link);
   EXPECT_EQ(via_link.error().message, "stat " + link + ": not a device node");
   ASSERT_FALSE(regular);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {
@@ -18,14 +19,10 @@ namespace fs = std::filesystem;
 class HookProgramsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char templ[] = "/tmp/gpuctk-hook-programs-XXXXXX";
-    ASSERT_NE(::mkdtemp(templ), nullptr);
-    m_dir = templ;
+    ASSERT_FALSE(m_tmp.path().empty());
+    m_dir = m_tmp.path();
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
-  }
+  test::TempDir m_tmp{"gpuctk-hook-programs", "/tmp"};
   std::string m_dir;
 };
 

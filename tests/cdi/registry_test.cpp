@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "cdi/doc_tree.hpp"
-#include "cdi/temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpuctk::cdi {
 namespace {

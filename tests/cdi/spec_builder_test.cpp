@@ -13,8 +13,8 @@
 #include "cdi/validate.hpp"
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
-#include "golden_file.hpp"
 #include "hook/container_hooks.hpp"
+#include "support/golden_file.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {

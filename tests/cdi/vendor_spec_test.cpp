@@ -12,7 +12,7 @@
 #include "cdi/validate.hpp"
 #include "cdi/version.hpp"
 #include "fixtures/builder/hosts.hpp"
-#include "golden_file.hpp"
+#include "support/golden_file.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {

@@ -13,10 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "support/process_support.hpp"
+#include "support/temp_dir.hpp"
 #include "util/fd.hpp"
 #include "util/file.hpp"
 #include "util/mountinfo.hpp"
-#include "util/process_support.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cgroup {
@@ -163,9 +164,9 @@ TEST(CgroupParse, InputIsBounded) {
 }
 
 TEST(CgroupParse, FindReadsProcFiles) {
-  char dir_template[] = "/tmp/gpuctk-cgroup-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir_template), nullptr);
-  const std::string proc = dir_template;
+  const test::TempDir tmp{"gpuctk-cgroup", "/tmp"};
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string& proc = tmp.path();
   ASSERT_EQ(::mkdir((proc + "/42").c_str(), 0755), 0);
   ASSERT_EQ(::mkdir((proc + "/self").c_str(), 0755), 0);
   ASSERT_TRUE(write_file_atomic(proc + "/42/cgroup", k_hybrid_cgroup, 0644));
@@ -183,9 +184,6 @@ TEST(CgroupParse, FindReadsProcFiles) {
                 "cgroup namespace)");
   EXPECT_EQ(find_device_cgroups(7, proc).error().message,
             "read " + proc + "/7/cgroup: No such file or directory");
-  for (const char* file : {"/42/cgroup", "/self/mountinfo", "/42", "/self", ""}) {
-    ::remove((proc + file).c_str());
-  }
 }
 
 // Through a held process (util/process.hpp): its own cgroup file, read through its /proc directory; once

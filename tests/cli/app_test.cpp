@@ -3,8 +3,8 @@
 // on stdout and exit 0; an unknown hook name is a warning and success (specs from newer versions).
 #include <gtest/gtest.h>
 
-#include "cdi/temp_dir.hpp"
 #include "cli/run_gpuctk.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpuctk {
 namespace {

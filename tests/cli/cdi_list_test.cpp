@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "cdi/temp_dir.hpp"
 #include "cli/run_gpuctk.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpuctk {
 namespace {

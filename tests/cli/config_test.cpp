@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <string_view>
 
-#include "cdi/temp_dir.hpp"
 #include "cli/run_gpuctk.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {

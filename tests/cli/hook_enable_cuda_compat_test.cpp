@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cdi/temp_dir.hpp"
 #include "cli/run_gpuctk.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 

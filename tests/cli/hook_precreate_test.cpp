@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cdi/temp_dir.hpp"
 #include "cli/run_gpuctk.hpp"
+#include "support/temp_dir.hpp"
 #include "util/fd.hpp"
 #include "util/file.hpp"
 

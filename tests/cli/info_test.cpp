@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cdi/temp_dir.hpp"
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpuctk {
 namespace {

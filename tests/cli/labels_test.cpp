@@ -14,6 +14,7 @@
 #include "cli/fixture_host_test.hpp"
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {
@@ -157,9 +158,9 @@ TEST_F(CliLabelsTest, UnwritableOutputNamesThePath) {
 }
 
 TEST(CliLabels, AHostWithoutGpusGetsAnEmptyFileAndSaysWhy) {
-  const std::string root = std::filesystem::temp_directory_path() / "gpuctk-labels-empty";
-  std::filesystem::remove_all(root);
-  std::filesystem::create_directories(root);
+  const test::TempDir tmp{"gpuctk-labels-empty"};
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string& root = tmp.path();
   const auto r =
       test::run_gpuctk({"labels", "--driver-root", root, "--dev-root", root, "-o", root + "/out"}, root);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -168,7 +169,6 @@ TEST(CliLabels, AHostWithoutGpusGetsAnEmptyFileAndSaysWhy) {
       r.err,
       "gpuctk: warning: no NVIDIA driver (" + root +
           "/proc/driver/nvidia missing): no nvidia.com labels\ngpuctk: warning: no GPU found: no labels\n");
-  std::filesystem::remove_all(root);
 }
 
 // --watch: the labels are written again when they change (here the machine's DMI name appears), and the

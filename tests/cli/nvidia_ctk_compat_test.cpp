@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "cdi/temp_dir.hpp"
 #include "cli/fixture_host_test.hpp"
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 

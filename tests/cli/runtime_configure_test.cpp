@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "cdi/temp_dir.hpp"
 #include "cli/run_gpuctk.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpuctk {
 namespace {

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cdi/temp_dir.hpp"
 #include "cli/run_gpuctk.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {

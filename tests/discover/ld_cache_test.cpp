@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::discover {
@@ -486,27 +487,6 @@ TEST(LdCacheErrors, RandomByteFlipsNeverCrash) {
 // ---------------------------------------------------------------------------------------------------
 // Real caches written by the real ldconfig
 
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "gpuctk-ldcache-XXXXXX").string();
-    if (::mkdtemp(templ.data()) != nullptr) {
-      m_path = templ;
-    }
-  }
-  ~TempDir() {
-    if (!m_path.empty()) {
-      fs::remove_all(m_path);
-    }
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
-
 // Exit status and standard output of a shell command.
 std::pair<int, std::string> run(const std::string& command) {
   FILE* pipe = ::popen(command.c_str(), "r");
@@ -589,15 +569,16 @@ TEST(LdCacheReal, CachesWrittenByLdconfigInEveryFormat) {
   // Real libraries with SONAMEs: the C++ runtime this test binary runs on (libm.so.6, libgcc_s.so.1).
   const auto libraries = loaded_libraries({"libm.so.", "libgcc_s.so."});
   ASSERT_EQ(libraries.size(), 2u) << "expected libm and libgcc_s to be loaded";
-  TempDir root;
-  ASSERT_FALSE(root.path().empty());
-  fs::create_directories(root.path() / "lib");
-  fs::create_directories(root.path() / "etc");
-  std::ofstream(root.path() / "etc/ld.so.conf") << "";
+  const test::TempDir tmp{"gpuctk-ldcache"};
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path root = tmp.path();
+  fs::create_directories(root / "lib");
+  fs::create_directories(root / "etc");
+  std::ofstream(root / "etc/ld.so.conf") << "";
   std::vector<std::string> sonames;
   for (const auto& library : libraries) {
     const auto soname = fs::path(library).filename();
-    fs::copy_file(fs::canonical(library), root.path() / "lib" / soname);
+    fs::copy_file(fs::canonical(library), root / "lib" / soname);
     sonames.push_back(soname.string());
   }
   const auto native = native_arch();
@@ -612,9 +593,9 @@ TEST(LdCacheReal, CachesWrittenByLdconfigInEveryFormat) {
     SCOPED_TRACE(name);
     const std::string file = std::string("/ld.so.cache.") + name;
     const auto [status, output] =
-        run(ldconfig + " -r '" + root.path().string() + "' -C " + file + " -c " + name + " -X /lib 2>&1");
+        run(ldconfig + " -r '" + root.string() + "' -C " + file + " -c " + name + " -X /lib 2>&1");
     ASSERT_EQ(status, 0) << output;
-    const auto path = (root.path() / file.substr(1)).string();
+    const auto path = (root / file.substr(1)).string();
     const auto cache = read_ld_cache(path);
     ASSERT_TRUE(cache) << cache.error().message;
     EXPECT_EQ(cache->format, format);
@@ -673,13 +654,15 @@ TEST(LdCacheReal, SystemCacheAgreesWithLdconfig) {
 }
 
 TEST(LdCacheReal, ReadErrorsNameThePath) {
-  TempDir dir;
-  const auto missing = (dir.path() / "nope").string();
+  const test::TempDir tmp{"gpuctk-ldcache"};
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path dir = tmp.path();
+  const auto missing = (dir / "nope").string();
   const auto result = read_ld_cache(missing);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().message, "read " + missing + ": No such file or directory");
 
-  const auto garbage = (dir.path() / "ld.so.cache").string();
+  const auto garbage = (dir / "ld.so.cache").string();
   std::ofstream(garbage) << "garbage";
   const auto bad = read_ld_cache(garbage);
   ASSERT_FALSE(bad);
@@ -687,23 +670,25 @@ TEST(LdCacheReal, ReadErrorsNameThePath) {
 }
 
 TEST(LdCacheLimits, TheFileIsReadBoundedAndNotThroughALink) {
-  TempDir dir;
-  const auto big = (dir.path() / "big.cache").string();
+  const test::TempDir tmp{"gpuctk-ldcache"};
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path dir = tmp.path();
+  const auto big = (dir / "big.cache").string();
   { std::ofstream out(big); }
   fs::resize_file(big, (size_t{64} << 20) + 1);  // sparse: costs nothing on disk
   auto result = read_ld_cache(big);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().message, "read " + big + ": larger than 67108864 bytes");
 
-  const auto link = (dir.path() / "ld.so.cache").string();
+  const auto link = (dir / "ld.so.cache").string();
   fs::create_symlink(big, link);
   result = read_ld_cache(link);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().message, "read " + link + ": Too many levels of symbolic links");
 
-  result = read_ld_cache(dir.path().string());
+  result = read_ld_cache(dir.string());
   ASSERT_FALSE(result);
-  EXPECT_EQ(result.error().message, "read " + dir.path().string() + ": not a regular file");
+  EXPECT_EQ(result.error().message, "read " + dir.string() + ": not a regular file");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "discover/nvml_abi.h"
 #include "fixtures/builder/materialise.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::discover {
@@ -46,13 +47,11 @@ class NvmlTest : public ::testing::Test {
   void SetUp() override {
     ::unsetenv("GPUCTK_MOCK_NVML_CONFIG");
     ::unsetenv("GPUCTK_MOCK_NVML_EVENTS");
-    std::string templ = (fs::temp_directory_path() / "gpuctk-nvml-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    m_dir = templ;
+    ASSERT_FALSE(m_tmp.path().empty());
+    m_dir = m_tmp.path();
     fs::copy_file(GPUCTK_MOCK_NVML_PATH, m_dir / "libnvidia-ml.so.550.54.15");
     fs::create_symlink("libnvidia-ml.so.550.54.15", m_dir / "libnvidia-ml.so.1");
   }
-  void TearDown() override { fs::remove_all(m_dir); }
 
   void write_conf(const std::string& text) const { std::ofstream(m_dir / "nvml-mock.conf") << text; }
   std::string library() const { return (m_dir / "libnvidia-ml.so.1").string(); }
@@ -64,6 +63,7 @@ class NvmlTest : public ::testing::Test {
     ::close(fd);
   }
 
+  test::TempDir m_tmp{"gpuctk-nvml"};
   fs::path m_dir;
 };
 

@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "cdi/temp_dir.hpp"
 #include "engine/data.hpp"
 #include "engine/toml_doc.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {

@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "cdi/temp_dir.hpp"
 #include "engine/configure.hpp"
 #include "engine/data.hpp"
 #include "engine/toml_doc.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "cdi/temp_dir.hpp"
 #include "cgroup/device_filter.hpp"
 #include "oci/bundle.hpp"
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox_probe.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "cdi/temp_dir.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::install {

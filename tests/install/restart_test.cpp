@@ -11,8 +11,8 @@
 
 #include <filesystem>
 
-#include "cdi/temp_dir.hpp"
 #include "install/fake_engine.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::install {

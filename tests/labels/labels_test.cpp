@@ -11,7 +11,8 @@
 
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
-#include "golden_file.hpp"
+#include "support/golden_file.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::labels {
@@ -356,8 +357,9 @@ TEST(NvidiaLabels, MachineAndModeComeFromHostFacts) {
 // vendor 0x10de), with or without a driver; not for NVIDIA's other PCI functions (audio, USB), nor for
 // another vendor's GPU.
 TEST(Labels, GpuPresentForNvidiaDisplayControllersOnThePciBus) {
-  const auto root = std::filesystem::temp_directory_path() / "gpuctk-labels-pci";
-  std::filesystem::remove_all(root);
+  const test::TempDir tmp{"gpuctk-labels-pci"};
+  ASSERT_FALSE(tmp.path().empty());
+  const std::filesystem::path root = tmp.path();
   const auto device = [&](const std::string& bus, const std::string& vendor, const std::string& klass) {
     const auto dir = root / "sys/bus/pci/devices" / bus;
     std::filesystem::create_directories(dir);

@@ -9,8 +9,9 @@
 #include <filesystem>
 #include <string>
 
+#include "support/syscall_filter.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
-#include "util/syscall_filter.hpp"
 
 namespace gpuctk::oci {
 namespace {
@@ -21,11 +22,9 @@ using Json = nlohmann::ordered_json;
 class OciBundle : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "gpuctk-bundle-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    m_dir = templ;
+    ASSERT_FALSE(m_tmp.path().empty());
+    m_dir = m_tmp.path();
   }
-  void TearDown() override { fs::remove_all(m_dir); }
 
   [[nodiscard]] std::vector<std::string> entries() const {
     std::vector<std::string> names;
@@ -42,6 +41,7 @@ class OciBundle : public ::testing::Test {
     return st;
   }
 
+  test::TempDir m_tmp{"gpuctk-bundle"};
   std::string m_dir;
 };
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "cdi/temp_dir.hpp"
 #include "rootfs/rootfs_test_support.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -277,7 +277,8 @@ TEST(HookRun, ALargeStateToAHookThatDoesNotReadIt) {
     return outcome(run_hook(shell("wc -c > \"$OUT\"", {"OUT=" + out}), big));
   });
   EXPECT_EQ(counted, "ok");
-  EXPECT_EQ(std::string(trim(read_file(out).value_or(""))), "1048576");
+  const std::string count = read_file(out).value_or("");
+  EXPECT_EQ(trim(count), "1048576");
 }
 
 TEST(HookRun, ALotOfOutputDoesNotBlock) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::oci {
@@ -19,24 +20,21 @@ namespace fs = std::filesystem;
 class OciRuntimeLookup : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "gpuctk-lookup-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    m_dir = templ;
+    ASSERT_FALSE(m_tmp.path().empty());
+    m_dir = m_tmp.path();
     m_old_cwd = fs::current_path();
     fs::create_directories(m_dir + "/bundle/bin");
     fs::create_directories(m_dir + "/usr/bin");
     fs::current_path(m_dir + "/bundle");
   }
-  void TearDown() override {
-    fs::current_path(m_old_cwd);
-    fs::remove_all(m_dir);
-  }
+  void TearDown() override { fs::current_path(m_old_cwd); }
   void executable(const std::string& path) { ASSERT_TRUE(write_file_atomic(path, "#!/bin/sh\n", 0755)); }
   std::string find(const std::string& path_env) {
     const auto found = find_runtime({"runc"}, path_env, "/nonexistent/gpuctk");
     return found ? *found : found.error().message;
   }
 
+  test::TempDir m_tmp{"gpuctk-lookup"};
   std::string m_dir;
   fs::path m_old_cwd;
 };

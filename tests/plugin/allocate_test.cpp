@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "golden_file.hpp"
+#include "support/golden_file.hpp"
 #include "test_host.hpp"
 #include "util/strings.hpp"
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "discover/nvml_abi.h"
+#include "support/temp_dir.hpp"
 #include "test_host.hpp"
 
 namespace gpuctk::plugin {
@@ -128,6 +129,27 @@ TEST(PluginHealth, TheBoardCountsChangesAndWakesItsWaiters) {
   EXPECT_TRUE(board.stopped());
 }
 
+// A closing ListAndWatch stream wakes its waiter without a change: the wait returns the same version.
+TEST(PluginHealth, AWakeEndsTheWaitWithoutAChange) {
+  HealthBoard board;
+  std::atomic<bool> returned{false};
+  std::atomic<uint64_t> seen{99};
+  std::thread waiter([&] {
+    seen = board.wait_change(0);
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(returned.load());
+  while (!returned) {  // a wake before the waiter waits is not its wake: wake until it returns
+    board.wake();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  waiter.join();
+  EXPECT_EQ(seen.load(), 0u);
+  EXPECT_EQ(board.version(), 0u);
+  EXPECT_FALSE(board.stopped());
+}
+
 // The watch on the mock NVML: GPU 1's Xid marks its MIG device, a skipped Xid marks nothing, a lost NVML
 // marks everything and ends the watch.
 class PluginHealthWatch : public ::testing::Test {
@@ -135,9 +157,8 @@ class PluginHealthWatch : public ::testing::Test {
   void SetUp() override {
     ::unsetenv("GPUCTK_MOCK_NVML_CONFIG");
     ::unsetenv("GPUCTK_MOCK_NVML_EVENTS");
-    std::string templ = (std::filesystem::temp_directory_path() / "gpuctk-health-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    m_dir = templ;
+    ASSERT_FALSE(m_tmp.path().empty());
+    m_dir = m_tmp.path();
     std::filesystem::copy_file(GPUCTK_MOCK_NVML_PATH, m_dir / "libnvidia-ml.so.1");
     std::string conf = "driver\tversion=550.54.15\tcuda=12040\n";
     const std::pair<const char*, const char*> gpus[] = {{k_gpu0, "00000000:07:00.0"},
@@ -157,7 +178,6 @@ class PluginHealthWatch : public ::testing::Test {
     std::ofstream(m_dir / "nvml-mock.conf") << conf;
     ASSERT_EQ(::mkfifo((m_dir / "nvml-events").c_str(), 0600), 0);
   }
-  void TearDown() override { std::filesystem::remove_all(m_dir); }
 
   void inject(const std::string& line) const {
     const int fd = ::open((m_dir / "nvml-events").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -166,6 +186,7 @@ class PluginHealthWatch : public ::testing::Test {
     ::close(fd);
   }
 
+  gpuctk::test::TempDir m_tmp{"gpuctk-health"};
   std::filesystem::path m_dir;
 };
 

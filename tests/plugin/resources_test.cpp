@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/temp_dir.hpp"
 #include "test_host.hpp"
 
 namespace gpuctk::plugin {
@@ -165,7 +166,9 @@ TEST(PluginResources, MpsRefusesMigDevices) {
 }
 
 TEST(PluginResources, ReadsNumaNodesFromSysfsBelowTheDevRoot) {
-  const auto root = std::filesystem::temp_directory_path() / ("gpuctk-numa-" + std::to_string(::getpid()));
+  const gpuctk::test::TempDir tmp{"gpuctk-numa"};
+  ASSERT_FALSE(tmp.path().empty());
+  const std::filesystem::path root = tmp.path();
   const auto write = [&](const std::string& bus, const std::string& text) {
     std::filesystem::create_directories(root / "sys/bus/pci/devices" / bus);
     std::ofstream(root / "sys/bus/pci/devices" / bus / "numa_node") << text;
@@ -176,7 +179,6 @@ TEST(PluginResources, ReadsNumaNodesFromSysfsBelowTheDevRoot) {
   inv.gpus[0].bus_id = "0000:07:00.0";
   inv.gpus[1].bus_id = "0000:0f:00.0";  // GPU 2's file is missing
   EXPECT_EQ(read_numa_nodes(root.string(), inv), (NumaNodes{{"0000:07:00.0", 1}}));
-  std::filesystem::remove_all(root);
 }
 
 }  // namespace

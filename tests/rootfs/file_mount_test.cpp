@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cdi/temp_dir.hpp"
 #include "rootfs/rootfs_test_support.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::rootfs {

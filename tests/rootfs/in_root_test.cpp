@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "rootfs/rootfs_test_support.hpp"
+#include "support/syscall_filter.hpp"
 #include "util/fd.hpp"
-#include "util/syscall_filter.hpp"
 
 namespace gpuctk::rootfs {
 namespace {

@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "cdi/temp_dir.hpp"
 #include "rootfs/rootfs_test_support.hpp"
+#include "support/process_support.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
-#include "util/process_support.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::rootfs {

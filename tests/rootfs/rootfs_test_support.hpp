@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "cdi/temp_dir.hpp"
 #include "rootfs/in_root.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 

@@ -19,7 +19,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "cdi/temp_dir.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 

@@ -8,7 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "util/syscall_filter.hpp"
+#include "support/syscall_filter.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpuctk {
 namespace {
@@ -18,16 +19,15 @@ namespace fs = std::filesystem;
 class FileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "gpuctk-file-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    m_dir = templ;
+    ASSERT_FALSE(m_tmp.path().empty());
+    m_dir = m_tmp.path();
   }
-  void TearDown() override { fs::remove_all(m_dir); }
 
   [[nodiscard]] size_t entries() const {
     return static_cast<size_t>(std::distance(fs::directory_iterator(m_dir), fs::directory_iterator{}));
   }
 
+  test::TempDir m_tmp{"gpuctk-file"};
   fs::path m_dir;
 };
 

@@ -1,14 +1,14 @@
-// tests/golden_file.hpp: a golden file that differs fails the test, also when GPUCTK_UPDATE_GOLDEN=1
+// tests/support/golden_file.hpp: a golden file that differs fails the test, also when GPUCTK_UPDATE_GOLDEN=1
 // rewrites it (a run that changed a golden file is never green).
 
-#include "golden_file.hpp"
+#include "support/golden_file.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
 
-#include "cdi/temp_dir.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::test {

@@ -9,8 +9,8 @@
 
 #include <string>
 
+#include "support/process_support.hpp"
 #include "util/file.hpp"
-#include "util/process_support.hpp"
 
 namespace gpuctk {
 namespace {

@@ -2,8 +2,25 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+
 namespace gpuctk {
 namespace {
+
+// trim() and split() return views into their argument: a temporary std::string would be gone before the
+// view is read (trim(read_file(...).value()) in a condition), so that call does not compile; a named
+// string, a view and a literal do.
+template <class T>
+concept trimmable = requires(T&& text) { trim(std::forward<T>(text)); };
+template <class T>
+concept splittable = requires(T&& text) { split(std::forward<T>(text), ','); };
+static_assert(!trimmable<std::string>);
+static_assert(trimmable<std::string&> && trimmable<const std::string&>);
+static_assert(trimmable<std::string_view> && trimmable<const char*>);
+static_assert(!splittable<std::string>);
+static_assert(splittable<std::string&> && splittable<const std::string&>);
+static_assert(splittable<std::string_view> && splittable<const char*>);
 
 TEST(Strings, TrimRemovesSurroundingWhitespaceOnly) {
   EXPECT_EQ(trim("  a b \t\r\n"), "a b");
