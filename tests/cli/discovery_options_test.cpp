@@ -6,12 +6,7 @@
 #include <sstream>
 
 #include "cli/run_gpuctk.hpp"
-// TempDir moves from tests/cdi to tests/support (issue 23 item 7); either place until that lands.
-#if __has_include("support/temp_dir.hpp")
 #include "support/temp_dir.hpp"
-#else
-#include "cdi/temp_dir.hpp"
-#endif
 
 namespace gpuctk {
 namespace {
