@@ -106,44 +106,20 @@ Action define_system_create_device_nodes(CLI::App& command);
 // The --config option every hook has.
 void add_config_option(CLI::App& command, std::string& config_path);
 
-// An in-container hook's body: the opened container root, the config and the log. It owns what it uses
-// (captures by value): in `hook prestart` it runs after the command line it was parsed from is gone.
-using ContainerHookBody =
-    std::function<Result<void>(const rootfs::Root& root, const hook::Config& config, const hook::Log& log)>;
-
-// An in-container hook that takes something from the host (a program, a host file): opens or reads it
-// and returns the body that uses it. `hook prestart` calls it before it enters the container's mount
-// namespace and the body after, where a host path may name a file of the container's.
-using ContainerHookPrepare =
-    std::function<Result<ContainerHookBody>(const hook::Config& config, const hook::Log& log)>;
-
 // A gpuctk createContainer hook made ready by prepare_hook_in_process: its body on the container root.
 using InProcessBody = std::function<Result<void>(const rootfs::Root& root)>;
 
-// Parses `args` ("gpuctk", "hook", "create-symlinks", ...) as gpuctk would and runs that hook's
-// preparation (ContainerHookPrepare) in this process with `config` and `log`, instead of reading the OCI
-// state. Returns its body, to run later on an open container root; `config` and `log` must outlive it.
-// Errors (the preparation's now, the body's later) come back instead of being printed, prefixed with the
-// hook's name; a usage error, already printed, is "hook <args>: exit status 2". A program the hook runs
-// in the sandbox starts in `cgroup` (the container's, from hook prestart), when given.
+// Parses `args` ("gpuctk", "hook", "create-symlinks", ...) with the options of that hook's row of the hook
+// table (hook/hook_table.hpp), exactly as `gpuctk hook <name>` parses them, and runs its preparation in
+// this process with `config` and `log`, instead of reading the OCI state. Returns its body, to run later on
+// an open container root; `config` and `log` must outlive it. Errors (the preparation's now, the body's
+// later) come back instead of being printed, prefixed with the hook's name; a usage error, already
+// printed, is "hook <args>: exit status 2". A hook this gpuctk does not have is a warning and a body that
+// does nothing (as `gpuctk hook <unknown>` is). A program the hook runs in the sandbox starts in `cgroup`
+// (the container's, from hook prestart), when given.
 Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,
                                               const hook::Config& config, const hook::Log& log,
                                               std::shared_ptr<const rootfs::SandboxCgroup> cgroup = nullptr);
-
-// For a preparation: the limits of the programs its hook runs in the sandbox (rootfs/sandbox.hpp): in
-// prepare_hook_in_process, its `cgroup`; otherwise the caller's cgroups, which are the container's when
-// a runtime runs the hook.
-rootfs::SandboxLimits sandbox_limits();
-
-// Runs an in-container (createContainer) hook: loads the config and log, reads the OCI state on stdin
-// (bounded), opens the container root it names, runs `prepare` and then the body it returns; errors are
-// prefixed with `name` and reported once (stderr and log). Inside prepare_hook_in_process only `prepare`
-// runs, and its body is handed back.
-int run_container_hook(const std::string& config_path, const std::string& name,
-                       const ContainerHookPrepare& prepare);
-// The same for a hook that takes nothing from the host.
-int run_container_hook(const std::string& config_path, const std::string& name,
-                       const ContainerHookBody& body);
 
 // The runtime shim: injects on create/run, then execs the real runtime with `args` (never returns on
 // success). The config is $GPUCTK_CONFIG or the default file.

@@ -1,6 +1,12 @@
-// The shared start of the in-container hooks: config and log, the OCI state on stdin, the container root.
+// gpuctk's own createContainer hooks on the command line (`gpuctk hook create-symlinks …`) and in `hook
+// prestart`'s process: both parse a hook's options from its row of the hook table (hook/hook_table.hpp)
+// with CLI11 and run the row's prepare and body.
+#include <map>
+#include <memory>
+
 #include "cli/commands.hpp"
 #include "hook/container_hooks.hpp"
+#include "hook/hook_table.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
@@ -12,78 +18,87 @@ void add_config_option(CLI::App& command, std::string& config_path) {
 
 namespace {
 
-// Set while prepare_hook_in_process runs one of gpuctk's own createContainer hooks' command lines.
-struct InProcessHook {
-  const hook::Config* config;
-  const hook::Log* log;
-  std::shared_ptr<const rootfs::SandboxCgroup> cgroup;  // where its sandboxed programs start
-  std::optional<ContainerHookBody> body;                // what the hook made ready
-  std::optional<Error> error;                           // the preparation's error, returned by the caller
+// Where CLI11 puts a hook's options while it parses them.
+struct BoundHook {
+  const hook::HookRow* row = nullptr;
+  std::string config_path;
+  std::map<std::string, std::string> values;
+  std::map<std::string, std::vector<std::string>> lists;
+  std::map<std::string, bool> flags;
+  std::map<std::string, CLI::Option*> options;
+
+  // The parsed command line, defaults filled in.
+  [[nodiscard]] hook::HookArgs args() const {
+    hook::HookArgs out;
+    for (const auto& option : row->options) {
+      const std::string name = option.name;
+      if (options.at(name)->count() == 0) {
+        if (option.default_value != nullptr) {
+          out.add(name, option.default_value);
+        }
+        continue;
+      }
+      switch (option.kind) {
+        case hook::HookOption::Kind::value:
+          out.add(name, values.at(name));
+          break;
+        case hook::HookOption::Kind::list:
+          for (const auto& value : lists.at(name)) {
+            out.add(name, value);
+          }
+          break;
+        case hook::HookOption::Kind::flag:
+          out.add(name, "true");
+          break;
+      }
+    }
+    return out;
+  }
 };
-InProcessHook* g_in_process = nullptr;
 
-// `body` with its errors prefixed with the hook's `name`, once.
-ContainerHookBody named(const std::string& name, ContainerHookBody body) {
-  return [name, body = std::move(body)](const rootfs::Root& root, const hook::Config& config,
-                                        const hook::Log& log) -> Result<void> {
-    if (auto r = body(root, config, log); !r) {
-      return fail_with(name, r.error());
+// Adds `row`'s options and --config to `command`; they are parsed into the returned BoundHook.
+std::shared_ptr<BoundHook> bind_hook(CLI::App& command, const hook::HookRow& row) {
+  auto bound = std::make_shared<BoundHook>();
+  bound->row = &row;
+  add_config_option(command, bound->config_path);
+  for (const auto& option : row.options) {
+    const std::string name = option.name;
+    CLI::Option* added = nullptr;
+    switch (option.kind) {
+      case hook::HookOption::Kind::value:
+        added = command.add_option(name, bound->values[name], option.help);
+        break;
+      case hook::HookOption::Kind::list:
+        added = command.add_option(name, bound->lists[name], option.help);
+        break;
+      case hook::HookOption::Kind::flag:
+        added = command.add_flag(name, bound->flags[name], option.help);
+        break;
     }
-    return {};
-  };
-}
-
-}  // namespace
-
-rootfs::SandboxLimits sandbox_limits() {
-  rootfs::SandboxLimits limits;
-  if (g_in_process != nullptr) {
-    limits.cgroup = g_in_process->cgroup;
-  }
-  return limits;
-}
-
-Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,
-                                              const hook::Config& config, const hook::Log& log,
-                                              std::shared_ptr<const rootfs::SandboxCgroup> cgroup) {
-  InProcessHook context{&config, &log, std::move(cgroup), {}, {}};
-  g_in_process = &context;
-  std::vector<std::string> argv = args;
-  std::vector<char*> pointers;
-  for (auto& arg : argv) {
-    pointers.push_back(arg.data());
-  }
-  pointers.push_back(nullptr);
-  const int status = run(static_cast<int>(argv.size()), pointers.data());
-  g_in_process = nullptr;
-  if (context.error) {
-    return std::unexpected(*context.error);
-  }
-  if (status != k_exit_ok) {
-    // A usage error, already printed (a spec that gives a gpuctk hook arguments it does not take).
-    return fail("hook " + join(args, " ") + ": exit status " + std::to_string(status));
-  }
-  if (!context.body) {
-    return InProcessBody([](const rootfs::Root&) -> Result<void> { return {}; });  // e.g. --help: done
-  }
-  return InProcessBody([body = std::move(*context.body), &config, &log](const rootfs::Root& root) {
-    return body(root, config, log);
-  });
-}
-
-int run_container_hook(const std::string& config_path, const std::string& name,
-                       const ContainerHookPrepare& prepare) {
-  if (g_in_process != nullptr) {
-    // The caller runs the body later, on the root it opened, and reports any error itself, once.
-    auto body = prepare(*g_in_process->config, *g_in_process->log);
-    if (!body) {
-      g_in_process->error = fail_with(name, body.error()).error();
-      return k_exit_failure;
+    if (option.value_name != nullptr) {
+      added->type_name(option.value_name);
     }
-    g_in_process->body = named(name, std::move(*body));
-    return k_exit_ok;
+    if (option.required) {
+      added->required();
+    }
+    if (option.default_value != nullptr) {
+      added->default_str(option.default_value);
+    }
+    if (option.check != nullptr) {
+      added->check(value_check(option.check));
+    }
+    bound->options.emplace(name, added);
   }
-  return run_with_log(config_path, [&](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
+  command.footer(row.footer);
+  return bound;
+}
+
+// Runs a hook as a runtime does: loads the config and log, reads the OCI state on stdin (bounded), opens
+// the container root it names, prepares the hook and runs its body; errors are prefixed with the hook's
+// name and reported once (stderr and log).
+int run_container_hook(const BoundHook& bound) {
+  const std::string name = bound.row->name;
+  return run_with_log(bound.config_path, [&](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
     auto state = read_hook_stdin("OCI state", hook::k_max_state_size);
     if (!state) {
       return fail_with(name, state.error());
@@ -96,20 +111,67 @@ int run_container_hook(const std::string& config_path, const std::string& name,
     if (!root) {
       return fail_with(name, root.error());
     }
-    auto body = prepare(cfg, log);
-    if (!body) {
-      return fail_with(name, body.error());
-    }
-    return named(name, std::move(*body))(*root, cfg, log);
+    GPUCTK_TRY_ASSIGN(auto body, hook::prepare_hook(*bound.row, bound.args(), cfg, log));
+    return body(*root, cfg, log);
   });
 }
 
-int run_container_hook(const std::string& config_path, const std::string& name,
-                       const ContainerHookBody& body) {
-  return run_container_hook(
-      config_path, name,
-      ContainerHookPrepare(
-          [body](const hook::Config&, const hook::Log&) -> Result<ContainerHookBody> { return body; }));
+Action define_table_hook(CLI::App& command, std::string_view name) {
+  const hook::HookRow* row = hook::find_hook(name);
+  auto bound = bind_hook(command, *row);
+  return [bound] { return run_container_hook(*bound); };
+}
+
+}  // namespace
+
+Action define_hook_create_symlinks(CLI::App& command) {
+  return define_table_hook(command, "create-symlinks");
+}
+Action define_hook_update_ldcache(CLI::App& command) {
+  return define_table_hook(command, "update-ldcache");
+}
+Action define_hook_enable_cuda_compat(CLI::App& command) {
+  return define_table_hook(command, "enable-cuda-compat");
+}
+Action define_hook_disable_device_node_modification(CLI::App& command) {
+  return define_table_hook(command, "disable-device-node-modification");
+}
+Action define_hook_chmod(CLI::App& command) {
+  return define_table_hook(command, "chmod");
+}
+
+Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,
+                                              const hook::Config& config, const hook::Log& log,
+                                              std::shared_ptr<const rootfs::SandboxCgroup> cgroup) {
+  const auto nothing = [](const rootfs::Root&) -> Result<void> { return {}; };
+  if (args.size() < 3) {
+    return fail("hook " + join(args, " ") + ": not a gpuctk hook");
+  }
+  const hook::HookRow* row = hook::find_hook(args[2]);
+  if (row == nullptr) {
+    // As `gpuctk hook <name>` run by a runtime: a spec from a newer gpuctk starts without it.
+    warn("unknown hook " + quote(args[2]) + " ignored (a spec from a newer gpuctk?)");
+    return InProcessBody(nothing);
+  }
+  // The same command line as `gpuctk hook <name>` (its usage errors name the same command).
+  CLI::App app{"", "gpuctk"};
+  CLI::App* command = app.add_subcommand("hook")->add_subcommand(row->name);
+  const auto bound = bind_hook(*command, *row);
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::Success& e) {
+    app.exit(e);  // --help: printed, nothing to do
+    return InProcessBody(nothing);
+  } catch (const CLI::ParseError& e) {
+    usage_error(*command, describe_mistake(e, *command));
+    return fail("hook " + join(args, " ") + ": exit status " + std::to_string(k_exit_usage));
+  }
+  rootfs::SandboxLimits limits;
+  limits.cgroup = std::move(cgroup);
+  GPUCTK_TRY_ASSIGN(auto body, hook::prepare_hook(*row, bound->args(), config, log, limits));
+  return InProcessBody(
+      [body = std::move(body), &config, &log](const rootfs::Root& root) { return body(root, config, log); });
 }
 
 }  // namespace gpuctk::cli

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hook/hook_table.hpp"
 #include "oci/bundle.hpp"
 #include "oci/state.hpp"
 #include "util/path.hpp"
@@ -32,10 +33,6 @@ const Json& member(const Json& object, const char* key) {
   return it == object.end() ? k_null : *it;
 }
 
-// The environment every hook the prestart hook runs gets when its entry has none (inject.cpp makes sure
-// the spec's hooks have one; this covers a hand-written entry).
-const std::vector<std::string> k_hook_path_env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
-
 oci::HookCommand hook_command(const Json& entry) {
   oci::HookCommand hook;
   hook.path = member(entry, "path").get<std::string>();
@@ -46,7 +43,7 @@ oci::HookCommand hook_command(const Json& entry) {
     hook.env.push_back(var.get<std::string>());
   }
   if (hook.env.empty()) {
-    hook.env = k_hook_path_env;
+    hook.env = k_safe_hook_env;  // a hand-written entry without one
   }
   if (const auto& timeout = member(entry, "timeout"); timeout.is_number_integer()) {
     hook.timeout = timeout.get<int>();
@@ -328,7 +325,7 @@ cdi::Hook prestart_hook(const std::string& hook_path, const std::string& config_
   cdi::Hook hook{.hook_name = "prestart",
                  .path = hook_path,
                  .args = {"gpuctk", "hook", "prestart"},
-                 .env = k_hook_path_env};
+                 .env = k_safe_hook_env};
   if (!config_file.empty()) {
     hook.args.insert(hook.args.end(), {"--config", config_file});
   }

@@ -1,0 +1,251 @@
+#include "hook/hook_table.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "discover/host_fs.hpp"
+#include "hook/container_hooks.hpp"
+#include "rootfs/ld_cache_update.hpp"
+#include "util/strings.hpp"
+
+namespace gpuctk::hook {
+
+void HookArgs::add(std::string_view option, std::string value) {
+  auto it = m_values.find(option);
+  if (it == m_values.end()) {
+    it = m_values.emplace(std::string(option), std::vector<std::string>{}).first;
+  }
+  it->second.push_back(std::move(value));
+}
+
+const std::vector<std::string>& HookArgs::all(std::string_view option) const {
+  static const std::vector<std::string> k_none;
+  const auto it = m_values.find(option);
+  return it == m_values.end() ? k_none : it->second;
+}
+
+std::string HookArgs::one(std::string_view option) const {
+  const auto& values = all(option);
+  return values.empty() ? std::string() : values.back();
+}
+
+namespace {
+
+using Kind = HookOption::Kind;
+
+// A body that does nothing more than `body` with the config and log it is given.
+template <class Body>
+HookBody body_of(Body body) {
+  return HookBody(std::move(body));
+}
+
+// create-symlinks --link TARGET::LINK...: the links a driver needs in the container (libcuda.so.1 ->
+// libcuda.so.<version>, /dev/dri/by-path/...), created inside the root.
+constexpr HookOption k_create_symlinks_options[] = {
+    {.name = "--link",
+     .kind = Kind::list,
+     .help = "TARGET::LINK: make LINK (a container path) a symlink to TARGET",
+     .value_name = "TARGET::LINK"},
+};
+
+Result<HookBody> prepare_create_symlinks(const HookArgs& args, const Config&, const Log&,
+                                         const rootfs::SandboxLimits&) {
+  GPUCTK_TRY_ASSIGN(auto links, parse_links(args.all("--link")));
+  return body_of(
+      [links = std::move(links)](const rootfs::Root& root, const Config&, const Log& log) -> Result<void> {
+        GPUCTK_TRY_ASSIGN(const auto changed, create_symlinks(root, links));
+        if (log.enabled(LogLevel::debug)) {
+          log.write(LogLevel::debug, "create-symlinks: " + std::to_string(changed) + " of " +
+                                         std::to_string(links.size()) + " links created in " + root.path());
+        }
+        return {};
+      });
+}
+
+// enable-cuda-compat: the image's CUDA forward-compat libraries first in the linker path, when they are
+// made for the host's driver and newer than it (hook/cuda_compat.hpp decides).
+constexpr HookOption k_enable_cuda_compat_options[] = {
+    {.name = "--host-driver-version",
+     .help = "The host's driver version, e.g. 570.211.01. With the compat library's note: used when the "
+             "note lists the host driver's major and the compat library is newer; without a note: when "
+             "the compat library's major is greater"},
+    {.name = "--host-cuda-version",
+     .help = "The CUDA version the host driver supports, e.g. 12.8. Used when the host driver version or "
+             "the compat library's version is not known: the compat libraries are used when their note "
+             "says a newer CUDA version, never without a note"},
+    {.name = "--cuda-compat-container-root",
+     .help = "The folder of the compat libraries in the container (an absolute path, resolved inside the "
+             "root); default /usr/local/cuda/compat"},
+};
+
+Result<HookBody> prepare_enable_cuda_compat(const HookArgs& args, const Config&, const Log&,
+                                            const rootfs::SandboxLimits&) {
+  CudaCompatHost host;
+  host.driver_version = args.one("--host-driver-version");
+  host.cuda_version = args.one("--host-cuda-version");
+  std::string compat_dir = args.has("--cuda-compat-container-root") ? args.one("--cuda-compat-container-root")
+                                                                    : std::string(k_cuda_compat_dir);
+  return body_of([host = std::move(host), compat_dir = std::move(compat_dir)](
+                     const rootfs::Root& root, const Config&, const Log& log) -> Result<void> {
+    GPUCTK_TRY_ASSIGN(const bool enabled, enable_cuda_compat(root, host, compat_dir, log));
+    if (enabled) {
+      log.info("enable-cuda-compat: using " + compat_dir + " in " + root.path());
+    }
+    return {};
+  });
+}
+
+// update-ldcache --folder DIR...: the driver's library directories in the container's dynamic loader
+// search: its linker cache (glibc), written by the host's ldconfig run in a sandbox on the container root,
+// and musl's path file.
+constexpr const char* k_default_ldconfig = "@/sbin/ldconfig";
+constexpr HookOption k_update_ldcache_options[] = {
+    {.name = "--ldconfig-path",
+     .help = "The host's ldconfig to run, PATH or @PATH (as NVIDIA's toolkit; .real beside it is preferred); "
+             "an image's ldconfig is never run",
+     .default_value = k_default_ldconfig},
+    {.name = "--folder",
+     .kind = Kind::list,
+     .help = "A library directory of the container to add to its cache",
+     .value_name = "DIR"},
+};
+
+Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& config, const Log& log,
+                                        const rootfs::SandboxLimits& limits) {
+  const auto& folders = args.all("--folder");
+  if (folders.size() > k_max_hook_args) {
+    return fail("too many folders");
+  }
+  const std::string ldconfig_path =
+      args.has("--ldconfig-path") ? args.one("--ldconfig-path") : k_default_ldconfig;
+  if (config.allow_ldconfig_from_container) {
+    log.warning("update-ldcache: allow-ldconfig-from-container is no longer used: --ldconfig-path " +
+                quote(ldconfig_path) + " names the host's ldconfig, and an image's is never run");
+  }
+  // The host's ldconfig is opened now, but an error only counts where it is run: a musl image runs none.
+  auto host = std::make_shared<Result<UniqueFd>>(open_host_ldconfig(ldconfig_path));
+  return body_of(
+      [folders, host, limits](const rootfs::Root& root, const Config&, const Log&) -> Result<void> {
+        return rootfs::update_library_search(
+            root, folders,
+            [&]() -> Result<UniqueFd> {
+              if (!*host) {
+                return std::unexpected(host->error());
+              }
+              return std::move(**host);
+            },
+            limits);
+      });
+}
+
+// disable-device-node-modification: the container sees ModifyDeviceFiles: 0 in
+// /proc/driver/nvidia/params, so the driver's user-space libraries in it never try to mknod.
+Result<HookBody> prepare_disable_device_node_modification(const HookArgs&, const Config& config, const Log&,
+                                                          const rootfs::SandboxLimits&) {
+  // The host's file now (hook prestart: before it enters the container's namespace).
+  const std::string host = discover::under_root(config.dev_root, "/proc/driver/nvidia/params");
+  GPUCTK_TRY_ASSIGN(auto params, read_hidden_params(host));
+  return body_of(
+      [params = std::move(params)](const rootfs::Root& root, const Config&, const Log&) -> Result<void> {
+        if (params) {
+          GPUCTK_TRY(mount_hidden_params(root, *params));
+        }
+        return {};
+      });
+}
+
+// chmod --mode M --path P...: permissions of directories inside the container (not emitted by default;
+// for rootless runtimes that create nested /dev directories with the wrong mode).
+// "755" -> 0755: one to four octal digits.
+Result<unsigned> parse_octal_mode(std::string_view text) {
+  if (text.empty() || text.size() > 4 || text.find_first_not_of("01234567") != std::string_view::npos) {
+    return fail(quote(text) + " is not an octal mode such as 755");
+  }
+  unsigned mode = 0;
+  for (const char c : text) {
+    mode = mode * 8 + static_cast<unsigned>(c - '0');
+  }
+  return mode;
+}
+
+Result<void> check_octal_mode(std::string_view text) {
+  GPUCTK_TRY(parse_octal_mode(text));
+  return {};
+}
+
+constexpr HookOption k_chmod_options[] = {
+    {.name = "--mode", .help = "Octal mode, e.g. 755", .required = true, .check = check_octal_mode},
+    {.name = "--path", .kind = Kind::list, .help = "A container path", .required = true},
+};
+
+Result<HookBody> prepare_chmod(const HookArgs& args, const Config&, const Log&,
+                               const rootfs::SandboxLimits&) {
+  GPUCTK_TRY_ASSIGN(const unsigned mode, parse_octal_mode(args.one("--mode")));
+  return body_of([mode, paths = args.all("--path")](const rootfs::Root& root, const Config&,
+                                                    const Log&) -> Result<void> {
+    GPUCTK_TRY(chmod_paths(root, mode, paths));
+    return {};
+  });
+}
+
+// The table. The NVIDIA-named rows keep nvidia-ctk's names and options.
+constexpr HookRow k_hooks[] = {
+    // The links of the driver's libraries and of a GPU's /dev/dri/by-path entries.
+    {"create-symlinks",
+     "A createContainer hook: reads the OCI state on stdin. A link that already points at TARGET is left "
+     "alone; anything else at LINK (not a directory) is replaced atomically.",
+     k_create_symlinks_options, prepare_create_symlinks},
+    // The linker cache: must run after the links and the compat drop-in it lists.
+    {"update-ldcache",
+     "A createContainer hook: reads the OCI state on stdin. Folders the image's own configuration does not "
+     "name go in an /etc/ld.so.conf.d drop-in of the container, then ldconfig runs in new namespaces, "
+     "pivoted into the container root made read-only, as an unprivileged user of its own user namespace, "
+     "with no capability and a seccomp allow-list, and the cache it made is installed. A musl image "
+     "(/lib/ld-musl-<arch>.so.1) gets them in /etc/ld-musl-<arch>.path instead, and no ldconfig run.",
+     k_update_ldcache_options, prepare_update_ldcache},
+    // CUDA forward compatibility: a drop-in the linker cache then lists first.
+    {"enable-cuda-compat",
+     "A createContainer hook: reads the OCI state on stdin. Looks for one libcuda.so.*.* in the compat "
+     "folder and reads its .note.cuda.fwd_compatibility; writes /etc/ld.so.conf.d/00-gpuctk-compat.conf "
+     "naming the folder when its libraries are to be used. Does nothing without a host version. A note it "
+     "cannot read is a warning in the log, never an error.",
+     k_enable_cuda_compat_options, prepare_enable_cuda_compat},
+    // The driver's params file with ModifyDeviceFiles: 0 (no mknod from the container's libraries).
+    {"disable-device-node-modification",
+     "A createContainer hook: reads the OCI state on stdin. Mounts a read-only copy of the host's "
+     "<dev-root>/proc/driver/nvidia/params with ModifyDeviceFiles: 0 over the container's.",
+     {},
+     prepare_disable_device_node_modification},
+    // Modes of directories a rootless runtime made (never in gpuctk's own specs by default).
+    {"chmod",
+     "A createContainer hook: reads the OCI state on stdin. Never follows a symlink; EPERM is ignored.",
+     k_chmod_options, prepare_chmod},
+};
+
+}  // namespace
+
+std::span<const HookRow> hook_table() {
+  return k_hooks;
+}
+
+const HookRow* find_hook(std::string_view name) {
+  const auto it = std::ranges::find_if(k_hooks, [&](const HookRow& row) { return name == row.name; });
+  return it == std::end(k_hooks) ? nullptr : &*it;
+}
+
+Result<HookBody> prepare_hook(const HookRow& row, const HookArgs& args, const Config& config, const Log& log,
+                              const rootfs::SandboxLimits& limits) {
+  auto body = row.prepare(args, config, log, limits);
+  if (!body) {
+    return fail_with(row.name, body.error());
+  }
+  return HookBody([name = std::string(row.name), body = std::move(*body)](
+                      const rootfs::Root& root, const Config& cfg, const Log& lg) -> Result<void> {
+    if (auto r = body(root, cfg, lg); !r) {
+      return fail_with(name, r.error());
+    }
+    return {};
+  });
+}
+
+}  // namespace gpuctk::hook

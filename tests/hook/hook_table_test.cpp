@@ -1,0 +1,84 @@
+#include "hook/hook_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "rootfs/rootfs_test_support.hpp"
+
+namespace gpuctk::hook {
+namespace {
+
+std::vector<std::string> names() {
+  std::vector<std::string> out;
+  for (const auto& row : hook_table()) {
+    out.emplace_back(row.name);
+  }
+  return out;
+}
+
+TEST(HookTable, HoldsGpuctksOwnHooksByTheirNvidiaNames) {
+  EXPECT_EQ(names(), (std::vector<std::string>{"create-symlinks", "update-ldcache", "enable-cuda-compat",
+                                               "disable-device-node-modification", "chmod"}));
+  ASSERT_NE(find_hook("update-ldcache"), nullptr);
+  EXPECT_STREQ(find_hook("update-ldcache")->name, "update-ldcache");
+  EXPECT_EQ(find_hook("prestart"), nullptr);  // an injection point, not a createContainer hook
+  EXPECT_EQ(find_hook(""), nullptr);
+}
+
+TEST(HookArgs, KeepsEveryValueInOrderAndTheLastAsTheOne) {
+  HookArgs args;
+  EXPECT_FALSE(args.has("--link"));
+  EXPECT_TRUE(args.all("--link").empty());
+  EXPECT_EQ(args.one("--link"), "");
+  args.add("--link", "b::/b");
+  args.add("--link", "a::/a");
+  EXPECT_TRUE(args.has("--link"));
+  EXPECT_EQ(args.all("--link"), (std::vector<std::string>{"b::/b", "a::/a"}));
+  EXPECT_EQ(args.one("--link"), "a::/a");
+}
+
+TEST(PrepareHook, ErrorsNameTheHookOnce) {
+  HookArgs args;
+  args.add("--link", "nocolons");
+  const Config config;
+  const Log log;
+  auto prepared = prepare_hook(*find_hook("create-symlinks"), args, config, log);
+  ASSERT_FALSE(prepared);
+  EXPECT_EQ(prepared.error().message, "create-symlinks: --link \"nocolons\": expected TARGET::LINK");
+
+  HookArgs mode;
+  mode.add("--mode", "9");
+  auto chmod = prepare_hook(*find_hook("chmod"), mode, config, log);
+  ASSERT_FALSE(chmod);
+  EXPECT_EQ(chmod.error().message, "chmod: \"9\" is not an octal mode such as 755");
+}
+
+TEST(PrepareHook, TheBodyRunsOnTheRootItIsGivenAndNamesTheHookInItsErrors) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const Config config;
+  const Log log;
+  HookArgs args;
+  args.add("--link", "libcuda.so.1::/usr/lib/libcuda.so");
+  auto body = prepare_hook(*find_hook("create-symlinks"), args, config, log);
+  ASSERT_TRUE(body) << body.error().message;
+  auto root = rootfs::Root::open(temp.path());
+  ASSERT_TRUE(root) << root.error().message;
+  auto done = (*body)(*root, config, log);
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(test::host_readlink(temp.path() + "/usr/lib/libcuda.so"), "libcuda.so.1");
+
+  // A link where the root has a directory cannot be made: the error names the hook.
+  HookArgs over_dir;
+  over_dir.add("--link", "x::/usr/lib");
+  auto refused = prepare_hook(*find_hook("create-symlinks"), over_dir, config, log);
+  ASSERT_TRUE(refused) << refused.error().message;
+  auto failed = (*refused)(*root, config, log);
+  ASSERT_FALSE(failed);
+  EXPECT_TRUE(failed.error().message.starts_with("create-symlinks: ")) << failed.error().message;
+}
+
+}  // namespace
+}  // namespace gpuctk::hook
