@@ -6,6 +6,7 @@
 #                       ldconfig, which is what gpuctk itself costs (drop-ins, memfd, namespaces, the user
 #                       namespace, the read-only copy of the root, pivot_root, seccomp, the cache installed)
 #   enable-cuda-compat, disable-device-node-modification
+#   container-start     all of them in one process, with the spec's own arguments (what a runtime runs)
 # and what the hooks add to a `podman run` (spec with hooks vs. the same spec with --disable-hook all).
 # Median and max of 40 direct spawns (podman: hyperfine), peak_rss for memory.
 #   usage: bench/container_hooks.sh [build-dir]      (default build/bench-release, configured Release here)
@@ -30,14 +31,27 @@ for m in edits.get("mounts", []):
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     if os.path.isfile(m["hostPath"]):
         shutil.copy(m["hostPath"], dst)
-links = []
+# container-start carries each step's options: split them back into the steps' own command lines.
+step_of = {"--link": "create-symlinks", "--host-driver-version": "enable-cuda-compat",
+           "--host-cuda-version": "enable-cuda-compat", "--folder": "update-ldcache"}
+steps = {"create-symlinks": [], "enable-cuda-compat": [], "update-ldcache": []}
 for h in edits.get("hooks", []) + [h for d in s["devices"] for h in d["containerEdits"].get("hooks", [])]:
-    name = h["args"][2]
-    if name == "create-symlinks":
-        links += h["args"][3:]
+    name, args = h["args"][2], h["args"][3:]
+    if name == "container-start":
+        open(f"{out}/container-start.args", "w").write("\n".join(args) + "\n")
+        i = 0
+        while i < len(args):
+            if args[i] in step_of:
+                steps[step_of[args[i]]] += args[i:i + 2]
+                i += 2
+            else:
+                i += 1
     else:
-        open(f"{out}/{name}.args", "w").write("\n".join(h["args"][3:]) + "\n")
-open(f"{out}/create-symlinks.args", "w").write("\n".join(links) + "\n")
+        steps.setdefault(name, [])
+        steps[name] += args
+for name, args in steps.items():
+    open(f"{out}/{name}.args", "w").write("\n".join(args) + "\n")
+links = steps["create-symlinks"]
 print(f"{len(links) // 2} links, {sum(1 for a in open(out + '/update-ldcache.args') if a.strip() == '--folder')} ldcache folders")
 PY
 # The no-op ldconfig writes the smallest file update-ldcache installs as a cache: glibc's magic, at the
@@ -92,6 +106,8 @@ run "update-ldcache, host ldconfig" "" update-ldcache $folders
 run "update-ldcache, no-op ldconfig (gpuctk's own cost)" "" update-ldcache --ldconfig-path "@$root/static-true" $folders
 run "enable-cuda-compat" "" enable-cuda-compat $(tr '\n' ' ' <"$root/enable-cuda-compat.args")
 run "disable-device-node-modification" "" disable-device-node-modification
+run "container-start (every step above in one process, links present, host ldconfig)" "" container-start \
+  $(tr '\n' ' ' <"$root/container-start.args")
 
 # What the hooks add to a podman start (busybox, NVIDIA device 0 by CDI), if podman is here.
 if command -v podman >/dev/null && [ "$(id -u)" -eq 0 ] && command -v busybox >/dev/null; then

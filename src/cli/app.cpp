@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/container_hook.hpp"
 #include "gpuctk_commit.hpp"  // generated at build time (cmake/gpuctk_commit.cmake)
 #include "util/strings.hpp"
 
@@ -59,6 +60,9 @@ const CommandRow k_commands[] = {
      define_hook_disable_device_node_modification},
     {"hook", "chmod", "createContainer hook: set the mode of paths inside the container root",
      define_hook_chmod},
+    {"hook", "container-start",
+     "createContainer hook: links, CUDA compat, linker cache and params in one process (gpuctk's own specs)",
+     define_hook_container_start},
     {"", "runtime",
      "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun; `runtime configure` "
      "adds it to containerd, CRI-O or docker",

@@ -1,6 +1,8 @@
 // gpuctk's own createContainer hooks on the command line (`gpuctk hook create-symlinks …`) and in `hook
 // prestart`'s process: both parse a hook's options from its row of the hook table (hook/hook_table.hpp)
 // with CLI11 and run the row's prepare and body.
+#include "cli/container_hook.hpp"
+
 #include <map>
 #include <memory>
 
@@ -138,6 +140,9 @@ Action define_hook_disable_device_node_modification(CLI::App& command) {
 }
 Action define_hook_chmod(CLI::App& command) {
   return define_table_hook(command, "chmod");
+}
+Action define_hook_container_start(CLI::App& command) {
+  return define_table_hook(command, "container-start");
 }
 
 Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,

@@ -1,6 +1,7 @@
 #include "hook/hook_table.hpp"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 
 #include "discover/host_fs.hpp"
@@ -41,12 +42,11 @@ HookBody body_of(Body body) {
 
 // create-symlinks --link TARGET::LINK...: the links a driver needs in the container (libcuda.so.1 ->
 // libcuda.so.<version>, /dev/dri/by-path/...), created inside the root.
-constexpr HookOption k_create_symlinks_options[] = {
-    {.name = "--link",
-     .kind = Kind::list,
-     .help = "TARGET::LINK: make LINK (a container path) a symlink to TARGET",
-     .value_name = "TARGET::LINK"},
-};
+constexpr HookOption k_link{.name = "--link",
+                            .kind = Kind::list,
+                            .help = "TARGET::LINK: make LINK (a container path) a symlink to TARGET",
+                            .value_name = "TARGET::LINK"};
+constexpr HookOption k_create_symlinks_options[] = {k_link};
 
 Result<HookBody> prepare_create_symlinks(const HookArgs& args, const Config&, const Log&,
                                          const rootfs::SandboxLimits&) {
@@ -64,19 +64,25 @@ Result<HookBody> prepare_create_symlinks(const HookArgs& args, const Config&, co
 
 // enable-cuda-compat: the image's CUDA forward-compat libraries first in the linker path, when they are
 // made for the host's driver and newer than it (hook/cuda_compat.hpp decides).
-constexpr HookOption k_enable_cuda_compat_options[] = {
-    {.name = "--host-driver-version",
-     .help = "The host's driver version, e.g. 570.211.01. With the compat library's note: used when the "
-             "note lists the host driver's major and the compat library is newer; without a note: when "
-             "the compat library's major is greater"},
-    {.name = "--host-cuda-version",
-     .help = "The CUDA version the host driver supports, e.g. 12.8. Used when the host driver version or "
-             "the compat library's version is not known: the compat libraries are used when their note "
-             "says a newer CUDA version, never without a note"},
-    {.name = "--cuda-compat-container-root",
-     .help = "The folder of the compat libraries in the container (an absolute path, resolved inside the "
-             "root); default /usr/local/cuda/compat"},
-};
+constexpr HookOption k_host_driver_version{
+    .name = "--host-driver-version",
+    .help =
+        "The host's driver version, e.g. 570.211.01. With the compat library's note: used when the note "
+        "lists the host driver's major and the compat library is newer; without a note: when the compat "
+        "library's major is greater"};
+constexpr HookOption k_host_cuda_version{
+    .name = "--host-cuda-version",
+    .help =
+        "The CUDA version the host driver supports, e.g. 12.8. Used when the host driver version or the "
+        "compat library's version is not known: the compat libraries are used when their note says a "
+        "newer CUDA version, never without a note"};
+constexpr HookOption k_compat_root{
+    .name = "--cuda-compat-container-root",
+    .help =
+        "The folder of the compat libraries in the container (an absolute path, resolved inside the "
+        "root); default /usr/local/cuda/compat"};
+constexpr HookOption k_enable_cuda_compat_options[] = {k_host_driver_version, k_host_cuda_version,
+                                                       k_compat_root};
 
 Result<HookBody> prepare_enable_cuda_compat(const HookArgs& args, const Config&, const Log&,
                                             const rootfs::SandboxLimits&) {
@@ -99,16 +105,17 @@ Result<HookBody> prepare_enable_cuda_compat(const HookArgs& args, const Config&,
 // search: its linker cache (glibc), written by the host's ldconfig run in a sandbox on the container root,
 // and musl's path file.
 constexpr const char* k_default_ldconfig = "@/sbin/ldconfig";
-constexpr HookOption k_update_ldcache_options[] = {
-    {.name = "--ldconfig-path",
-     .help = "The host's ldconfig to run, PATH or @PATH (as NVIDIA's toolkit; .real beside it is preferred); "
-             "an image's ldconfig is never run",
-     .default_value = k_default_ldconfig},
-    {.name = "--folder",
-     .kind = Kind::list,
-     .help = "A library directory of the container to add to its cache",
-     .value_name = "DIR"},
-};
+constexpr HookOption k_ldconfig_path{
+    .name = "--ldconfig-path",
+    .help =
+        "The host's ldconfig to run, PATH or @PATH (as NVIDIA's toolkit; .real beside it is preferred); an "
+        "image's ldconfig is never run",
+    .default_value = k_default_ldconfig};
+constexpr HookOption k_folder{.name = "--folder",
+                              .kind = Kind::list,
+                              .help = "A library directory of the container to add to its cache",
+                              .value_name = "DIR"};
+constexpr HookOption k_update_ldcache_options[] = {k_ldconfig_path, k_folder};
 
 Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& config, const Log& log,
                                         const rootfs::SandboxLimits& limits) {
@@ -188,6 +195,56 @@ Result<HookBody> prepare_chmod(const HookArgs& args, const Config&, const Log&,
   });
 }
 
+// container-start: the spec-wide steps of gpuctk's own specs in ONE process (a hook process per step costs
+// the runtime a fork, an exec and the state each time, and gpuctk its start). Each step is its own row,
+// prepared and run with the same options, in the order a runtime ran them as separate hooks; a step runs
+// only when one of its options is given; the first error stops the rest, as a runtime stops at the
+// first failed hook, and it reads as the step's own ("update-ldcache: ...").
+constexpr HookOption k_disable_device_node_modification{
+    .name = "--disable-device-node-modification",
+    .kind = Kind::flag,
+    .help = "Run the disable-device-node-modification step"};
+constexpr HookOption k_container_start_options[] = {k_link,
+                                                    k_host_driver_version,
+                                                    k_host_cuda_version,
+                                                    k_compat_root,
+                                                    k_ldconfig_path,
+                                                    k_folder,
+                                                    k_disable_device_node_modification};
+struct Step {
+  const char* row;                  // the step's own row
+  std::array<const char*, 2> when;  // the options that ask for it (null: none)
+};
+constexpr Step k_container_start_steps[] = {
+    // The driver's library links first: the linker cache lists what they name.
+    {"create-symlinks", {"--link", nullptr}},
+    // The compat drop-in before ldconfig, which reads it.
+    {"enable-cuda-compat", {"--host-driver-version", "--host-cuda-version"}},
+    // The linker cache.
+    {"update-ldcache", {"--folder", nullptr}},
+    // The params file last, as nvidia-ctk orders it.
+    {"disable-device-node-modification", {"--disable-device-node-modification", nullptr}},
+};
+
+Result<HookBody> prepare_container_start(const HookArgs& args, const Config& config, const Log& log,
+                                         const rootfs::SandboxLimits& limits) {
+  std::vector<HookBody> steps;
+  for (const auto& step : k_container_start_steps) {
+    if (std::ranges::none_of(step.when, [&](const char* option) { return option && args.has(option); })) {
+      continue;
+    }
+    GPUCTK_TRY_ASSIGN(auto body, prepare_hook(*find_hook(step.row), args, config, log, limits));
+    steps.push_back(std::move(body));
+  }
+  return body_of(
+      [steps = std::move(steps)](const rootfs::Root& root, const Config& cfg, const Log& lg) -> Result<void> {
+        for (const auto& step : steps) {
+          GPUCTK_TRY(step(root, cfg, lg));
+        }
+        return {};
+      });
+}
+
 // The table. The NVIDIA-named rows keep nvidia-ctk's names and options.
 constexpr HookRow k_hooks[] = {
     // The links of the driver's libraries and of a GPU's /dev/dri/by-path entries.
@@ -220,6 +277,15 @@ constexpr HookRow k_hooks[] = {
     {"chmod",
      "A createContainer hook: reads the OCI state on stdin. Never follows a symlink; EPERM is ignored.",
      k_chmod_options, prepare_chmod},
+    // The spec-wide steps above in one process (gpuctk's own specs; its errors are its steps').
+    {"container-start",
+     "A createContainer hook: reads the OCI state on stdin. Runs, in one process and in this order, the "
+     "steps "
+     "its options ask for: create-symlinks (--link), enable-cuda-compat (--host-driver-version, "
+     "--host-cuda-version), update-ldcache (--folder) and disable-device-node-modification; each as that "
+     "hook "
+     "would, and the first that fails is the error.",
+     k_container_start_options, prepare_container_start, false},
 };
 
 }  // namespace
@@ -236,6 +302,9 @@ const HookRow* find_hook(std::string_view name) {
 Result<HookBody> prepare_hook(const HookRow& row, const HookArgs& args, const Config& config, const Log& log,
                               const rootfs::SandboxLimits& limits) {
   auto body = row.prepare(args, config, log, limits);
+  if (!row.named_errors) {
+    return body;
+  }
   if (!body) {
     return fail_with(row.name, body.error());
   }

@@ -72,6 +72,7 @@ struct HookRow {
   const char* footer;  // for --help: what it does
   std::span<const HookOption> options;
   HookPrepare prepare;
+  bool named_errors = true;  // errors prefixed with `name`; false: a row of steps, whose errors name the step
 };
 
 // Every row, in the order `gpuctk hook --help` lists them.
@@ -80,7 +81,8 @@ std::span<const HookRow> hook_table();
 // The row named `name`, or null.
 const HookRow* find_hook(std::string_view name);
 
-// `row`'s prepare, its errors and its body's prefixed with the row's name once ("create-symlinks: ...").
+// `row`'s prepare, its errors and its body's prefixed with the row's name once ("create-symlinks: ..."),
+// unless the row's errors are its steps' (container-start: "update-ldcache: ...").
 Result<HookBody> prepare_hook(const HookRow& row, const HookArgs& args, const Config& config, const Log& log,
                               const rootfs::SandboxLimits& limits = {});
 

@@ -251,15 +251,12 @@ TEST(SpecBuilder, CommonEditsCarryControlNodesMountsHooksAndEnv) {
   EXPECT_EQ(e.mounts[0].options, (std::vector<std::string>{"ro", "nosuid", "nodev", "noexec", "bind"}));
   EXPECT_EQ(e.mounts[0].container_path, "/run/nvidia-persistenced/socket");
   EXPECT_EQ(e.mounts[1].options, (std::vector<std::string>{"ro", "nosuid", "nodev", "rbind", "rprivate"}));
-  ASSERT_EQ(e.hooks.size(), 4u);
-  EXPECT_EQ(e.hooks[0].args, (std::vector<std::string>{"gpuctk", "hook", "create-symlinks", "--link",
-                                                       "libcuda.so.550.54.15::/usr/lib/libcuda.so.1"}));
-  EXPECT_EQ(e.hooks[1].args, (std::vector<std::string>{"gpuctk", "hook", "enable-cuda-compat",
-                                                       "--host-driver-version", "550.54.15"}));
-  EXPECT_EQ(e.hooks[2].args,
-            (std::vector<std::string>{"gpuctk", "hook", "update-ldcache", "--folder", "/usr/lib"}));
-  EXPECT_EQ(e.hooks[3].args,
-            (std::vector<std::string>{"gpuctk", "hook", "disable-device-node-modification"}));
+  // One hook process for the spec-wide steps (issue 24 cut 1), each step's options in the steps' order.
+  ASSERT_EQ(e.hooks.size(), 1u);
+  EXPECT_EQ(e.hooks[0].args, (std::vector<std::string>{"gpuctk", "hook", "container-start", "--link",
+                                                       "libcuda.so.550.54.15::/usr/lib/libcuda.so.1",
+                                                       "--host-driver-version", "550.54.15", "--folder",
+                                                       "/usr/lib", "--disable-device-node-modification"}));
   for (const auto& h : e.hooks) {
     EXPECT_EQ(h.hook_name, "createContainer");
     EXPECT_EQ(h.path, k_hook);
@@ -291,9 +288,16 @@ TEST(SpecBuilder, DisableHookByNameAndAll) {
   o.disabled_hooks = {"update-ldcache", "enable-cuda-compat"};
   auto spec = build_spec(two_gpus_one_mig(), o);
   ASSERT_TRUE(spec);
-  ASSERT_EQ(spec->container_edits.hooks.size(), 2u);
-  EXPECT_EQ(spec->container_edits.hooks[0].args[2], "create-symlinks");
-  EXPECT_EQ(spec->container_edits.hooks[1].args[2], "disable-device-node-modification");
+  ASSERT_EQ(spec->container_edits.hooks.size(), 1u);
+  EXPECT_EQ(spec->container_edits.hooks[0].args,
+            (std::vector<std::string>{"gpuctk", "hook", "container-start", "--link",
+                                      "libcuda.so.550.54.15::/usr/lib/libcuda.so.1",
+                                      "--disable-device-node-modification"}));
+  o.disabled_hooks = {"create-symlinks", "enable-cuda-compat", "update-ldcache",
+                      "disable-device-node-modification"};
+  spec = build_spec(two_gpus_one_mig(), o);
+  ASSERT_TRUE(spec);
+  EXPECT_TRUE(spec->container_edits.hooks.empty()) << "every step disabled: no container-start hook";
   o.disabled_hooks = {"all"};
   spec = build_spec(two_gpus_one_mig(), o);
   ASSERT_TRUE(spec);
@@ -328,9 +332,10 @@ TEST(SpecBuilder, ManagementModeIsOneAllDeviceWithoutNodeModificationHook) {
   ASSERT_TRUE(spec);
   EXPECT_EQ(names(*spec), (std::vector<std::string>{"all"}));
   EXPECT_EQ(spec->devices[0].container_edits.device_nodes.size(), 4u);
-  for (const auto& h : spec->container_edits.hooks) {
-    EXPECT_NE(h.args[2], "disable-device-node-modification");
-  }
+  ASSERT_EQ(spec->container_edits.hooks.size(), 1u);
+  EXPECT_EQ(spec->container_edits.hooks[0].args[2], "container-start");
+  EXPECT_EQ(std::ranges::find(spec->container_edits.hooks[0].args, "--disable-device-node-modification"),
+            spec->container_edits.hooks[0].args.end());
 }
 
 TEST(SpecBuilder, ManagementModeWithoutAnyNodeIsAnErrorNamingTheDirectory) {

@@ -27,7 +27,7 @@ const Mistake k_mistakes[] = {
     {{"cdi", "bogus"}, "unknown command \"cdi bogus\"", "gpuctk cdi"},
     {{"hook"},
      "missing command: precreate, prestart, create-symlinks, update-ldcache, enable-cuda-compat, "
-     "disable-device-node-modification or chmod",
+     "disable-device-node-modification, chmod or container-start",
      "gpuctk hook"},
     // unknown option, on every level and on the hooks
     {{"--bogus"}, "unknown option \"--bogus\"", "gpuctk"},
@@ -47,6 +47,7 @@ const Mistake k_mistakes[] = {
      "unknown option \"--bogus\"",
      "gpuctk hook disable-device-node-modification"},
     {{"hook", "precreate", "--bogus"}, "unknown option \"--bogus\"", "gpuctk hook precreate"},
+    {{"hook", "container-start", "--bogus"}, "unknown option \"--bogus\"", "gpuctk hook container-start"},
     // an unknown option wins over the required option it probably misspells
     {{"cdi", "inject", "--devcie", "nvidia.com/gpu=0"}, "unknown option \"--devcie\"", "gpuctk cdi inject"},
     {{"hook", "chmod", "--mdoe", "755", "--path", "/x"}, "unknown option \"--mdoe\"", "gpuctk hook chmod"},

@@ -15,13 +15,19 @@ e2e_glibc_rootfs
 
 e2e_t4_host "$fixture"
 
-# Default output: the spec's createContainer hooks run this gpuctk (create-symlinks, update-ldcache, ...).
+# Default output: the spec-wide steps are ONE createContainer hook of this gpuctk, container-start, with the
+# options of its steps (links, compat, linker cache, params); the by-path links are each device's own.
 e2e_cdi_spec_in_etc "$gpuctk"
 [ "$(stat -c %a "$spec")" = 644 ] || e2e_fail "spec mode is $(stat -c %a "$spec"), want 644"
 grep -qx 'cdiVersion: "0.5.0"' "$spec" || e2e_fail "spec is not cdiVersion 0.5.0"
-for hook in create-symlinks update-ldcache; do
+for hook in create-symlinks container-start; do
   grep -qE "^ *- \"$hook\"\$" "$spec" || e2e_fail "the spec has no $hook hook"
 done
+for option in --link --folder --disable-device-node-modification; do
+  grep -qE "^ *- \"$option\"\$" "$spec" || e2e_fail "the spec's hooks have no $option"
+done
+! grep -qE '^ *- "(update-ldcache|enable-cuda-compat|disable-device-node-modification)"$' "$spec" ||
+  e2e_fail "a spec-wide step is a hook process of its own"
 
 probe='ls -l /dev/nvidia0 /dev/nvidiactl /dev/nvidia-uvm | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
 for f in /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01 /usr/bin/nvidia-smi /etc/vulkan/icd.d/nvidia_icd.json; do [ -s "$f" ] && echo "file $f"; done

@@ -2,7 +2,7 @@
 # End to end for musl (Alpine-like) images: podman starts a container on a musl root (e2e_musl_rootfs:
 # musl's loader as /lib/ld-musl-x86_64.so.1, no ldconfig, no ld.so.cache, no musl path file) with
 # --device nvidia.com/gpu=0 from the spec `gpuctk cdi generate` writes for the t4-debian fixture host.
-# The spec's update-ldcache hook writes the driver's 64-bit folders into /etc/ld-musl-x86_64.path ahead of
+# The spec's update-ldcache step (of its container-start hook) writes the driver's 64-bit folders into /etc/ld-musl-x86_64.path ahead of
 # musl's default list (the 32-bit folders, whose libcuda.so.1 musl cannot load, are left out) and runs no
 # ldconfig. A program built with musl-gcc then finds libcuda.so.1 in /usr/lib/x86_64-linux-gnu and gets
 # the fixture's CUDA version from it, and the image's own library on musl's default path still loads.
@@ -18,7 +18,8 @@ e2e_podman_init
 e2e_musl_rootfs
 e2e_t4_host "$fixture"
 e2e_cdi_spec_in_etc "$gpuctk"
-grep -qE '^ *- "update-ldcache"$' "$spec" || e2e_fail "the spec has no update-ldcache hook"
+grep -qE '^ *- "container-start"$' "$spec" || e2e_fail "the spec has no container-start hook"
+grep -qE '^ *- "--folder"$' "$spec" || e2e_fail "the spec's container-start hook has no update-ldcache step"
 
 # shellcheck disable=SC2016  # expanded in the container
 probe='/bin/cuda-version; echo "cuda-version exit $?"

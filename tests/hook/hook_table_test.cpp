@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,9 @@ std::vector<std::string> names() {
 }
 
 TEST(HookTable, HoldsGpuctksOwnHooksByTheirNvidiaNames) {
-  EXPECT_EQ(names(), (std::vector<std::string>{"create-symlinks", "update-ldcache", "enable-cuda-compat",
-                                               "disable-device-node-modification", "chmod"}));
+  EXPECT_EQ(names(),
+            (std::vector<std::string>{"create-symlinks", "update-ldcache", "enable-cuda-compat",
+                                      "disable-device-node-modification", "chmod", "container-start"}));
   ASSERT_NE(find_hook("update-ldcache"), nullptr);
   EXPECT_STREQ(find_hook("update-ldcache")->name, "update-ldcache");
   EXPECT_EQ(find_hook("prestart"), nullptr);  // an injection point, not a createContainer hook
@@ -78,6 +80,57 @@ TEST(PrepareHook, TheBodyRunsOnTheRootItIsGivenAndNamesTheHookInItsErrors) {
   auto failed = (*refused)(*root, config, log);
   ASSERT_FALSE(failed);
   EXPECT_TRUE(failed.error().message.starts_with("create-symlinks: ")) << failed.error().message;
+}
+
+// --- container-start: the spec-wide steps in one process ---------------------------------------------
+
+TEST(ContainerStart, RunsOnlyTheStepsItsOptionsAskFor) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  Config config;
+  config.dev_root = temp.path() + "/no-driver";  // no params file: the params step has nothing to hide
+  const Log log;
+  HookArgs args;
+  args.add("--link", "libcuda.so.1::/usr/lib/libcuda.so");
+  args.add("--disable-device-node-modification", "true");
+  auto body = prepare_hook(*find_hook("container-start"), args, config, log);
+  ASSERT_TRUE(body) << body.error().message;
+  auto root = rootfs::Root::open(temp.path());
+  ASSERT_TRUE(root) << root.error().message;
+  auto done = (*body)(*root, config, log);
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(test::host_readlink(temp.path() + "/usr/lib/libcuda.so"), "libcuda.so.1");
+  // No --folder: no update-ldcache step, so no drop-in and no cache in the root.
+  EXPECT_FALSE(std::filesystem::exists(temp.path() + "/etc/ld.so.conf.d"));
+  EXPECT_FALSE(std::filesystem::exists(temp.path() + "/etc/ld.so.cache"));
+  // Nothing asked: nothing done, no error.
+  auto nothing = prepare_hook(*find_hook("container-start"), HookArgs{}, config, log);
+  ASSERT_TRUE(nothing) << nothing.error().message;
+  EXPECT_TRUE((*nothing)(*root, config, log));
+}
+
+TEST(ContainerStart, AFailingStepIsTheErrorUnderTheStepsOwnName) {
+  const Config config;
+  const Log log;
+  HookArgs links;
+  links.add("--link", "nocolons");
+  links.add("--folder", "/usr/lib");
+  auto bad_link = prepare_hook(*find_hook("container-start"), links, config, log);
+  ASSERT_FALSE(bad_link);
+  EXPECT_EQ(bad_link.error().message, "create-symlinks: --link \"nocolons\": expected TARGET::LINK");
+  HookArgs ldconfig;
+  ldconfig.add("--folder", "/usr/lib");
+  ldconfig.add("--ldconfig-path", "sbin/ldconfig");
+  auto bad_ldconfig = prepare_hook(*find_hook("container-start"), ldconfig, config, log);
+  ASSERT_TRUE(bad_ldconfig) << "a host ldconfig's error counts only where it is run";
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  auto root = rootfs::Root::open(temp.path());
+  ASSERT_TRUE(root) << root.error().message;
+  auto run = (*bad_ldconfig)(*root, config, log);
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().message,
+            "update-ldcache: --ldconfig-path \"sbin/ldconfig\": expected an absolute host path");
 }
 
 }  // namespace
