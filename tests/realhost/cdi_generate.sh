@@ -40,8 +40,13 @@ query() {  # query NAME PYTHON-EXPRESSION-ON-spec: prints the expression's lines
 spec = json.load(open(sys.argv[1]))
 root = sys.argv[2]
 edits = spec['containerEdits']
-hooks = {h['args'][2]: h['args'][3:] for h in edits.get('hooks', [])}
-links = [a for i, a in enumerate(hooks.get('create-symlinks', [])) if i and hooks['create-symlinks'][i - 1] == '--link']
+hooks = {}
+for h in edits.get('hooks', []):
+    hooks.setdefault(h['args'][2], []).extend(h['args'][3:])
+def values(option, *names):  # the values of OPTION in the hooks NAMES (container-start holds every step's)
+    return [a for n in names for i, a in enumerate(hooks.get(n, [])) if i and hooks[n][i - 1] == option]
+links = values('--link', 'create-symlinks', 'container-start')
+folders = values('--folder', 'update-ldcache', 'container-start')
 for line in ($2):
     print(line)" "$LAB/$1.json" "$real_root"
 }
@@ -80,7 +85,7 @@ expect_lines "the control nodes" "$(query proc "n['path'] for n in edits['device
 /dev/nvidiactl"
 # The linker-cache folders: the directories the packages put libraries in. Debian has no ld.so.conf
 # entry for nvidia/current; the container's cache must name it.
-expect_lines "update-ldcache folders" "$(query proc "a for a in hooks['update-ldcache'] if a != '--folder'")" \
+expect_lines "update-ldcache folders" "$(query proc "folders")" \
   "/usr/lib/x86_64-linux-gnu
 $cur"
 # Binaries are mounted where a shell finds them, from where the packages (and the alternatives) put them.

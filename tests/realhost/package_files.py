@@ -71,13 +71,14 @@ def resolve_in_root(root, path, depth=0):
 
 
 def links_of(spec):
-    """(target, link) pairs of every create-symlinks hook in the spec."""
+    """(target, link) pairs of every create-symlinks hook in the spec, and of the container-start hook,
+    whose --link options are its create-symlinks step."""
     edits = [spec.get("containerEdits", {})] + [d.get("containerEdits", {}) for d in spec.get("devices", [])]
     pairs = set()
     for edit in edits:
         for hook in edit.get("hooks", []):
             args = hook.get("args", [])
-            if len(args) > 2 and args[2] == "create-symlinks":
+            if len(args) > 2 and args[2] in ("create-symlinks", "container-start"):
                 for i, arg in enumerate(args):
                     if arg == "--link" and i + 1 < len(args):
                         target, _, link = args[i + 1].partition("::")
