@@ -1,5 +1,6 @@
-// `gpuctk install` (src/cli/install.cpp, src/install/install.cpp) through the real binary, on a fake node:
-// a t4-debian fixture host is the host root, with containerd's default config.toml in /etc/containerd.
+// `gpuctk install` (its options in src/cli/install.cpp, its steps in src/install/node_install.cpp and
+// src/install/install.cpp) through the real binary, on a fake node: a t4-debian fixture host is the host
+// root, with containerd's default config.toml in /etc/containerd.
 // What lands where (modes, link targets, node paths inside files), that a second run changes nothing,
 // that --uninstall puts the node back byte for byte, and --watch with --uninstall-on-exit.
 #include <gtest/gtest.h>
