@@ -10,7 +10,8 @@
 # starting from the seeds (generated into build/fuzz/seeds/ from the golden specs, tests/data and
 # the fixture hosts, plus fuzz/seeds/<target>/) and the corpus it keeps in build/fuzz/corpus/<target>/.
 # A crash, leak, UB, timeout or broken invariant fails the script; the input is left in
-# build/fuzz/artifacts/<target>/ (reproduce: build/fuzz/fuzz_<target> FILE).
+# build/fuzz/artifacts/<target>/ (reproduce: build/fuzz/fuzz_<target> FILE). The targets run
+# GPUCTK_BUILD_JOBS (default: the number of cores) at a time, as libFuzzer uses one core each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,49 +53,44 @@ for symbolizer in /usr/lib/llvm-16/bin/llvm-symbolizer "$(command -v llvm-symbol
 done
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-failed=()
-for name in "${targets[@]}"; do
-  binary=$build/fuzz_$name
-  corpus=$build/corpus/$name
-  artifacts=$build/artifacts/$name/
-  log=$build/logs/$name.log
+# fuzz_target NAME: replays NAME's regression inputs, then fuzzes it for SECONDS; what it has to say goes
+# to stdout (collected per target below), and its status says whether the target passed.
+fuzz_target() {
+  local name=$1
+  local binary=$build/fuzz_$name corpus=$build/corpus/$name artifacts=$build/artifacts/$name/
+  local log=$build/logs/$name.log
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
-  # Seeds: generated ones (build/fuzz/seeds/<target>, for the targets whose inputs the repository's files
-  # give) and hand-made ones (fuzz/seeds/<target>); a target needs at least one of the two.
-  inputs=("$corpus")
+  local inputs=("$corpus") dir
   for dir in "$build/seeds/$name" "fuzz/seeds/$name" "fuzz/regressions/$name"; do
     if [ -d "$dir" ]; then
       inputs+=("$dir")
     fi
   done
   if [ ! -d "$build/seeds/$name" ] && [ ! -d "fuzz/seeds/$name" ]; then
-    echo "fuzz.sh: no seeds for $name (neither $build/seeds/$name nor fuzz/seeds/$name)" >&2
-    exit 1
+    echo "== fuzz $name: no seeds (neither $build/seeds/$name nor fuzz/seeds/$name)"
+    return 1
   fi
 
-  options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+  local options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
     -artifact_prefix="$artifacts")
   if [ -f "fuzz/dicts/$name.dict" ]; then
     options+=(-dict="fuzz/dicts/$name.dict")
   fi
-  # The golden specs are 25-85 KB; mutating whole ones runs ten times slower and reaches less in a
-  # short run than small documents do (they are still read, cut at 4 KB). ARGS may say -max_len=0.
   case "$name" in
     cdi_yaml | cdi_json) options+=(-max_len=4096) ;;
   esac
 
-  # Known bugs first: each regression input once, by itself.
-  regressions=()
+  local regressions=()
   if [ -d "fuzz/regressions/$name" ]; then
     mapfile -t regressions < <(find "fuzz/regressions/$name" -type f ! -name '*.md' | sort)
   fi
   if [ "${#regressions[@]}" -gt 0 ] && ! "$binary" "${regressions[@]}" >"$log" 2>&1; then
     echo "== fuzz $name: a regression input fails (fuzz/regressions/$name); log $log"
     tail -n 40 "$log"
-    failed+=("$name")
-    continue
+    return 1
   fi
 
+  local start summary elapsed
   start=$(date +%s)
   if "$binary" "${options[@]}" "${extra[@]}" "${inputs[@]}" >>"$log" 2>&1; then
     summary=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 | tr -s ' \t' ' ' || true)
@@ -103,6 +99,33 @@ for name in "${targets[@]}"; do
   else
     echo "== fuzz $name: FAILED (input in $artifacts, log $log)"
     tail -n 60 "$log"
+    return 1
+  fi
+}
+
+# A libFuzzer run uses one core: the targets run GPUCTK_BUILD_JOBS (default: the cores) at a time, each
+# for its full SECONDS, and report in the order of the list.
+jobs=${GPUCTK_BUILD_JOBS:-$(nproc)}
+reports=$build/logs/reports
+rm -rf "$reports"
+mkdir -p "$reports"
+for name in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+    wait -n || true
+  done
+  (
+    if fuzz_target "$name" >"$reports/$name" 2>&1; then
+      echo 0 >"$reports/$name.status"
+    else
+      echo 1 >"$reports/$name.status"
+    fi
+  ) &
+done
+wait
+failed=()
+for name in "${targets[@]}"; do
+  cat "$reports/$name"
+  if [ "$(cat "$reports/$name.status" 2>/dev/null)" != 0 ]; then
     failed+=("$name")
   fi
 done
