@@ -22,6 +22,13 @@ imports gogo.proto for Go code generation only): both are left out of the copy t
           --annotation KEY=VAL   the container's annotations (repeatable)
           --env KEY=VAL          the container's environment (repeatable)
           --mount HOST:CONTAINER a read-only bind mount (repeatable)
+          --allocate-response FILE  a device plugin's ContainerAllocateResponse as JSON (tests/plugin/
+                                 kubelet.py allocate writes it), handed on as the kubelet does
+                                 (pkg/kubelet/cm/devicemanager, then kuberuntime's generateContainerConfig):
+                                 envs -> Envs, mounts -> Mounts (read_only as given), devices -> Devices
+                                 (host path, container path, permissions), annotations -> the container's
+                                 Annotations, cdi_devices -> CDIDevices; before the options' own, as the
+                                 kubelet puts the device plugin's first
           --cgroup-parent PATH   the pod's cgroup parent (cgroupfs driver), as the kubelet sets it
           --log-dir DIR          the pod's log directory
           --expect LINE          the output must hold this line (repeatable), else exit 1
@@ -114,6 +121,7 @@ class Cri:
     def pod(self, o, command):
         """One pod's life, as the kubelet lives it. Returns (output lines, exit code)."""
         pb = self.pb
+        answer = load_answer(o.allocate_response)
         os.makedirs(o.log_dir, exist_ok=True)
         sandbox_config = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name=o.name, uid=o.name, namespace="gpuctk-e2e", attempt=0),
@@ -127,16 +135,23 @@ class Cri:
             config=sandbox_config, runtime_handler=o.handler)).pod_sandbox_id
         try:
             log_path = o.name + ".log"
+            annotations = dict(answer["annotations"])
+            annotations.update(split_pair(a, "=") for a in o.annotation)
             config = pb.ContainerConfig(
                 metadata=pb.ContainerMetadata(name="probe", attempt=0),
                 image=pb.ImageSpec(image=o.image),
                 command=command,
-                envs=[pb.KeyValue(key=k, value=self.env_value(v)) for k, v in (split_pair(e, "=") for e in o.env)],
-                mounts=[pb.Mount(host_path=h, container_path=c, readonly=True)
+                envs=[pb.KeyValue(key=k, value=self.env_value(v))
+                      for k, v in [*answer["envs"].items(), *(split_pair(e, "=") for e in o.env)]],
+                mounts=[pb.Mount(host_path=m["host_path"], container_path=m["container_path"],
+                                 readonly=m["read_only"]) for m in answer["mounts"]] +
+                       [pb.Mount(host_path=h, container_path=c, readonly=True)
                         for h, c in (split_pair(m, ":") for m in o.mount)],
-                annotations=dict(split_pair(a, "=") for a in o.annotation),
+                devices=[pb.Device(host_path=d["host_path"], container_path=d["container_path"],
+                                   permissions=d["permissions"]) for d in answer["devices"]],
+                annotations=annotations,
                 log_path=log_path,
-                CDI_devices=[pb.CDIDevice(name=d) for d in o.cdi_device],
+                CDI_devices=[pb.CDIDevice(name=d) for d in [*answer["cdi_devices"], *o.cdi_device]],
             )
             ctr_id = self.call("CreateContainer", self.rt.CreateContainer, pb.CreateContainerRequest(
                 pod_sandbox_id=pod_id, config=config, sandbox_config=sandbox_config)).container_id
@@ -200,6 +215,22 @@ class Cri:
             time.sleep(0.02)
 
 
+def load_answer(path):
+    """A ContainerAllocateResponse written by kubelet.py allocate (or the empty answer without one)."""
+    empty = {"envs": {}, "mounts": [], "devices": [], "annotations": {}, "cdi_devices": []}
+    if path is None:
+        return empty
+    try:
+        with open(path, encoding="utf-8") as f:
+            answer = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CriError(f"--allocate-response {path}: {e}") from None
+    if not isinstance(answer, dict) or set(answer) != set(empty):
+        raise CriError(f"--allocate-response {path}: not an answer of kubelet.py allocate "
+                       f"(keys {sorted(answer) if isinstance(answer, dict) else type(answer).__name__})")
+    return answer
+
+
 def split_pair(text, sep):
     if sep not in text:
         raise CriError(f"{text!r}: expected KEY{sep}VALUE")
@@ -216,6 +247,7 @@ def pod_parser():
     p.add_argument("--annotation", action="append", default=[])
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--mount", action="append", default=[])
+    p.add_argument("--allocate-response")
     p.add_argument("--cgroup-parent", default="")
     p.add_argument("--log-dir", required=True)
     p.add_argument("--expect", action="append", default=[])

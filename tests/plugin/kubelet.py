@@ -4,6 +4,8 @@ a client that calls the plugin as the kubelet does (GetDevicePluginOptions, List
 GetPreferredAllocation), driving the daemon against a fixture host (dgx-a100: 8 GPUs, the mock NVML).
 
     kubelet.py PLUGIN FIXTURE_TOOL API_PROTO STUBS_DIR
+    kubelet.py allocate PLUGIN API_PROTO STUBS_DIR OUT_DIR --case NAME CONFIG RESOURCE IDS [--case ...]
+               -- DAEMON_ARGS...
 
 PLUGIN: gpuctk-device-plugin; FIXTURE_TOOL: gpuctk-fixture; API_PROTO: the kubelet's deviceplugin
 v1beta1 api.proto (Debian's, as scripts/deps.sh fetched it); STUBS_DIR: where the python stubs are
@@ -25,7 +27,20 @@ a missing tool: "SKIP: <why>" and exit 77):
                      again): the daemon serves again and registers again, and its list keeps GPU 0
                      Unhealthy
   sigterm            SIGTERM: exit 0, the plugin's socket removed
+
+The allocate mode only allocates, for the end-to-end tests (tests/e2e/engines_plugin_containerd.sh) that
+hand the answers to a container runtime as the kubelet does (tests/engines/cri.py --allocate-response).
+Per case, one after another: the daemon is started with DAEMON_ARGS, --kubelet-socket of a Registration
+server in a directory of its own and --config-file CONFIG; once RESOURCE has registered, its first
+ListAndWatch list must hold each of IDS (comma-separated device IDs, replica IDs <uuid>::<n> included)
+Healthy, as the kubelet allocates only such devices; Allocate of IDS for one container; then SIGTERM (exit
+0, the sockets removed). The ContainerAllocateResponse is written as OUT_DIR/NAME.json, in the API's
+field names: {"envs": {K: V}, "mounts": [{"container_path", "host_path", "read_only"}], "devices":
+[{"container_path", "host_path", "permissions"}], "annotations": {K: V}, "cdi_devices": [NAME]}; and
+printed as one line "allocated NAME: RESOURCE IDS in T ms: <the answer's JSON>" (T: Allocate's round trip).
 """
+import argparse
+import json
 import os
 import queue
 import signal
@@ -276,8 +291,106 @@ def main(argv):
     return 0
 
 
+def answer_json(response):
+    """A ContainerAllocateResponse as plain data, in the API's field names (the kubelet's
+    RunContainerOptions carry exactly these fields on to the runtime)."""
+    return {
+        "envs": dict(sorted(response.envs.items())),
+        "mounts": [{"container_path": m.container_path, "host_path": m.host_path, "read_only": m.read_only}
+                   for m in response.mounts],
+        "devices": [{"container_path": d.container_path, "host_path": d.host_path,
+                     "permissions": d.permissions} for d in response.devices],
+        "annotations": dict(sorted(response.annotations.items())),
+        "cdi_devices": [d.name for d in response.cdi_devices],
+    }
+
+
+def allocate_case(pb, pb_grpc, plugin, daemon_args, lab, case):
+    """One daemon life for one case (see the docstring's allocate mode); returns (answer, milliseconds)."""
+    name, config, resource, ids = case
+    ids = ids.split(",")
+    plugins = os.path.join(lab, name)
+    os.mkdir(plugins)
+    kubelet_sock = os.path.join(plugins, "kubelet.sock")
+    kubelet = Kubelet(pb, pb_grpc, kubelet_sock)
+    log_path = os.path.join(lab, name + ".log")
+    log = open(log_path, "w+", encoding="utf-8")
+    daemon = subprocess.Popen([plugin, *daemon_args, "--kubelet-socket", kubelet_sock, "--config-file", config],
+                              stdout=log, stderr=log)
+    channel = None
+    try:
+        registered = []
+        while resource not in registered:
+            request = kubelet.registration()
+            registered.append(request.resource_name)
+            endpoint = request.endpoint
+        check(request.version == "v1beta1", f"{name}: registered {request}")
+        channel = grpc.insecure_channel("unix:" + os.path.join(plugins, endpoint))
+        stub = pb_grpc.DevicePluginStub(channel)
+        watch = Watch(stub, pb)
+        listed = dict((i, health) for i, health, _ in watch.next(f"{name}: list of {resource}"))
+        watch.cancel()
+        for i in ids:
+            check(listed.get(i) == "Healthy", f"{name}: {resource} lists no healthy {i}: {listed}")
+        start = time.monotonic()
+        try:
+            responses = stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=ids)]), timeout=TIMEOUT).container_responses
+        except grpc.RpcError as e:
+            raise Failure(f"{name}: Allocate {resource} {ids}: {e.code().name}: {e.details()}") from None
+        ms = (time.monotonic() - start) * 1000
+        check(len(responses) == 1, f"{name}: {len(responses)} container responses, not 1")
+        channel.close()
+        channel = None
+        daemon.send_signal(signal.SIGTERM)
+        status = daemon.wait(timeout=TIMEOUT)
+        check(status == 0, f"{name}: the daemon exited {status} on SIGTERM")
+        left = sorted(set(os.listdir(plugins)) - {"kubelet.sock"})
+        check(not left, f"{name}: sockets left after SIGTERM: {left}")
+        return answer_json(responses[0]), ms
+    except BaseException:
+        log.seek(0)
+        sys.stderr.write(f"the daemon's log ({name}):\n" + log.read())
+        raise
+    finally:
+        if channel is not None:
+            channel.close()
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+        kubelet.stop()
+        log.close()
+
+
+def allocate_main(argv):
+    parser = argparse.ArgumentParser(prog="kubelet.py allocate")
+    parser.add_argument("plugin")
+    parser.add_argument("proto")
+    parser.add_argument("stubs")
+    parser.add_argument("out")
+    parser.add_argument("--case", nargs=4, action="append", required=True,
+                        metavar=("NAME", "CONFIG", "RESOURCE", "IDS"))
+    daemon_args = []
+    if "--" in argv:
+        daemon_args = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    args = parser.parse_args(argv)
+    pb, pb_grpc = cri.load_stubs(args.proto, args.stubs)
+    os.makedirs(args.out, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gpuctk-kubelet-") as lab:
+        for case in args.case:
+            answer, ms = allocate_case(pb, pb_grpc, args.plugin, daemon_args, lab, case)
+            text = json.dumps(answer, sort_keys=True)
+            with open(os.path.join(args.out, case[0] + ".json"), "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+            print(f"allocated {case[0]}: {case[2]} {case[3]} in {ms:.1f} ms: {text}", flush=True)
+    return 0
+
+
 if __name__ == "__main__":
     try:
+        if len(sys.argv) > 1 and sys.argv[1] == "allocate":
+            sys.exit(allocate_main(sys.argv[2:]))
         sys.exit(main(sys.argv))
     except (Failure, cri.CriError) as e:
         print(f"kubelet.py: error: {e}", file=sys.stderr)
