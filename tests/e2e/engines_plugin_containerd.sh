@@ -113,11 +113,12 @@ for s in "${strategies[@]}"; do
   cases+=(--case "$s-replica" "$LAB/plugin/$s-replica.yaml" nvidia.com/gpu "$uuid0::1")
 done
 start_allocate=$SECONDS
-"$engines_python" "$kubelet" allocate "$plugin" "$plugin_proto" "$LAB/plugin-stubs" "$LAB/answers" "${cases[@]}" -- \
+PYTHONDONTWRITEBYTECODE=1 "$engines_python" "$kubelet" allocate "$plugin" "$plugin_proto" "$LAB/plugin-stubs" "$LAB/answers" "${cases[@]}" -- \
   --driver-root "$mock_driver_root" --container-driver-root "$mock_driver_root" --dev-root "$dev_root" \
   --container-dev-root "$dev_root" --device-discovery-strategy nvml >"$LAB/allocate.out" 2>"$LAB/allocate.err" ||
   e2e_fail "kubelet.py allocate failed: $(cat "$LAB/allocate.err")"
 allocate_s=$((SECONDS - start_allocate))
+sed "s/: {.*//" "$LAB/allocate.out"  # one line per answer: the case, the devices and Allocate's round trip
 
 # answer CASE: the answer as text, one item a line (env K=V, mount HOST CONTAINER ro|rw, device ...,
 # annotation K=V, cdi NAME), sorted (as LC_ALL=C sort does); the CDI annotation's per-answer key suffix (a random UUID, as
