@@ -20,8 +20,9 @@
 #   mig      migStrategy mixed, deviceIDStrategy index, nvidia.com/mig-2g.12gb: the MIG device 1:0;
 #   replica  sharing.timeSlicing (2 replicas of nvidia.com/gpu): the replica <uuid of GPU 0>::1.
 # Each answer runs one pod through the handler "nvidia" (cri.py --allocate-response: envs, mounts,
-# devices, annotations and CDI devices as the kubelet passes them on over CRI); its container loads the
-# real libcuda.so.1, whose cudaGetDeviceCount reaches the kernel boundary, lists libcuda.so.1 in its
+# devices, annotations and CDI devices as the kubelet passes them on over CRI), and the CDI strategies'
+# GPU answers one more through the default handler (runc: CDI needs no runtime class). Each container
+# loads the real libcuda.so.1, whose cudaGetDeviceCount reaches the kernel boundary, lists libcuda.so.1 in its
 # linker cache and has exactly the allocated GPU's nodes (engines_check_gpu); after each pod nothing is
 # left (engines_expect_clean), and after containerd stops no process or mount of it.
 #   usage: engines_plugin_containerd.sh <gpuctk> <gpuctk-fixture> <trixie|sid> <gpuctk-device-plugin>
@@ -118,7 +119,17 @@ PYTHONDONTWRITEBYTECODE=1 "$engines_python" "$kubelet" allocate "$plugin" "$plug
   --container-dev-root "$dev_root" --device-discovery-strategy nvml >"$LAB/allocate.out" 2>"$LAB/allocate.err" ||
   e2e_fail "kubelet.py allocate failed: $(cat "$LAB/allocate.err")"
 allocate_s=$((SECONDS - start_allocate))
-sed "s/: {.*//" "$LAB/allocate.out"  # one line per answer: the case, the devices and Allocate's round trip
+sed "s/: {.*//" "$LAB/allocate.out"  # per answer: what was listed, what was asked, Allocate's round trip
+# The plugin's devices are the spec's host: under migStrategy mixed nvidia.com/gpu is GPU 0 alone (GPU 1
+# is in MIG mode), nvidia.com/mig-2g.12gb GPU 1's two MIG devices, and time-slicing makes GPU 0 two replicas.
+mig1=$(sed -n 's/^ *- {gi: 2, ci: 0, profile: 2g.12gb, uuid: \(MIG-[0-9a-f-]*\),.*/\1/p' "$manifest")
+for s in "${strategies[@]}"; do
+  for want in "$s-gpu: nvidia.com/gpu $uuid0" "$s-mig: nvidia.com/mig-2g.12gb $mig0,$mig1" \
+    "$s-replica: nvidia.com/gpu $uuid0::0,$uuid0::1"; do
+    grep -qxF "listed $want" "$LAB/allocate.out" ||
+      e2e_fail "the plugin did not list ${want#*: } for ${want%%:*}: $(grep "^listed ${want%%:*}:" "$LAB/allocate.out")"
+  done
+done
 
 # answer CASE: the answer as text, one item a line (env K=V, mount HOST CONTAINER ro|rw, device ...,
 # annotation K=V, cdi NAME), sorted (as LC_ALL=C sort does); the CDI annotation's per-answer key suffix (a random UUID, as
@@ -172,6 +183,13 @@ $want"
       e2e_fail "$s-$kind: the pod failed: $out"
     engines_expect_clean "$s-$kind"
     engines_check_gpu "$out" "$v, handler nvidia, deviceListStrategy $s, $what: ${want//$'\n'/; }" "$nodes"
+    # The CDI answers need no runtime class: the same answer through the default handler (runc).
+    if [ "$kind" = gpu ] && [ "${s#cdi-}" != "$s" ]; then
+      out=$(engines_pod "plugin-$s-$kind-runc" --allocate-response "$LAB/answers/$s-$kind.json" 2>&1) ||
+        e2e_fail "$s-$kind, default handler: the pod failed: $out"
+      engines_expect_clean "$s-$kind, default handler"
+      engines_check_gpu "$out" "$v, default handler, deviceListStrategy $s, $what" "$nodes"
+    fi
   done
 done
 pods_s=$((SECONDS - start_pods))
@@ -182,5 +200,5 @@ left=$(pgrep -f -- "$c/" || true)
 [ -z "$left" ] || e2e_fail "processes of containerd left: $(ps -o pid,args -p "${left//$'\n'/,}")"
 mounts=$(awk -v d="$LAB/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo)
 [ -z "$mounts" ] || e2e_fail "mounts left under $LAB after containerd stopped: $mounts"
-echo "time: setup ${setup_s} s, ${#strategies[@]}x3 allocations ${allocate_s} s, ${#strategies[@]}x3 pods ${pods_s} s, total $((SECONDS - start_all)) s"
-echo "PASS: $v through CRI and the handler \"nvidia\": gpuctk-device-plugin's answers for GPU 0, a MIG device and a time-sliced replica, for every deviceListStrategy (envvar, volume-mounts, cdi-annotations, cdi-cri); nothing left behind"
+echo "time: setup ${setup_s} s, ${#strategies[@]}x3 allocations ${allocate_s} s, ${#strategies[@]}x3+2 pods ${pods_s} s, total $((SECONDS - start_all)) s"
+echo "PASS: $v through CRI and the handler \"nvidia\": gpuctk-device-plugin's answers for GPU 0, a MIG device and a time-sliced replica, for every deviceListStrategy (envvar, volume-mounts, cdi-annotations, cdi-cri), the CDI ones for GPU 0 through the default handler too; the plugin listed the spec's devices; nothing left behind"

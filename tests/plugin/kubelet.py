@@ -37,7 +37,8 @@ Healthy, as the kubelet allocates only such devices; Allocate of IDS for one con
 0, the sockets removed). The ContainerAllocateResponse is written as OUT_DIR/NAME.json, in the API's
 field names: {"envs": {K: V}, "mounts": [{"container_path", "host_path", "read_only"}], "devices":
 [{"container_path", "host_path", "permissions"}], "annotations": {K: V}, "cdi_devices": [NAME]}; and
-printed as one line "allocated NAME: RESOURCE IDS in T ms: <the answer's JSON>" (T: Allocate's round trip).
+printed as two lines: "listed NAME: RESOURCE <the IDs of its first list, comma-separated>", then
+"allocated NAME: RESOURCE IDS in T ms: <the answer's JSON>" (T: Allocate's round trip).
 """
 import argparse
 import json
@@ -306,7 +307,8 @@ def answer_json(response):
 
 
 def allocate_case(pb, pb_grpc, plugin, daemon_args, lab, case):
-    """One daemon life for one case (see the docstring's allocate mode); returns (answer, milliseconds)."""
+    """One daemon life for one case (see the docstring's allocate mode); returns (answer, milliseconds,
+    the IDs of the resource's first list in its order)."""
     name, config, resource, ids = case
     ids = ids.split(",")
     plugins = os.path.join(lab, name)
@@ -347,7 +349,7 @@ def allocate_case(pb, pb_grpc, plugin, daemon_args, lab, case):
         check(status == 0, f"{name}: the daemon exited {status} on SIGTERM")
         left = sorted(set(os.listdir(plugins)) - {"kubelet.sock"})
         check(not left, f"{name}: sockets left after SIGTERM: {left}")
-        return answer_json(responses[0]), ms
+        return answer_json(responses[0]), ms, list(listed)
     except BaseException:
         log.seek(0)
         sys.stderr.write(f"the daemon's log ({name}):\n" + log.read())
@@ -379,7 +381,8 @@ def allocate_main(argv):
     os.makedirs(args.out, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gpuctk-kubelet-") as lab:
         for case in args.case:
-            answer, ms = allocate_case(pb, pb_grpc, args.plugin, daemon_args, lab, case)
+            answer, ms, listed = allocate_case(pb, pb_grpc, args.plugin, daemon_args, lab, case)
+            print(f"listed {case[0]}: {case[2]} {','.join(listed)}", flush=True)
             text = json.dumps(answer, sort_keys=True)
             with open(os.path.join(args.out, case[0] + ".json"), "w", encoding="utf-8") as f:
                 f.write(text + "\n")
