@@ -3,10 +3,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh test
-# Not build/bench: that is where a build in build/ puts its bench/ subdirectory.
+# Not build/bench: that is where a build in build/ puts its bench/ subdirectory. A script that needs more
+# than the default build sets bench_configure (more cmake arguments) before sourcing this.
 build=${1:-build/bench-release}
 if [ "$#" -eq 0 ]; then
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGPUCTK_TESTS=OFF >/dev/null
+  # shellcheck disable=SC2086 # bench_configure is a list of words
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGPUCTK_TESTS=OFF ${bench_configure:-} >/dev/null
   cmake --build "$build" -j"$(nproc)" >/dev/null
 fi
 root=$(mktemp -d /tmp/gpuctk-bench.XXXXXX)
