@@ -1,6 +1,7 @@
 #include "plugin/daemon.hpp"
 
 #include <grpcpp/grpcpp.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <sys/random.h>
@@ -44,6 +45,10 @@ constexpr const char* k_api_version = "v1beta1";  // the kubelet's device plugin
 // How long one NVML wait lasts before the health watch looks at its stop flag (NVML sleeps in the kernel
 // meanwhile): the most SIGTERM waits for the watch to end.
 constexpr auto k_health_poll = std::chrono::milliseconds(500);
+// glibc's malloc arenas: one. glibc otherwise gives threads arenas of their own (up to 8 per core), and each
+// of gRPC's ~10 threads that allocates keeps one, resident; the daemon allocates little and rarely, so one
+// lock costs nothing (bench/plugin.sh: about 0.3 MiB less resident, issue 25's 10 MiB goal).
+constexpr int k_malloc_arenas = 1;
 // How long a Register call may take (the kubelet answers at once; a dead socket fails at once).
 constexpr auto k_register_timeout = std::chrono::seconds(5);
 // The most bytes of a config file read (NVIDIA's are a few hundred bytes).
@@ -426,6 +431,8 @@ int idle_until_signal(int signals, const std::string& why) {
 }  // namespace
 
 int run_daemon(std::span<const std::string_view> args) {
+  // Before any thread exists (gRPC's start with the first server); failure leaves glibc's default.
+  ::mallopt(M_ARENA_MAX, k_malloc_arenas);
   auto arguments = parse_arguments(args, [](const char* name) { return std::getenv(name); });
   if (!arguments) {
     log_error(arguments.error().message);
