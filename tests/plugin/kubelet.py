@@ -34,10 +34,10 @@ Per case, one after another: the daemon is started with DAEMON_ARGS, --kubelet-s
 server in a directory of its own and --config-file CONFIG; once RESOURCE has registered, its first
 ListAndWatch list must hold each of IDS (comma-separated device IDs, replica IDs <uuid>::<n> included)
 Healthy, as the kubelet allocates only such devices; Allocate of IDS for one container; then SIGTERM (exit
-0, the sockets removed). The ContainerAllocateResponse is written as OUT_DIR/NAME.json, in the API's
-field names: {"envs": {K: V}, "mounts": [{"container_path", "host_path", "read_only"}], "devices":
-[{"container_path", "host_path", "permissions"}], "annotations": {K: V}, "cdi_devices": [NAME]}; and
-printed as two lines: "listed NAME: RESOURCE <the IDs of its first list, comma-separated>", then
+0, the sockets removed: checked for every case after the last Allocate). The ContainerAllocateResponse is
+written as OUT_DIR/NAME.json, in the API's field names: {"envs": {K: V}, "mounts": [{"container_path",
+"host_path", "read_only"}], "devices": [{"container_path", "host_path", "permissions"}], "annotations":
+{K: V}, "cdi_devices": [NAME]}; and printed as two lines: "listed NAME: RESOURCE <the IDs of its first list, comma-separated>", then
 "allocated NAME: RESOURCE IDS in T ms: <the answer's JSON>" (T: Allocate's round trip).
 """
 import argparse
@@ -306,62 +306,68 @@ def answer_json(response):
     }
 
 
-def allocate_case(pb, pb_grpc, plugin, daemon_args, lab, case):
-    """One daemon life for one case (see the docstring's allocate mode); returns (answer, milliseconds,
-    the IDs of the resource's first list in its order)."""
-    name, config, resource, ids = case
-    ids = ids.split(",")
-    plugins = os.path.join(lab, name)
-    os.mkdir(plugins)
-    kubelet_sock = os.path.join(plugins, "kubelet.sock")
-    kubelet = Kubelet(pb, pb_grpc, kubelet_sock)
-    log_path = os.path.join(lab, name + ".log")
-    log = open(log_path, "w+", encoding="utf-8")
-    daemon = subprocess.Popen([plugin, *daemon_args, "--kubelet-socket", kubelet_sock, "--config-file", config],
-                              stdout=log, stderr=log)
-    channel = None
-    try:
+class DaemonLife:
+    """One daemon life for one allocate case (see the docstring's allocate mode): started at once, asked by
+    allocate(), which ends with SIGTERM; finish() then checks its exit. Exits are awaited after the last
+    case's Allocate, not each in turn: a daemon takes up to its health watch's NVML wait (500 ms) to stop."""
+
+    def __init__(self, pb, pb_grpc, plugin, daemon_args, lab, case):
+        self.pb, self.pb_grpc = pb, pb_grpc
+        self.name, config, self.resource, ids = case
+        self.ids = ids.split(",")
+        self.plugins = os.path.join(lab, self.name)
+        os.mkdir(self.plugins)
+        kubelet_sock = os.path.join(self.plugins, "kubelet.sock")
+        self.kubelet = Kubelet(pb, pb_grpc, kubelet_sock)
+        self.log = open(os.path.join(lab, self.name + ".log"), "w+", encoding="utf-8")
+        self.daemon = subprocess.Popen(
+            [plugin, *daemon_args, "--kubelet-socket", kubelet_sock, "--config-file", config],
+            stdout=self.log, stderr=self.log)
+
+    def allocate(self):
+        """Returns (the answer as plain data, Allocate's round trip in ms, the IDs of the resource's first
+        list in its order); SIGTERM is sent."""
+        pb, name, resource = self.pb, self.name, self.resource
         registered = []
         while resource not in registered:
-            request = kubelet.registration()
+            request = self.kubelet.registration()
             registered.append(request.resource_name)
-            endpoint = request.endpoint
         check(request.version == "v1beta1", f"{name}: registered {request}")
-        channel = grpc.insecure_channel("unix:" + os.path.join(plugins, endpoint))
-        stub = pb_grpc.DevicePluginStub(channel)
-        watch = Watch(stub, pb)
-        listed = dict((i, health) for i, health, _ in watch.next(f"{name}: list of {resource}"))
-        watch.cancel()
-        for i in ids:
-            check(listed.get(i) == "Healthy", f"{name}: {resource} lists no healthy {i}: {listed}")
-        start = time.monotonic()
-        try:
-            responses = stub.Allocate(pb.AllocateRequest(container_requests=[
-                pb.ContainerAllocateRequest(devices_ids=ids)]), timeout=TIMEOUT).container_responses
-        except grpc.RpcError as e:
-            raise Failure(f"{name}: Allocate {resource} {ids}: {e.code().name}: {e.details()}") from None
-        ms = (time.monotonic() - start) * 1000
+        with grpc.insecure_channel("unix:" + os.path.join(self.plugins, request.endpoint)) as channel:
+            stub = self.pb_grpc.DevicePluginStub(channel)
+            watch = Watch(stub, pb)
+            listed = dict((i, health) for i, health, _ in watch.next(f"{name}: list of {resource}"))
+            watch.cancel()
+            for i in self.ids:
+                check(listed.get(i) == "Healthy", f"{name}: {resource} lists no healthy {i}: {listed}")
+            start = time.monotonic()
+            try:
+                responses = stub.Allocate(pb.AllocateRequest(container_requests=[
+                    pb.ContainerAllocateRequest(devices_ids=self.ids)]), timeout=TIMEOUT).container_responses
+            except grpc.RpcError as e:
+                raise Failure(f"{name}: Allocate {resource} {self.ids}: {e.code().name}: {e.details()}") from None
+            ms = (time.monotonic() - start) * 1000
         check(len(responses) == 1, f"{name}: {len(responses)} container responses, not 1")
-        channel.close()
-        channel = None
-        daemon.send_signal(signal.SIGTERM)
-        status = daemon.wait(timeout=TIMEOUT)
-        check(status == 0, f"{name}: the daemon exited {status} on SIGTERM")
-        left = sorted(set(os.listdir(plugins)) - {"kubelet.sock"})
-        check(not left, f"{name}: sockets left after SIGTERM: {left}")
+        self.daemon.send_signal(signal.SIGTERM)
         return answer_json(responses[0]), ms, list(listed)
-    except BaseException:
-        log.seek(0)
-        sys.stderr.write(f"the daemon's log ({name}):\n" + log.read())
-        raise
-    finally:
-        if channel is not None:
-            channel.close()
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
-        kubelet.stop()
-        log.close()
+
+    def finish(self):
+        """The daemon exited 0 on SIGTERM and removed its sockets."""
+        status = self.daemon.wait(timeout=TIMEOUT)
+        check(status == 0, f"{self.name}: the daemon exited {status} on SIGTERM")
+        left = sorted(set(os.listdir(self.plugins)) - {"kubelet.sock"})
+        check(not left, f"{self.name}: sockets left after SIGTERM: {left}")
+
+    def dump_log(self):
+        self.log.seek(0)
+        sys.stderr.write(f"the daemon's log ({self.name}):\n" + self.log.read())
+
+    def close(self):
+        if self.daemon.poll() is None:
+            self.daemon.kill()
+            self.daemon.wait()
+        self.kubelet.stop()
+        self.log.close()
 
 
 def allocate_main(argv):
@@ -379,14 +385,31 @@ def allocate_main(argv):
     args = parser.parse_args(argv)
     pb, pb_grpc = cri.load_stubs(args.proto, args.stubs)
     os.makedirs(args.out, exist_ok=True)
+    lives = []
     with tempfile.TemporaryDirectory(prefix="gpuctk-kubelet-") as lab:
-        for case in args.case:
-            answer, ms, listed = allocate_case(pb, pb_grpc, args.plugin, daemon_args, lab, case)
-            print(f"listed {case[0]}: {case[2]} {','.join(listed)}", flush=True)
-            text = json.dumps(answer, sort_keys=True)
-            with open(os.path.join(args.out, case[0] + ".json"), "w", encoding="utf-8") as f:
-                f.write(text + "\n")
-            print(f"allocated {case[0]}: {case[2]} {case[3]} in {ms:.1f} ms: {text}", flush=True)
+        try:
+            for case in args.case:
+                life = DaemonLife(pb, pb_grpc, args.plugin, daemon_args, lab, case)
+                lives.append(life)
+                try:
+                    answer, ms, listed = life.allocate()
+                except BaseException:
+                    life.dump_log()
+                    raise
+                print(f"listed {case[0]}: {case[2]} {','.join(listed)}", flush=True)
+                text = json.dumps(answer, sort_keys=True)
+                with open(os.path.join(args.out, case[0] + ".json"), "w", encoding="utf-8") as f:
+                    f.write(text + "\n")
+                print(f"allocated {case[0]}: {case[2]} {case[3]} in {ms:.1f} ms: {text}", flush=True)
+            for life in lives:
+                try:
+                    life.finish()
+                except BaseException:
+                    life.dump_log()
+                    raise
+        finally:
+            for life in lives:
+                life.close()
     return 0
 
 
