@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cdi/version.hpp"
+#include "util/k8s_names.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cdi {
@@ -23,28 +24,13 @@ constexpr std::array<std::string_view, 5> k_node_types{
 
 // Annotations: keys plus values of one map (Kubernetes' TotalAnnotationSizeLimitB).
 constexpr size_t k_max_annotations_size = 256 * 1024;
-// Kubernetes qualified-name limits.
-constexpr size_t k_max_annotation_prefix = 253;
+// Kubernetes qualified-name limit of the name part (the prefix's is k_max_dns_subdomain).
 constexpr size_t k_max_annotation_name = 63;
 // Linux resctrl group names (the reference's closID rule).
 constexpr size_t k_max_clos_id = 4095;
 
-bool is_lower_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
 bool is_alnum(char c) {
-  return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
-}
-
-// DNS-1123 subdomain (already lower-cased): labels of [a-z0-9-], alphanumeric at both ends.
-bool is_dns_subdomain(std::string_view text) {
-  for (const auto label : split(text, '.')) {
-    if (label.empty() || !is_lower_alnum(label.front()) || !is_lower_alnum(label.back()) ||
-        !std::ranges::all_of(label, [](char c) { return is_lower_alnum(c) || c == '-'; })) {
-      return false;
-    }
-  }
-  return true;
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
 // Why `key` is not a Kubernetes qualified name (checked lower-cased, as the reference does).
@@ -59,8 +45,8 @@ std::optional<std::string> annotation_key_problem(std::string_view key) {
     if (prefix.empty()) {
       return R"(empty prefix before "/")";
     }
-    if (prefix.size() > k_max_annotation_prefix) {
-      return "prefix longer than " + std::to_string(k_max_annotation_prefix) + " characters";
+    if (prefix.size() > k_max_dns_subdomain) {
+      return "prefix longer than " + std::to_string(k_max_dns_subdomain) + " characters";
     }
     std::string lower(prefix);
     std::ranges::transform(lower, lower.begin(), [](char c) {

@@ -1,7 +1,8 @@
 #pragma once
 // Kubernetes' name syntax (k8s.io/apimachinery's validation), one copy for every module that checks a
 // name Kubernetes will read: node label prefixes (labels), the device plugin's resource names
-// (labels/sharing_config).
+// (labels/sharing_config), CDI annotation key prefixes (cdi/validate, which lower-cases the key first,
+// as Kubernetes' ValidateAnnotations does).
 
 #include <algorithm>
 #include <cstddef>
