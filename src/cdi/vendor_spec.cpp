@@ -6,7 +6,7 @@
 
 #include "cdi/validate.hpp"
 #include "cdi/version.hpp"
-#include "discover/host_fs.hpp"
+#include "discover/node.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cdi {
@@ -204,28 +204,22 @@ Result<VendorSpecs> build_vendor_specs(const std::vector<GpuVendor>& vendors,
         "--device-ids selects NVIDIA devices only; it cannot be combined with amd or intel in "
         "--vendor-set");
   }
-  if (std::ranges::find(vendors, GpuVendor::nvidia) != vendors.end()) {
+  discover::NodeVendors wanted{.nvidia = std::ranges::find(vendors, GpuVendor::nvidia) != vendors.end(),
+                               .drm = drm_vendors};
+  GPUCTK_TRY_ASSIGN(const auto node, discover::discover_node(discover, wanted));
+  out.warnings = node.warnings;
+  if (wanted.nvidia) {
     const std::string kind = nvidia.vendor + "/" + nvidia.klass;
-    const std::string proc = discover::under_root(discover.dev_root, "/proc/driver/nvidia");
-    GPUCTK_TRY_ASSIGN(const auto loaded, discover::lstat_path(proc));
-    if (!loaded) {
-      out.absent.push_back("no NVIDIA driver (" + proc + " missing): no " + kind + " spec");
+    if (!node.no_nvidia_driver.empty()) {
+      out.absent.push_back(node.no_nvidia_driver + ": no " + kind + " spec");
+    } else if (node.nvidia.gpus.empty()) {
+      out.absent.push_back("no NVIDIA GPU in " + node.nvidia.gpus_from + ": no " + kind + " spec");
     } else {
-      GPUCTK_TRY_ASSIGN(const auto inventory, discover::discover(discover));
-      out.warnings.insert(out.warnings.end(), inventory.warnings.begin(), inventory.warnings.end());
-      if (inventory.gpus.empty()) {
-        out.absent.push_back("no NVIDIA GPU in " + inventory.gpus_from + ": no " + kind + " spec");
-      } else {
-        GPUCTK_TRY_ASSIGN(auto spec, generate_spec(inventory, nvidia));
-        out.specs.push_back({GpuVendor::nvidia, std::move(spec)});
-      }
+      GPUCTK_TRY_ASSIGN(auto spec, generate_spec(node.nvidia, nvidia));
+      out.specs.push_back({GpuVendor::nvidia, std::move(spec)});
     }
   }
-  if (drm_vendors.empty()) {
-    return out;
-  }
-  GPUCTK_TRY_ASSIGN(const auto inventory, discover::discover_drm_gpus(discover.dev_root, drm_vendors));
-  out.warnings.insert(out.warnings.end(), inventory.warnings.begin(), inventory.warnings.end());
+  const auto& inventory = node.drm;
   for (const auto vendor : drm_vendors) {
     const bool present = std::ranges::any_of(
         inventory.gpus, [&](const discover::DrmGpu& gpu) { return gpu.vendor == vendor; });

@@ -62,10 +62,10 @@ struct VendorSpecs {
   std::vector<std::string> warnings;  // discovery's warnings, every vendor's
 };
 
-// Discovers and builds every spec of `vendors`. NVIDIA: absent when the driver is not loaded
-// (<dev-root>/proc/driver/nvidia missing) or lists no GPU; otherwise discover::discover with `discover`
-// and generate_spec with `nvidia` (its errors are this function's). AMD and Intel: discover_drm_gpus under
-// discover.dev_root, build_drm_spec with `nvidia`'s naming, all-device and hook options. Every spec
+// Discovers the vendors of the set on the node (discover::discover_node with `discover`; its errors are
+// this function's) and builds every spec. NVIDIA: absent when the driver is not loaded
+// (<dev-root>/proc/driver/nvidia missing) or lists no GPU; otherwise generate_spec with `nvidia`. AMD and
+// Intel: build_drm_spec with `nvidia`'s naming, all-device and hook options. Every spec
 // passed check_generated (cdi/validate.hpp).
 // `nvidia.device_ids` selects NVIDIA devices only: with amd or intel in the set it is an error.
 Result<VendorSpecs> build_vendor_specs(const std::vector<GpuVendor>& vendors,

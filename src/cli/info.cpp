@@ -12,8 +12,8 @@
 #include "cli/discovery_options.hpp"
 #include "discover/discover.hpp"
 #include "discover/host_fs.hpp"
+#include "discover/node.hpp"
 #include "hook/config.hpp"
-#include "labels/labels.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
@@ -302,7 +302,7 @@ void read_specs(Extras& extras) {
 Result<std::string> info(const InfoArgs& args, discover::Mode mode) {
   const discover::DiscoverOptions options{args.driver_root, args.dev_root, mode, {}};
   GPUCTK_TRY(discover::check_roots(options));
-  GPUCTK_TRY_ASSIGN(auto node, labels::discover_node(options));
+  GPUCTK_TRY_ASSIGN(auto node, discover::discover_node(options));
   Extras extras;
   extras.nvidia = !node.nvidia.driver_version.empty();
   extras.drm = std::move(node.drm);

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/discovery_options.hpp"
 #include "discover/discover.hpp"
+#include "discover/node.hpp"
 #include "install/install.hpp"
 #include "labels/sharing_config.hpp"
 #include "util/file.hpp"
@@ -75,7 +76,7 @@ Result<Computed> compute_labels(const LabelsArgs& args) {
   discover_options.driver_root = args.driver_root;
   discover_options.dev_root = args.dev_root;
   discover_options.mode = mode;
-  GPUCTK_TRY_ASSIGN(const auto node, labels::discover_node(discover_options));
+  GPUCTK_TRY_ASSIGN(const auto node, discover::discover_node(discover_options));
   std::vector<std::string> warnings = node.warnings;
   if (config) {
     for (const auto& warning : config->warnings) {
@@ -86,7 +87,9 @@ Result<Computed> compute_labels(const LabelsArgs& args) {
                     labels::node_labels(node.nvidia, node.facts, options, warnings, node.drm));
   if (labels.empty()) {
     // An empty file is right for NFD (no labels), but whoever runs this wants to know why.
-    warnings.insert(warnings.end(), node.notes.begin(), node.notes.end());
+    if (!node.no_nvidia_driver.empty()) {
+      warnings.push_back(node.no_nvidia_driver + ": no nvidia.com labels");
+    }
     warnings.push_back("no GPU found: no labels");
   }
 

@@ -53,7 +53,7 @@ constexpr IntelRow k_intel_gpus[] = {
 
 }  // namespace
 
-Labels intel_labels(const discover::DrmInventory& drm, const HostFacts& facts) {
+Labels intel_labels(const discover::DrmInventory& drm, const discover::HardwareFacts& facts) {
   Labels out;
   std::map<std::string, size_t> device_ids;  // "<class>-<device>" -> count
   std::map<std::string_view, size_t> products;

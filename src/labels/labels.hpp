@@ -2,10 +2,11 @@
 // Kubernetes node labels from discovery, for Node Feature Discovery's "local" source (features.d files of
 // `key=value` lines) or as JSON.
 //
-// Each vendor has one label set, made by a pure function of what discovery found (plus the few host
-// facts below) and merged into one sorted map. NVIDIA's set has GPU Feature Discovery's (GFD's) names and
-// meanings (nvidia_labels); AMD's and Intel's sets, with the names their own node labellers use, plug in
-// beside it once discovery reports those GPUs. A value discovery does not know (memory and compute
+// Each vendor has one label set, made by a pure function of what discovery found (discover::discover_node:
+// the inventories and the hardware facts beside them) and merged into one sorted map; nothing here reads
+// the host. NVIDIA's set has GPU Feature Discovery's (GFD's) names and meanings (nvidia_labels); AMD's and
+// Intel's sets, with the names their own node labellers use, plug in beside it once discovery reports
+// those GPUs. A value discovery does not know (memory and compute
 // capability without NVML, the CUDA version, a MIG profile) is left out, never guessed; docs/labels.md lists
 // every deliberate difference from GFD.
 
@@ -19,6 +20,7 @@
 #include "discover/discover.hpp"
 #include "discover/drm_gpus.hpp"
 #include "discover/inventory.hpp"
+#include "discover/node.hpp"
 #include "labels/sharing_config.hpp"
 #include "util/error.hpp"
 
@@ -26,37 +28,6 @@ namespace gpuctk::labels {
 
 // Label key -> value, sorted by key: the order of both output formats.
 using Labels = std::map<std::string, std::string>;
-
-// Facts about the host that the inventory does not carry, read below the dev root (read_host_facts).
-struct HostFacts {
-  // /sys/class/dmi/id/product_name, trimmed ("DGX A100"); nullopt when unreadable or empty.
-  std::optional<std::string> machine;
-  // The PCI class of each GPU by bus id ("0000:07:00.0"): /sys/bus/pci/devices/<bus>/class, e.g.
-  // 0x030200; absent when unreadable.
-  std::map<std::string, uint32_t> pci_classes;
-  // Whether /sys/bus/pci/devices has an NVIDIA display controller (vendor 0x10de, class 0x0300xx or
-  // 0x0302xx), loaded driver or not: the GPU Operator's meaning of nvidia.com/gpu.present.
-  bool nvidia_pci_gpu = false;
-};
-
-// Reads HostFacts for the GPUs of `nvidia` and `drm` below `dev_root`. Missing files are unknown facts,
-// never errors.
-HostFacts read_host_facts(const std::string& dev_root, const discover::Inventory& nvidia,
-                          const discover::DrmInventory& drm = {});
-
-// Everything labels are made from.
-struct NodeGpus {
-  discover::Inventory nvidia;  // empty when the NVIDIA driver is not loaded
-  discover::DrmInventory drm;  // AMD and Intel GPUs
-  HostFacts facts;
-  std::vector<std::string> warnings;  // discovery's
-  std::vector<std::string> notes;     // vendors without GPUs
-};
-
-// Discovers the node: NVIDIA with discover::discover(options) when <dev-root>/proc/driver/nvidia exists
-// (else a note: no NVIDIA labels), AMD and Intel with discover::discover_drm_gpus. Errors are
-// discovery's.
-Result<NodeGpus> discover_node(const discover::DiscoverOptions& options);
 
 struct NvidiaOptions {
   MigStrategy mig_strategy = MigStrategy::none;
@@ -76,7 +47,7 @@ struct NvidiaOptions {
 //   slices.ci,engines.copy,engines.decoder,engines.encoder,engines.jpeg,engines.ofa}.
 // What GFD would log is appended to `warnings`. The one error: an MPS config on a host with a MIG-enabled
 // GPU (the device plugin refuses MPS there, and GFD fails).
-Result<Labels> nvidia_labels(const discover::Inventory& inventory, const HostFacts& facts,
+Result<Labels> nvidia_labels(const discover::Inventory& inventory, const discover::HardwareFacts& facts,
                              const NvidiaOptions& options, std::vector<std::string>& warnings);
 
 // AMD's node labeller's set (ROCm/k8s-device-plugin, cmd/k8s-node-labeller), each label the labeller's
@@ -94,12 +65,12 @@ Labels amd_labels(const discover::DrmInventory& drm);
 // the data-centre GPUs those rules know gpu.intel.com/family (Max_Series, Flex_Series, A_Series),
 // gpu.intel.com/product (Max_1100, Max_1550, Flex_140, Flex_170) and gpu.intel.com/device.count (when
 // every such GPU is the same product). A GPU whose PCI class is unknown gets no device-id labels.
-Labels intel_labels(const discover::DrmInventory& drm, const HostFacts& facts);
+Labels intel_labels(const discover::DrmInventory& drm, const discover::HardwareFacts& facts);
 
 // Every vendor's label set for the node, merged (each vendor writes only its own prefix), with invalid
 // labels dropped (drop_invalid); and the GPU Operator's nvidia.com/gpu.present=true when the node has an
 // NVIDIA GPU on its PCI bus (facts.nvidia_pci_gpu) or in `inventory`.
-Result<Labels> node_labels(const discover::Inventory& inventory, const HostFacts& facts,
+Result<Labels> node_labels(const discover::Inventory& inventory, const discover::HardwareFacts& facts,
                            const NvidiaOptions& options, std::vector<std::string>& warnings,
                            const discover::DrmInventory& drm = {});
 

@@ -162,7 +162,7 @@ void version_labels(const discover::Inventory& inv, Labels& out, std::vector<std
   }
 }
 
-void mode_label(const HostFacts& facts, const std::vector<discover::Gpu>& gpus, Labels& out) {
+void mode_label(const discover::HardwareFacts& facts, const std::vector<discover::Gpu>& gpus, Labels& out) {
   std::optional<std::string_view> mode;
   for (const auto& gpu : gpus) {
     const auto klass = facts.pci_classes.find(gpu.bus_id);
@@ -352,7 +352,7 @@ std::optional<std::string_view> architecture_family(discover::ComputeCapability 
   return family;
 }
 
-Result<Labels> nvidia_labels(const discover::Inventory& inventory, const HostFacts& facts,
+Result<Labels> nvidia_labels(const discover::Inventory& inventory, const discover::HardwareFacts& facts,
                              const NvidiaOptions& options, std::vector<std::string>& warnings) {
   Labels out;
   if (inventory.gpus.empty()) {
