@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The .deb, end to end on this host: cpack builds it from the build tree, lintian finds no error, dpkg
-# installs it (twice: the maintainer scripts must be safe to repeat), every file is where the package
-# says, podman runs the INSTALLED hooks.d files, which run the installed /usr/bin/gpuctk with the installed
-# config path (/etc/gpuctk/config.yaml, given the fixture host's roots for the test and restored after)
-# and put GPU 0 of the t4-debian fixture into a glibc container; then dpkg --purge leaves nothing behind
-# (no file of the package, /etc/gpuctk, or the units' enablement). Purged on failure too.
+# The .deb, end to end on this host: cpack builds it from the build tree, its Installed-Size is what its
+# files take (dpkg-gencontrol's rule), lintian finds no error, dpkg installs it (twice: the maintainer
+# scripts must be safe to repeat), every file is where the package says, podman runs the INSTALLED
+# hooks.d files, which run the installed /usr/bin/gpuctk with the installed config path
+# (/etc/gpuctk/config.yaml, given the fixture host's roots for the test and restored after) and put GPU 0
+# of the t4-debian fixture into a glibc container; then dpkg --purge leaves nothing behind (no file of
+# the package, /etc/gpuctk, or the units' enablement). Purged on failure too.
 #   usage: deb.sh <build dir> <install prefix> <sanitize ON|OFF> <gpuctk-fixture>
 source "$(dirname "$0")/../e2e/lib.sh"
 build=$(realpath "$1")
@@ -29,6 +30,15 @@ deb=$(echo "$LAB"/pkg/gpuctk_*.deb)
 [ -f "$deb" ] || e2e_fail "cpack wrote no gpuctk_*.deb: $(ls "$LAB/pkg")"
 echo "package: $(basename "$deb"), $(stat -c %s "$deb") bytes"
 dpkg-deb -f "$deb" Depends
+# Installed-Size is dpkg-gencontrol's sum over the files as they are installed (stripped: CPACK_STRIP_FILES),
+# deb-substvars(5): each regular file and symlink ceil(size / 1024) KiB (a symlink's size is its target's
+# length), every other object (a directory, the root included) 1 KiB, a hard link once.
+dpkg-deb -x "$deb" "$LAB/unpacked"
+installed_size=$(find "$LAB/unpacked" -printf '%y %s %i\n' |
+  awk '$1 == "f" || $1 == "l" { if (!seen[$3]++) kib += int(($2 + 1023) / 1024); next } { kib += 1 } END { print kib }')
+[ "$(dpkg-deb -f "$deb" Installed-Size)" = "$installed_size" ] ||
+  e2e_fail "Installed-Size is $(dpkg-deb -f "$deb" Installed-Size) KiB; the installed files take $installed_size KiB (dpkg-gencontrol's rule)"
+echo "ok: Installed-Size $installed_size KiB, the stripped files'"
 lintian --fail-on error "$deb" || e2e_fail "lintian finds errors in $(basename "$deb")"
 echo "ok: lintian, no error"
 
