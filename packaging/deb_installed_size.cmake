@@ -7,6 +7,7 @@
 # its target, every other object (a directory, the root included) 1 KiB. CPack makes no hard links.
 # Only the control member changes; the data member is CPack's, byte for byte. tests/package/deb.sh checks
 # the field against the same rule.
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/gpuctk_replace_one.cmake)
 foreach(tool dpkg-deb ar tar gzip)
   string(REPLACE "-" "_" var "${tool}")
   find_program(GPUCTK_${var} ${tool} REQUIRED)
@@ -54,12 +55,7 @@ foreach(package IN LISTS CPACK_PACKAGE_FILES)
   execute_process(COMMAND ${GPUCTK_tar} -xpzf "${work}/control.tar.gz" -C "${work}/control"
     COMMAND_ERROR_IS_FATAL ANY)
   file(READ "${work}/control/control" control)
-  string(REGEX MATCHALL "\nInstalled-Size: [0-9]+\n" fields "${control}")
-  list(LENGTH fields count)
-  if(NOT count EQUAL 1)
-    message(FATAL_ERROR "${package}: the control file has ${count} Installed-Size fields, not one")
-  endif()
-  string(REGEX REPLACE "\nInstalled-Size: [0-9]+\n" "\nInstalled-Size: ${kib}\n" control "${control}")
+  gpuctk_replace_one(control "${package}: control" "\nInstalled-Size: [0-9]+\n" "\nInstalled-Size: ${kib}\n")
   file(WRITE "${work}/control/control" "${control}")
   file(REMOVE "${work}/control.tar.gz")
   execute_process(COMMAND ${GPUCTK_tar} --owner=root:0 --group=root:0 -cf "${work}/control.tar" ${entries}
