@@ -12,6 +12,7 @@
 #include "discover/host_fs.hpp"
 #include "discover/nvidia_caps.hpp"
 #include "hook/capability_filter.hpp"
+#include "hook/hook_table.hpp"
 #include "hook/mps.hpp"
 #include "hook/requirements.hpp"
 #include "hook/spec_resolver.hpp"
@@ -21,9 +22,6 @@
 namespace gpuctk::hook {
 
 namespace {
-
-// What a hook we write runs with when a spec gave it no environment: never the container's.
-const std::vector<std::string> k_safe_hook_env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
 
 // Spec-wide edits of each spec once, before its first device; then the device's own (CDI order). The
 // edits of devices of `default_kind` and of their spec go through `filter` (when given); every other
