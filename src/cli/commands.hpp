@@ -133,31 +133,11 @@ int run_runtime_configure(const std::vector<std::string>& args);
 int run_legacy_hook_name(const std::vector<std::string>& args);
 
 // Loads the config and log, runs `body`, and reports its error once (stderr and log). Warnings of the
-// config (unknown keys) are printed and logged first; an unusable config (HookStart::problem) is the
+// config (unknown keys) are printed and logged first; an unusable config (hook::HookStart::problem) is the
 // error, without running `body`: for commands that only GPU containers reach (the spec's hooks, `cdi
-// inject`).
+// inject`). The config and log are read as every injection point reads them (hook/hook_start.hpp).
 int run_with_log(const std::string& config_path,
                  const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body);
-
-// What an injection point (precreate, prestart, the shim) starts from: the config read leniently and
-// its log opened (hook/config.hpp).
-struct HookStart {
-  hook::Config config;                // every valid key of the file over the defaults
-  hook::Log log;                      // logs nothing when it could not be opened
-  std::vector<std::string> warnings;  // unknown keys; the default log not opened
-  std::optional<Error> problem;       // the file's first error, else its log-file's: unusable for a GPU
-};
-HookStart start_hook(const std::string& config_path);
-
-// Prints each of `start.warnings` on stderr ("gpuctk: warning: <w>") and logs it.
-void announce_warnings(const HookStart& start);
-
-// What an injection point does with a container, given `start`: `inject` when the config is usable;
-// with a problem, `pass_through` for a container that cannot ask for a GPU under any config
-// (hook::may_request_gpu on its config.json `container`), after a warning on stderr and in the log
-// ("<problem>; <what> asks for no GPU: left as it is"); the problem itself as the error for any other.
-enum class Gate : uint8_t { inject, pass_through };
-Result<Gate> gate(const HookStart& start, const nlohmann::ordered_json& container, std::string_view what);
 
 // What a hook reads on stdin (`what`: "OCI state", "OCI config.json"), at most `limit` bytes. A hook
 // is run by a runtime, which writes it there; run by hand, it would wait on the terminal for ever, so a

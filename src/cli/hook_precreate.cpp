@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "hook/config.hpp"
 #include "hook/container_label.hpp"
+#include "hook/hook_start.hpp"
 #include "hook/inject.hpp"
 #include "hook/request.hpp"
 #include "oci/bundle.hpp"
@@ -19,41 +20,6 @@
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
-
-HookStart start_hook(const std::string& config_path) {
-  auto file = hook::read_config(config_path);
-  auto opened = hook::open_log(file.config);
-  HookStart start{std::move(file.config), std::move(opened.log), std::move(file.warnings),
-                  std::move(file.error)};
-  if (opened.warning) {
-    start.warnings.push_back(std::move(*opened.warning));
-  }
-  if (!start.problem && opened.error) {
-    start.problem = std::move(opened.error);
-  }
-  return start;
-}
-
-void announce_warnings(const HookStart& start) {
-  for (const auto& warning : start.warnings) {
-    warn(warning);
-    start.log.warning(warning);
-  }
-}
-
-Result<Gate> gate(const HookStart& start, const nlohmann::ordered_json& container, std::string_view what) {
-  if (!start.problem) {
-    return Gate::inject;
-  }
-  if (hook::may_request_gpu(container)) {
-    return std::unexpected(*start.problem);
-  }
-  const std::string warning =
-      start.problem->message + "; " + std::string(what) + " asks for no GPU: left as it is";
-  warn(warning);
-  start.log.warning(warning);
-  return Gate::pass_through;
-}
 
 Result<std::string> read_hook_stdin(std::string_view what, size_t limit) {
   if (::isatty(STDIN_FILENO) == 1) {
@@ -70,8 +36,8 @@ Result<std::string> read_hook_stdin(std::string_view what, size_t limit) {
 
 int run_with_log(const std::string& config_path,
                  const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body) {
-  const HookStart start = start_hook(config_path);
-  announce_warnings(start);
+  const hook::HookStart start = hook::start_hook(config_path);
+  hook::announce_warnings(start, warn);
   if (start.problem) {
     start.log.error(start.problem->message);
     return report(*start.problem);
@@ -85,15 +51,15 @@ int run_with_log(const std::string& config_path,
 
 namespace {
 
-Result<void> precreate(HookStart& start) {
+Result<void> precreate(hook::HookStart& start) {
   GPUCTK_TRY_ASSIGN(auto input, read_hook_stdin("OCI config.json", SIZE_MAX));
   GPUCTK_TRY_ASSIGN(auto config, oci::parse_config(input));
   // podman passes config.json alone: the label is all there is to say which container this is.
   start.log.set_context(hook::container_label(config));
-  announce_warnings(start);
+  hook::announce_warnings(start, warn);
   start.warnings.clear();
-  GPUCTK_TRY_ASSIGN(const auto gated, gate(start, config, "the container"));
-  if (gated == Gate::pass_through) {
+  GPUCTK_TRY_ASSIGN(const auto gated, hook::gate(start, config, "the container", warn));
+  if (gated == hook::Gate::pass_through) {
     return write_stdout(input);
   }
   GPUCTK_TRY_ASSIGN(auto result, hook::inject_request(config, start.config, start.log));
@@ -111,9 +77,9 @@ Action define_hook_precreate(CLI::App& command) {
       "container that asks for no GPU comes back unchanged even when the config file is broken (a warning "
       "on stderr and in the log); one that does fails with the config's error.");
   return [config_path] {
-    HookStart start = start_hook(*config_path);
+    hook::HookStart start = hook::start_hook(*config_path);
     if (auto r = precreate(start); !r) {
-      announce_warnings(start);  // when the input could not be read: still said once
+      hook::announce_warnings(start, warn);  // when the input could not be read: still said once
       start.log.error(r.error().message);
       return report(r.error());
     }

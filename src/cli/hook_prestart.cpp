@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "hook/container_hooks.hpp"
+#include "hook/hook_start.hpp"
 #include "hook/prestart.hpp"
 #include "oci/bundle.hpp"
 #include "oci/state.hpp"
@@ -34,7 +35,7 @@ bool is_own_hook(const oci::OpenedHook& hook, const std::optional<struct stat>& 
          self->st_ino == other.st_ino;
 }
 
-Result<void> run_prestart(HookStart& start) {
+Result<void> run_prestart(hook::HookStart& start) {
   auto state = read_hook_stdin("OCI state", hook::k_max_state_size);
   if (!state) {
     return fail_with("prestart", state.error());
@@ -50,15 +51,15 @@ Result<void> run_prestart(HookStart& start) {
       if (!container) {
         return fail_with("prestart", container.error());
       }
-      announce_warnings(start);
+      hook::announce_warnings(start, warn);
       start.warnings.clear();
-      GPUCTK_TRY_ASSIGN(const auto gated, gate(start, *container, "the container"));
-      if (gated == Gate::pass_through) {
+      GPUCTK_TRY_ASSIGN(const auto gated, hook::gate(start, *container, "the container", warn));
+      if (gated == hook::Gate::pass_through) {
         return {};
       }
     }
   }
-  announce_warnings(start);
+  hook::announce_warnings(start, warn);
   start.warnings.clear();
   if (start.problem) {
     return std::unexpected(*start.problem);
@@ -88,9 +89,9 @@ Result<void> run_prestart(HookStart& start) {
 }
 
 int run_prestart(const std::string& config_path) {
-  HookStart start = start_hook(config_path);
+  hook::HookStart start = hook::start_hook(config_path);
   if (auto r = run_prestart(start); !r) {
-    announce_warnings(start);  // when the state could not be read: still said once
+    hook::announce_warnings(start, warn);  // when the state could not be read: still said once
     start.log.error(r.error().message);
     return report(r.error());
   }

@@ -1,8 +1,8 @@
 // gpuctk runtime: a runc-compatible shim. On `create` (and `run`) it injects the requested GPUs into
-// <bundle>/config.json (replaced atomically), then execs the real runtime with the unchanged arguments;
-// every other subcommand goes straight through. Also reachable as a binary named `gpuctk-runtime`, which is
-// what containerd's BinaryName and docker's runtimes setting point at. `gpuctk runtime configure …` (and
-// only under the name gpuctk) is another command: cli/runtime_configure.cpp.
+// <bundle>/config.json (replaced atomically; hook/shim_bundle.hpp), then execs the real runtime with the
+// unchanged arguments; every other subcommand goes straight through. Also reachable as a binary named
+// `gpuctk-runtime`, which is what containerd's BinaryName and docker's runtimes setting point at. `gpuctk
+// runtime configure …` (and only under the name gpuctk) is another command: cli/runtime_configure.cpp.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,14 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cdi/apply.hpp"
 #include "cli/commands.hpp"
 #include "hook/config.hpp"
-#include "hook/container_label.hpp"
-#include "hook/inject.hpp"
-#include "hook/prestart.hpp"
-#include "hook/request.hpp"
-#include "oci/bundle.hpp"
+#include "hook/hook_start.hpp"
+#include "hook/log.hpp"
+#include "hook/shim_bundle.hpp"
 #include "oci/runtime_args.hpp"
 #include "oci/runtime_lookup.hpp"
 #include "util/strings.hpp"
@@ -60,48 +57,6 @@ void log_to_engine(const oci::RuntimeArgs& args, const std::string& message, con
   }
 }
 
-// runtime-mode: prestart. A GPU container gets the prestart hook, which injects once the container exists.
-Result<void> add_prestart_hook(const oci::RuntimeArgs& args, nlohmann::ordered_json& config,
-                               const hook::Config& cfg, const hook::Log& log) {
-  GPUCTK_TRY_ASSIGN(const auto request, hook::read_request(config, cfg.request));
-  if (!request.gpu_container) {
-    return {};
-  }
-  // The hook runs with PATH as its only environment: it is told which config file the shim used.
-  const char* config_file = std::getenv("GPUCTK_CONFIG");
-  cdi::ContainerEdits edits;
-  edits.hooks.push_back(hook::prestart_hook(cfg.hook_path, config_file != nullptr ? config_file : ""));
-  GPUCTK_TRY(cdi::apply_edits(config, edits));
-  log.info("runtime-mode prestart: added the prestart hook " + cfg.hook_path + " to " + args.config_file);
-  return oci::write_config_file(args.config_file, config);
-}
-
-Result<void> edit_bundle(const oci::RuntimeArgs& args, HookStart& start) {
-  GPUCTK_TRY_ASSIGN(auto config, oci::read_config_file(args.config_file));
-  start.log.set_context(hook::container_label(config) + " in " + args.bundle);
-  for (const auto& warning : start.warnings) {
-    log_to_engine(args, warning, "warning");
-  }
-  announce_warnings(start);
-  start.warnings.clear();
-  GPUCTK_TRY_ASSIGN(const auto gated, gate(start, config, args.config_file));
-  if (gated == Gate::pass_through) {
-    log_to_engine(args, start.problem->message + "; " + args.config_file + " asks for no GPU: left as it is",
-                  "warning");
-    return {};
-  }
-  const hook::Config& cfg = start.config;
-  if (cfg.runtime_mode == hook::RuntimeMode::prestart) {
-    return add_prestart_hook(args, config, cfg, start.log);
-  }
-  GPUCTK_TRY_ASSIGN(const auto result, hook::inject_request(config, cfg, start.log));
-  if (!result.changed) {
-    return {};
-  }
-  // Not fsynced (oci::write_config_file): the bundle does not outlive the boot.
-  return oci::write_config_file(args.config_file, config);
-}
-
 }  // namespace
 
 int run_runtime_shim(const std::vector<std::string>& args) {
@@ -117,8 +72,19 @@ int run_runtime_shim(const std::vector<std::string>& args) {
   hook::Config cfg;
   // Arguments we do not understand go to the runtime untouched: it reports them better than we can.
   if (parsed.unparseable.empty() && parsed.creates_container()) {
-    HookStart start = start_hook("");
-    if (auto edited = edit_bundle(parsed, start); !edited) {
+    hook::HookStart start = hook::start_hook("");
+    // The shim's warnings go to the terminal and to the engine's --log.
+    const auto warn_both = [&parsed](std::string_view warning) {
+      warn(warning);
+      log_to_engine(parsed, std::string(warning), "warning");
+    };
+    // The prestart hook of runtime-mode prestart runs with PATH as its only environment: it is told
+    // which config file the shim used.
+    const char* gpuctk_config = std::getenv("GPUCTK_CONFIG");
+    const hook::ShimBundle bundle{.config_file = parsed.config_file,
+                                  .bundle = parsed.bundle,
+                                  .gpuctk_config = gpuctk_config != nullptr ? gpuctk_config : ""};
+    if (auto edited = hook::edit_bundle(bundle, start, warn_both); !edited) {
       const std::string message =
           "could not inject GPUs into " + parsed.config_file + ": " + edited.error().message;
       start.log.error(message);
