@@ -67,6 +67,11 @@ const CommandRow k_commands[] = {
      "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun; `runtime configure` "
      "adds it to containerd, CRI-O or docker",
      define_runtime},
+    // A command of `runtime`, whose arguments are runc's: gpuctk's only as runtime's first argument (run()).
+    {"runtime", "configure",
+     "Make gpuctk's runtime shim (gpuctk-runtime) a runtime of containerd, CRI-O or docker by editing the "
+     "engine's config file",
+     define_runtime_configure},
     {"", "install",
      "Install gpuctk on a node from a privileged pod (the node's root at --host-root): binary, config, "
      "engine runtime, CDI spec; --uninstall undoes it",
@@ -166,20 +171,41 @@ Result<void> write_stdout(std::string_view text) {
 
 namespace {
 
-// The row that argv names exactly ("gpuctk hook update-ldcache …", "gpuctk info …"), if any.
+// The row that argv names exactly ("gpuctk hook update-ldcache …", "gpuctk info …"), if any; the
+// command of a command ("gpuctk runtime configure …") before the command itself.
 const CommandRow* named_command(int argc, char** argv) {
   if (argc < 2) {
     return nullptr;
   }
   const std::string_view first = argv[1];
+  const CommandRow* top = nullptr;
   for (const auto& row : k_commands) {
     const std::string_view group = row.group;
-    if (group.empty() ? first == row.name
-                      : (argc >= 3 && first == group && std::string_view(argv[2]) == row.name)) {
+    if (group.empty()) {
+      top = first == row.name ? &row : top;
+    } else if (argc >= 3 && first == group && std::string_view(argv[2]) == row.name) {
       return &row;
     }
   }
-  return nullptr;
+  return top;
+}
+
+// Whether `row` is needed to define `only`: it is `only`, or the command `only` is a command of.
+bool needed_for(const CommandRow& row, const CommandRow& only) {
+  return &row == &only || (row.group[0] == '\0' && std::string_view(only.group) == row.name);
+}
+
+// A command whose arguments belong to another program (runtime: runc's, CLI11's prefix_command) has
+// commands of its own only as its first argument: anywhere later the word is that program's like any
+// other. Each is disabled unless it is the argument that follows `command` (`left` arguments remain then;
+// `argv` as given to CLI11, which takes them from the end).
+void commands_only_first(CLI::App& command, int argc, char** argv) {
+  command.preparse_callback([&command, argc, argv](size_t left) {
+    const std::string_view next = left > 0 && left < static_cast<size_t>(argc) ? argv[argc - left] : "";
+    for (CLI::App* sub : command.get_subcommands([](const CLI::App*) { return true; })) {
+      sub->disabled(sub->get_name() != next);
+    }
+  });
 }
 
 // "a, b or c".
@@ -276,13 +302,21 @@ int run(int argc, char** argv) {
     }
   }
   std::map<const CLI::App*, Action> actions;
+  std::map<std::string_view, CLI::App*> commands;  // the top-level ones, for their commands
   for (const auto& row : k_commands) {
-    if (only != nullptr && &row != only) {
+    if (only != nullptr && !needed_for(row, *only)) {
       continue;
     }
-    CLI::App* parent = row.group[0] == '\0' ? &app : groups.at(row.group);
+    const bool top = row.group[0] == '\0';
+    const auto group = groups.find(row.group);
+    CLI::App* parent = top ? &app : group != groups.end() ? group->second : commands.at(row.group);
     CLI::App* command = parent->add_subcommand(row.name, row.summary);
     actions.emplace(command, row.define(*command));
+    if (top) {
+      commands.emplace(row.name, command);
+    } else if (group == groups.end() && parent->get_prefix_command()) {
+      commands_only_first(*parent, argc, argv);
+    }
   }
 
   // The deepest parsed subcommand: the chosen command, or where a mistake was found.

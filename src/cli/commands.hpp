@@ -31,7 +31,7 @@ using Action = std::function<int()>;
 using Define = Action (*)(CLI::App& command);
 
 struct CommandRow {
-  const char* group;    // parent command ("" for top level), e.g. "cdi"
+  const char* group;    // parent: a group ("cdi"), a top-level command ("runtime") or "" for top level
   const char* name;     // e.g. "validate"
   const char* summary;  // one line for --help
   Define define;
@@ -93,6 +93,8 @@ Action define_cdi_inject(CLI::App& command);
 Action define_hook_precreate(CLI::App& command);
 Action define_hook_prestart(CLI::App& command);
 Action define_runtime(CLI::App& command);
+// `gpuctk runtime configure`: adds the shim to containerd, CRI-O or docker (engine/configure.hpp).
+Action define_runtime_configure(CLI::App& command);
 Action define_hook_create_symlinks(CLI::App& command);
 Action define_hook_update_ldcache(CLI::App& command);
 Action define_hook_enable_cuda_compat(CLI::App& command);
@@ -124,10 +126,6 @@ Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& ar
 // The runtime shim: injects on create/run, then execs the real runtime with `args` (never returns on
 // success). The config is $GPUCTK_CONFIG or the default file.
 int run_runtime_shim(const std::vector<std::string>& args);
-
-// `gpuctk runtime configure ARGS…` (`args`: what follows "configure"), with its own command line: adds
-// the shim to containerd, CRI-O or docker (engine/configure.hpp). Returns the exit code.
-int run_runtime_configure(const std::vector<std::string>& args);
 
 // gpuctk run as nvidia-container-runtime-hook (docker's --gpus): `prestart` is `gpuctk hook prestart`.
 int run_legacy_hook_name(const std::vector<std::string>& args);

@@ -2,7 +2,8 @@
 // <bundle>/config.json (replaced atomically; hook/shim_bundle.hpp), then execs the real runtime with the
 // unchanged arguments; every other subcommand goes straight through. Also reachable as a binary named
 // `gpuctk-runtime`, which is what containerd's BinaryName and docker's runtimes setting point at. `gpuctk
-// runtime configure …` (and only under the name gpuctk) is another command: cli/runtime_configure.cpp.
+// runtime configure …` (and only under the name gpuctk, the word first) is another command:
+// cli/runtime_configure.cpp.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -119,14 +120,8 @@ Action define_runtime(CLI::App& command) {
       "On create/run the bundle's config.json gets the requested GPUs first. The config file comes from "
       "$GPUCTK_CONFIG or /etc/gpuctk/config.yaml. `gpuctk runtime configure --help`: make the shim a runtime "
       "of containerd, CRI-O or docker (as gpuctk-runtime, `configure` goes to runc like any argument).");
-  return [&command] {
-    const std::vector<std::string> args = command.remaining();
-    // runc has no `configure` command, so the word is gpuctk's own here.
-    if (!args.empty() && args.front() == "configure") {
-      return run_runtime_configure({args.begin() + 1, args.end()});
-    }
-    return run_runtime_shim(args);
-  };
+  // `gpuctk runtime configure` is a row of its own (cli/app.cpp): CLI11 runs it instead of this.
+  return [&command] { return run_runtime_shim(command.remaining()); };
 }
 
 }  // namespace gpuctk::cli

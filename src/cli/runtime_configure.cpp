@@ -1,12 +1,14 @@
 // gpuctk runtime configure: makes gpuctk's runtime shim (gpuctk-runtime) a named runtime of containerd,
 // CRI-O or docker by editing the engine's config file (engine/configure.hpp does the work, keeps a backup
-// and undoes it with --remove). `gpuctk runtime` hands its arguments to runc, which has no `configure`
-// command, so the word is free there; the shim's own name, gpuctk-runtime, never configures anything.
+// and undoes it with --remove). A row of the command table under `gpuctk runtime` (cli/app.cpp), which
+// hands its arguments to runc: runc has no `configure` command, so the word is free there as the first
+// argument (anywhere later it is runc's); the shim's own name, gpuctk-runtime, never configures anything.
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "engine/configure.hpp"
@@ -54,107 +56,52 @@ Result<void> check_containerd_version(std::string_view text) {
   return {};
 }
 
-}  // namespace
-
-int run_runtime_configure(const std::vector<std::string>& args) {
-  CLI::App app{
-      "Make gpuctk's runtime shim (gpuctk-runtime) a runtime of containerd, CRI-O or docker by editing the "
-      "engine's config file",
-      "gpuctk runtime configure"};
-  app.footer(
-      "The first change keeps the file's original beside it (<file>.gpuctk-backup); --remove puts it back "
-      "when nobody else changed the file since, else undoes gpuctk's keys one by one, giving back what they "
-      "replaced (<file>.gpuctk-replaced). A file that changes is printed again: TOML comments are not kept.");
+// What the command line gave, parsed by CLI11 into these.
+struct Options {
   std::string runtime;
   std::string config;
-  std::string docker_hook_dir(install::k_default_docker_hook_dir);
+  std::string docker_hook_dir{install::k_default_docker_hook_dir};
   engine::RuntimeSettings settings;
-  settings.runtime_path = installed_runtime_path();
   bool dry_run = false;
   bool remove = false;
-  CLI::Option* runtime_option =
-      app.add_option("--runtime", runtime,
-                     "The engine: containerd, crio or docker (default: docker, as nvidia-ctk)")
-          ->type_name("ENGINE")
-          ->check(value_check(engine::parse_engine));
-  app.add_option("--config", config,
-                 "The engine's config file (default /etc/containerd/config.toml, "
-                 "/etc/crio/crio.conf.d/99-gpuctk.conf, /etc/docker/daemon.json)")
-      ->type_name("FILE");
-  app.add_option("--runtime-name,--nvidia-runtime-name", settings.name,
-                 "The runtime's name: a Kubernetes RuntimeClass handler, `docker run --runtime NAME`")
-      ->type_name("NAME")
-      ->capture_default_str()
-      ->check(value_check(engine::check_runtime_name));
-  app.add_option("--runtime-path,--nvidia-runtime-path", settings.runtime_path,
-                 "The shim the engine runs as its runc (gpuctk-runtime, a link beside gpuctk)")
-      ->type_name("PATH")
-      ->capture_default_str()
-      ->check(value_check(engine::check_runtime_path));
-  CLI::Option* as_default = app.add_flag("--set-as-default,--nvidia-set-as-default", settings.set_as_default,
-                                         "Make it the engine's default runtime too");
-  CLI::Option* cdi = app.add_flag("--cdi,--cdi.enabled,--cdi.enable,--enable-cdi", settings.enable_cdi,
-                                  "Turn on the engine's CDI support (containerd >= 1.7, docker >= 25; CRI-O "
-                                  "has it on already)");
-  CLI::Option* version = app.add_option("--containerd-config-version", settings.containerd_version,
-                                        "The schema of a new containerd file: 2 (containerd 1.x) or 3 (2.x)")
-                             ->type_name("N")
-                             ->capture_default_str()
-                             ->check(value_check(check_containerd_version));
-  CLI::Option* hook_dir =
-      app.add_option(
-             "--docker-hook-dir", docker_hook_dir,
-             "docker: where `docker run --gpus` finds gpuctk, a directory on dockerd's PATH that gets the "
-             "link nvidia-container-runtime-hook to the gpuctk beside --runtime-path (default with "
-             "docker's default --config: /usr/local/bin; with another --config: none), or none")
-          ->type_name("DIR")
-          ->check(value_check(check_docker_hook_dir));
-  app.add_flag("--dry-run", dry_run, "Print the resulting file on stdout and write nothing");
-  app.add_flag("--remove", remove, "Undo: restore the original, or remove gpuctk's runtime")
-      ->excludes(as_default)
-      ->excludes(cdi)
-      ->excludes(version);
+  CLI::Option* runtime_option = nullptr;
+  CLI::Option* hook_dir = nullptr;
+  CLI::Option* version = nullptr;
+};
 
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
-  try {
-    app.parse(reversed);
-  } catch (const CLI::Success& e) {
-    return app.exit(e) == 0 ? k_exit_ok : k_exit_usage;  // --help
-  } catch (const CLI::ParseError& e) {
-    return usage_error(app, describe_mistake(e, app));
-  }
+int run_configure(Options& o, const CLI::App& command) {
   // nvidia-ctk's default engine; said on stderr, since an operator of containerd may have forgotten it.
-  if (runtime_option->count() == 0) {
-    runtime = "docker";
+  if (o.runtime_option->count() == 0) {
+    o.runtime = "docker";
     note("no --runtime given: configuring docker (as nvidia-ctk does)");
   }
-  const engine::Engine which = *engine::parse_engine(runtime);
-  if (hook_dir->count() != 0 && which != engine::Engine::docker) {
-    return usage_error(app, "--docker-hook-dir is for --runtime docker only");
+  const engine::Engine which = *engine::parse_engine(o.runtime);
+  if (o.hook_dir->count() != 0 && which != engine::Engine::docker) {
+    return usage_error(command, "--docker-hook-dir is for --runtime docker only");
   }
-  if (version->count() != 0 && which != engine::Engine::containerd) {
-    return usage_error(app, "--containerd-config-version is for --runtime containerd only");
+  if (o.version->count() != 0 && which != engine::Engine::containerd) {
+    return usage_error(command, "--containerd-config-version is for --runtime containerd only");
   }
-  const std::string path = config.empty() ? engine::default_config_path(which) : config;
+  const std::string path = o.config.empty() ? engine::default_config_path(which) : o.config;
 
-  const auto result = remove ? engine::unconfigure(which, path, settings, dry_run)
-                             : engine::configure(which, path, settings, dry_run);
+  const auto result = o.remove ? engine::unconfigure(which, path, o.settings, o.dry_run)
+                               : engine::configure(which, path, o.settings, o.dry_run);
   if (!result) {
     return report(result.error());
   }
   // Configuring before the shim is installed is fine (an installer may do it in either order), but the
   // engine will fail every container of that runtime until it is there.
-  if (!remove && ::access(settings.runtime_path.c_str(), X_OK) != 0) {
+  if (!o.remove && ::access(o.settings.runtime_path.c_str(), X_OK) != 0) {
     const std::string why = std::strerror(errno);
-    warn("runtime path " + settings.runtime_path + ": " + why + " (the engine cannot run runtime " +
-         quote(settings.name) + " until it is there)");
+    warn("runtime path " + o.settings.runtime_path + ": " + why + " (the engine cannot run runtime " +
+         quote(o.settings.name) + " until it is there)");
   }
   std::string summary = result->summary;
-  if (const std::string link = docker_hook_link(docker_hook_dir, hook_dir->count() != 0, config);
+  if (const std::string link = docker_hook_link(o.docker_hook_dir, o.hook_dir->count() != 0, o.config);
       which == engine::Engine::docker && !link.empty()) {
-    const std::string target = gpuctk_beside(settings.runtime_path);
-    const auto hook = remove ? install::unlink_docker_hook(link, target, dry_run)
-                             : install::link_docker_hook(link, target, dry_run);
+    const std::string target = gpuctk_beside(o.settings.runtime_path);
+    const auto hook = o.remove ? install::unlink_docker_hook(link, target, o.dry_run)
+                               : install::link_docker_hook(link, target, o.dry_run);
     if (!hook) {
       return report(hook.error());
     }
@@ -163,16 +110,83 @@ int run_runtime_configure(const std::vector<std::string>& args) {
     }
   }
   // With --dry-run stdout is the file alone; the lines about it go to stderr.
-  const auto written = dry_run ? write_stdout(result->text) : write_stdout(summary + "\n");
+  const auto written = o.dry_run ? write_stdout(result->text) : write_stdout(summary + "\n");
   if (!written) {
     return report(written.error());
   }
-  if (dry_run) {
+  if (o.dry_run) {
     for (const auto line : split(summary, '\n')) {
       std::fprintf(stderr, "%s\n", escape_for_log(line).c_str());
     }
   }
   return k_exit_ok;
+}
+
+}  // namespace
+
+Action define_runtime_configure(CLI::App& command) {
+  // A subcommand of `gpuctk runtime` inherits its prefix_command (which takes every argument) and its
+  // footer: this command has a command line of its own.
+  command.prefix_command(false);
+  command.allow_extras(false);
+  command.footer(
+      "The first change keeps the file's original beside it (<file>.gpuctk-backup); --remove puts it back "
+      "when nobody else changed the file since, else undoes gpuctk's keys one by one, giving back what they "
+      "replaced (<file>.gpuctk-replaced). A file that changes is printed again: TOML comments are not kept.");
+  auto o = std::make_shared<Options>();
+  o->settings.runtime_path = installed_runtime_path();
+  o->runtime_option =
+      command
+          .add_option("--runtime", o->runtime,
+                      "The engine: containerd, crio or docker (default: docker, as nvidia-ctk)")
+          ->type_name("ENGINE")
+          ->check(value_check(engine::parse_engine));
+  command
+      .add_option("--config", o->config,
+                  "The engine's config file (default /etc/containerd/config.toml, "
+                  "/etc/crio/crio.conf.d/99-gpuctk.conf, /etc/docker/daemon.json)")
+      ->type_name("FILE");
+  command
+      .add_option("--runtime-name,--nvidia-runtime-name", o->settings.name,
+                  "The runtime's name: a Kubernetes RuntimeClass handler, `docker run --runtime NAME`")
+      ->type_name("NAME")
+      ->capture_default_str()
+      ->check(value_check(engine::check_runtime_name));
+  command
+      .add_option("--runtime-path,--nvidia-runtime-path", o->settings.runtime_path,
+                  "The shim the engine runs as its runc (gpuctk-runtime, a link beside gpuctk)")
+      ->type_name("PATH")
+      ->capture_default_str()
+      ->check(value_check(engine::check_runtime_path));
+  CLI::Option* as_default =
+      command.add_flag("--set-as-default,--nvidia-set-as-default", o->settings.set_as_default,
+                       "Make it the engine's default runtime too");
+  CLI::Option* cdi =
+      command.add_flag("--cdi,--cdi.enabled,--cdi.enable,--enable-cdi", o->settings.enable_cdi,
+                       "Turn on the engine's CDI support (containerd >= 1.7, docker >= 25; CRI-O "
+                       "has it on already)");
+  o->version = command
+                   .add_option("--containerd-config-version", o->settings.containerd_version,
+                               "The schema of a new containerd file: 2 (containerd 1.x) or 3 (2.x)")
+                   ->type_name("N")
+                   ->capture_default_str()
+                   ->check(value_check(check_containerd_version));
+  o->hook_dir =
+      command
+          .add_option(
+              "--docker-hook-dir", o->docker_hook_dir,
+              "docker: where `docker run --gpus` finds gpuctk, a directory on dockerd's PATH that gets the "
+              "link nvidia-container-runtime-hook to the gpuctk beside --runtime-path (default with "
+              "docker's default --config: /usr/local/bin; with another --config: none), or none")
+          ->type_name("DIR")
+          ->check(value_check(check_docker_hook_dir));
+  command.add_flag("--dry-run", o->dry_run, "Print the resulting file on stdout and write nothing");
+  command.add_flag("--remove", o->remove, "Undo: restore the original, or remove gpuctk's runtime")
+      ->excludes(as_default)
+      ->excludes(cdi)
+      ->excludes(o->version);
+
+  return [o, &command] { return run_configure(*o, command); };
 }
 
 }  // namespace gpuctk::cli

@@ -156,5 +156,23 @@ TEST_F(CliRuntimeConfigureTest, TheShimsNameNeverConfigures) {
   EXPECT_FALSE(std::filesystem::exists(m_daemon_json));
 }
 
+// Under the name gpuctk, `configure` is gpuctk's only as runtime's first argument: after anything else (an
+// option of runc's) it is runc's like any other word, whether or not a gpuctk option comes first.
+TEST_F(CliRuntimeConfigureTest, ConfigureIsGpuctksOnlyAsRuntimesFirstArgument) {
+  const std::string config = m_dir.write("gpuctk.yaml", "runtimes: [/bin/echo]\nlog-file: \"\"\n");
+  const std::vector<std::string> runc = {"--debug", "configure", "--runtime",
+                                         "docker",  "--config",  m_daemon_json};
+  for (const std::vector<std::string>& before : {std::vector<std::string>{}, {"--quiet"}}) {
+    std::vector<std::string> args = before;
+    args.emplace_back("runtime");
+    args.insert(args.end(), runc.begin(), runc.end());
+    const auto result = test::run_gpuctk(args, m_dir.path(), {.env = {"GPUCTK_CONFIG=" + config}});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.out, "--debug configure --runtime docker --config " + m_daemon_json + "\n");
+    EXPECT_EQ(result.err, "");
+  }
+  EXPECT_FALSE(std::filesystem::exists(m_daemon_json));
+}
+
 }  // namespace
 }  // namespace gpuctk
