@@ -3,16 +3,22 @@
 # one layer holds gpuctk and exactly its libraries and loader, and /gpuctk --version runs in it (runc on
 # the unpacked layer: the image is complete without the host's /lib). The manifests parse and name what
 # the installer needs: RuntimeClass handler nvidia, the DaemonSet's privileged pod, host root and args.
-#   install_image.sh GPUCTK GPUCTK_FIXTURE
+# Given PLUGIN (gpuctk-device-plugin; ctest plugin.image), the image is built with it (build-image.sh
+# --device-plugin): /gpuctk-device-plugin and its libraries are in the layer, nothing else is added, it
+# runs --version in the image's root alone, and gpuctk-device-plugin.yaml runs that path.
+#   install_image.sh GPUCTK GPUCTK_FIXTURE [PLUGIN]
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
+plugin=${3:-}
+with_plugin=()
+[ -z "$plugin" ] || with_plugin=(--device-plugin "$plugin")
 deploy=$(cd "$(dirname "$0")/../../deploy/kubernetes" && pwd)
 e2e_init
 command -v buildah >/dev/null || e2e_skip "buildah is not installed (scripts/deps.sh test)"
 command -v python3 >/dev/null || e2e_skip "python3 is not installed"
 
 find /var/lib/containers 2>/dev/null | sort >"$LAB/containers.before"
-bash "$deploy/build-image.sh" "$gpuctk" "$LAB/image.tar" localhost/gpuctk-installer:test >"$LAB/build.out" 2>&1 ||
+bash "$deploy/build-image.sh" "${with_plugin[@]}" "$gpuctk" "$LAB/image.tar" localhost/gpuctk-installer:test >"$LAB/build.out" 2>&1 ||
   e2e_fail "build-image.sh failed: $(cat "$LAB/build.out")"
 find /var/lib/containers 2>/dev/null | sort | cmp -s - "$LAB/containers.before" ||
   e2e_fail "build-image.sh changed /var/lib/containers"
@@ -50,14 +56,21 @@ while read -r layer; do
   tar -xf "$layer" -C "$LAB/bundle/rootfs"
 done <"$LAB/layers"
 (cd "$LAB/bundle/rootfs" && find . ! -type d | sort) >"$LAB/files"
-mapfile -t libs < <(ldd "$gpuctk" | sed -nE 's/.*=> (\/[^ ]+) .*/\1/p; s/^[[:space:]]*(\/[^ ]+) \(0x.*/\1/p')
-for want in /gpuctk "${libs[@]}"; do
+binaries=("$gpuctk")
+[ -z "$plugin" ] || binaries+=("$plugin")
+mapfile -t libs < <(for binary in "${binaries[@]}"; do
+  ldd "$binary" | sed -nE 's/.*=> (\/[^ ]+) .*/\1/p; s/^[[:space:]]*(\/[^ ]+) \(0x.*/\1/p'
+done | sort -u)
+in_image=(/gpuctk)
+[ -z "$plugin" ] || in_image+=(/gpuctk-device-plugin)
+for want in "${in_image[@]}" "${libs[@]}"; do
   grep -qx ".$want" "$LAB/files" || e2e_fail "image lacks $want; it has: $(tr '\n' ' ' <"$LAB/files")"
 done
 grep -q '/bin/sh$' "$LAB/files" && e2e_fail "the image has a shell"
 # Exactly gpuctk, what ldd names (the release binary: glibc and the loader; libstdc++ is linked in) and the
 # glibc stubs build-image.sh adds for the node's libnvidia-ml.so.1.
 expected=(-e ./gpuctk -e '.*/lib\(pthread\|dl\|rt\)\.so\.[0-9]')
+[ -z "$plugin" ] || expected+=(-e ./gpuctk-device-plugin)
 for lib in "${libs[@]}"; do
   expected+=(-e ".$lib")
 done
@@ -82,12 +95,32 @@ runc run --bundle "$LAB/bundle" "$id" >"$LAB/version.out" 2>&1 </dev/null ||
   e2e_fail "/gpuctk --version in the image failed: $(cat "$LAB/version.out")"
 [ "$(cat "$LAB/version.out")" = "$("$gpuctk" --version)" ] ||
   e2e_fail "/gpuctk --version in the image: $(cat "$LAB/version.out")"
+if [ -n "$plugin" ]; then
+  python3 - "$LAB/bundle/config.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+spec = json.load(open(path))
+spec["process"]["args"] = ["/gpuctk-device-plugin", "--version"]
+json.dump(spec, open(path, "w"))
+PY
+  e2e_cleanup_add "runc delete -f $id-plugin"
+  runc run --bundle "$LAB/bundle" "$id-plugin" >"$LAB/plugin-version.out" 2>&1 </dev/null ||
+    e2e_fail "/gpuctk-device-plugin --version in the image failed: $(cat "$LAB/plugin-version.out")"
+  [ "$(cat "$LAB/plugin-version.out")" = "$("$plugin" --version)" ] ||
+    e2e_fail "/gpuctk-device-plugin --version in the image: $(cat "$LAB/plugin-version.out")"
+fi
 
 # The manifests.
 python3 -c 'import yaml' 2>/dev/null || e2e_skip "python3-yaml is not installed (image checked, manifests not)"
-python3 - "$deploy" <<'PY' || e2e_fail "manifests"
+python3 - "$deploy" "$plugin" <<'PY' || e2e_fail "manifests"
 import re, sys, yaml
 deploy = sys.argv[1]
+if sys.argv[2]:
+    # The device plugin's DaemonSet runs the path build-image.sh --device-plugin puts it at.
+    docs = list(yaml.safe_load_all(open(deploy + "/gpuctk-device-plugin.yaml")))
+    (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    commands = {c["name"]: c.get("command") for c in ds["spec"]["template"]["spec"]["containers"]}
+    assert commands["device-plugin"] == ["/gpuctk-device-plugin"], commands
 docs = list(yaml.safe_load_all(open(deploy + "/gpuctk-installer.yaml")))
 kinds = [d["kind"] for d in docs]
 assert kinds == ["Namespace", "ServiceAccount", "DaemonSet"], kinds
