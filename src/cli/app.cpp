@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/container_hook.hpp"
 #include "gpuctk_commit.hpp"  // generated at build time (cmake/gpuctk_commit.cmake)
+#include "hook/hook_table.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
@@ -30,7 +32,7 @@ constexpr GroupRow k_groups[] = {
     {"system", "The node itself: the NVIDIA device nodes /dev lacks"},
 };
 
-// Every command, in the order --help lists them.
+// Every command but the hook table's, in the order --help lists them (commands() adds those).
 const CommandRow k_commands[] = {
     {"cdi", "generate", "Discover the GPUs and driver of this host and write a CDI spec",
      define_cdi_generate},
@@ -46,23 +48,6 @@ const CommandRow k_commands[] = {
      "OCI prestart/createRuntime hook: the OCI state on stdin; the requested GPUs put into the created "
      "container live",
      define_hook_prestart},
-    {"hook", "create-symlinks", "createContainer hook: create symlinks inside the container root",
-     define_hook_create_symlinks},
-    {"hook", "update-ldcache",
-     "createContainer hook: add library directories to the container's linker cache (sandboxed host "
-     "ldconfig)",
-     define_hook_update_ldcache},
-    {"hook", "enable-cuda-compat",
-     "createContainer hook: use the image's CUDA forward-compat libraries when they fit the host driver",
-     define_hook_enable_cuda_compat},
-    {"hook", "disable-device-node-modification",
-     "createContainer hook: hide ModifyDeviceFiles from the container's driver libraries",
-     define_hook_disable_device_node_modification},
-    {"hook", "chmod", "createContainer hook: set the mode of paths inside the container root",
-     define_hook_chmod},
-    {"hook", "container-start",
-     "createContainer hook: links, CUDA compat, linker cache and params in one process (gpuctk's own specs)",
-     define_hook_container_start},
     {"", "runtime",
      "runc-compatible shim: inject GPUs into the bundle on create, then exec runc/crun; `runtime configure` "
      "adds it to containerd, CRI-O or docker",
@@ -89,6 +74,24 @@ const CommandRow k_commands[] = {
      "nvidia<N>), as the driver makes them",
      define_system_create_device_nodes},
 };
+
+// k_commands with a row for each of gpuctk's createContainer hooks (hook/hook_table.hpp) after `hook
+// prestart`, in the hook table's order.
+const std::vector<CommandRow>& commands() {
+  static const std::vector<CommandRow> rows = [] {
+    std::vector<CommandRow> out(std::begin(k_commands), std::end(k_commands));
+    const auto prestart = std::ranges::find_if(out, [](const CommandRow& row) {
+      return std::string_view(row.group) == "hook" && std::string_view(row.name) == "prestart";
+    });
+    std::vector<CommandRow> hooks;
+    for (const auto& hook : hook::hook_table()) {
+      hooks.push_back({"hook", hook.name, hook.summary, nullptr, &hook});
+    }
+    out.insert(prestart + 1, hooks.begin(), hooks.end());
+    return out;
+  }();
+  return rows;
+}
 
 }  // namespace
 
@@ -179,7 +182,7 @@ const CommandRow* named_command(int argc, char** argv) {
   }
   const std::string_view first = argv[1];
   const CommandRow* top = nullptr;
-  for (const auto& row : k_commands) {
+  for (const auto& row : commands()) {
     const std::string_view group = row.group;
     if (group.empty()) {
       top = first == row.name ? &row : top;
@@ -267,7 +270,7 @@ int run(int argc, char** argv) {
   // without it beats refusing it (the hooks are refinements), so warn and succeed.
   if (argc >= 3 && std::string_view(argv[1]) == "hook" && argv[2][0] != '-') {
     const std::string_view name = argv[2];
-    const bool known = std::ranges::any_of(k_commands, [&](const CommandRow& row) {
+    const bool known = std::ranges::any_of(commands(), [&](const CommandRow& row) {
       return std::string_view(row.group) == "hook" && name == row.name;
     });
     if (!known) {
@@ -302,18 +305,19 @@ int run(int argc, char** argv) {
     }
   }
   std::map<const CLI::App*, Action> actions;
-  std::map<std::string_view, CLI::App*> commands;  // the top-level ones, for their commands
-  for (const auto& row : k_commands) {
+  std::map<std::string_view, CLI::App*> top_commands;  // for the commands of a command
+  for (const auto& row : commands()) {
     if (only != nullptr && !needed_for(row, *only)) {
       continue;
     }
     const bool top = row.group[0] == '\0';
     const auto group = groups.find(row.group);
-    CLI::App* parent = top ? &app : group != groups.end() ? group->second : commands.at(row.group);
+    CLI::App* parent = top ? &app : group != groups.end() ? group->second : top_commands.at(row.group);
     CLI::App* command = parent->add_subcommand(row.name, row.summary);
-    actions.emplace(command, row.define(*command));
+    actions.emplace(command,
+                    row.hook != nullptr ? define_table_hook(*command, *row.hook) : row.define(*command));
     if (top) {
-      commands.emplace(row.name, command);
+      top_commands.emplace(row.name, command);
     } else if (group == groups.end() && parent->get_prefix_command()) {
       commands_only_first(*parent, argc, argv);
     }

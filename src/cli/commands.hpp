@@ -22,6 +22,10 @@
 #include "rootfs/sandbox.hpp"
 #include "util/error.hpp"
 
+namespace gpuctk::hook {
+struct HookRow;  // hook/hook_table.hpp
+}  // namespace gpuctk::hook
+
 namespace gpuctk::cli {
 
 // Process exit codes: 0 success, 1 runtime failure, 2 usage error.
@@ -34,7 +38,8 @@ struct CommandRow {
   const char* group;    // parent: a group ("cdi"), a top-level command ("runtime") or "" for top level
   const char* name;     // e.g. "validate"
   const char* summary;  // one line for --help
-  Define define;
+  Define define;        // null for a row of the hook table
+  const hook::HookRow* hook = nullptr;  // a row of the hook table: defined by define_table_hook
 };
 
 // Prints "gpuctk: error: <message>" on stderr and returns k_exit_failure.
@@ -95,15 +100,15 @@ Action define_hook_prestart(CLI::App& command);
 Action define_runtime(CLI::App& command);
 // `gpuctk runtime configure`: adds the shim to containerd, CRI-O or docker (engine/configure.hpp).
 Action define_runtime_configure(CLI::App& command);
-Action define_hook_create_symlinks(CLI::App& command);
-Action define_hook_update_ldcache(CLI::App& command);
-Action define_hook_enable_cuda_compat(CLI::App& command);
-Action define_hook_disable_device_node_modification(CLI::App& command);
-Action define_hook_chmod(CLI::App& command);
 Action define_install(CLI::App& command);
 Action define_labels(CLI::App& command);
 Action define_config(CLI::App& command);
 Action define_system_create_device_nodes(CLI::App& command);
+
+// `gpuctk hook <row.name>`, one of gpuctk's createContainer hooks (hook/hook_table.hpp; cli/app.cpp adds
+// a command for each row): the row's options and --config; the action runs the row as a runtime runs the
+// hook, on the container root the OCI state on stdin names.
+Action define_table_hook(CLI::App& command, const hook::HookRow& row);
 
 // The --config option every hook has.
 void add_config_option(CLI::App& command, std::string& config_path);

@@ -1,8 +1,6 @@
 // gpuctk's own createContainer hooks on the command line (`gpuctk hook create-symlinks …`) and in `hook
 // prestart`'s process: both parse a hook's options from its row of the hook table (hook/hook_table.hpp)
 // with CLI11 and run the row's prepare and body.
-#include "cli/container_hook.hpp"
-
 #include <map>
 #include <memory>
 
@@ -118,31 +116,11 @@ int run_container_hook(const BoundHook& bound) {
   });
 }
 
-Action define_table_hook(CLI::App& command, std::string_view name) {
-  const hook::HookRow* row = hook::find_hook(name);
-  auto bound = bind_hook(command, *row);
-  return [bound] { return run_container_hook(*bound); };
-}
-
 }  // namespace
 
-Action define_hook_create_symlinks(CLI::App& command) {
-  return define_table_hook(command, "create-symlinks");
-}
-Action define_hook_update_ldcache(CLI::App& command) {
-  return define_table_hook(command, "update-ldcache");
-}
-Action define_hook_enable_cuda_compat(CLI::App& command) {
-  return define_table_hook(command, "enable-cuda-compat");
-}
-Action define_hook_disable_device_node_modification(CLI::App& command) {
-  return define_table_hook(command, "disable-device-node-modification");
-}
-Action define_hook_chmod(CLI::App& command) {
-  return define_table_hook(command, "chmod");
-}
-Action define_hook_container_start(CLI::App& command) {
-  return define_table_hook(command, "container-start");
+Action define_table_hook(CLI::App& command, const hook::HookRow& row) {
+  auto bound = bind_hook(command, row);
+  return [bound] { return run_container_hook(*bound); };
 }
 
 Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,

@@ -248,12 +248,14 @@ Result<HookBody> prepare_container_start(const HookArgs& args, const Config& con
 // The table. The NVIDIA-named rows keep nvidia-ctk's names and options.
 constexpr HookRow k_hooks[] = {
     // The links of the driver's libraries and of a GPU's /dev/dri/by-path entries.
-    {"create-symlinks",
+    {"create-symlinks", "createContainer hook: create symlinks inside the container root",
      "A createContainer hook: reads the OCI state on stdin. A link that already points at TARGET is left "
      "alone; anything else at LINK (not a directory) is replaced atomically.",
      k_create_symlinks_options, prepare_create_symlinks},
     // The linker cache: must run after the links and the compat drop-in it lists.
     {"update-ldcache",
+     "createContainer hook: add library directories to the container's linker cache (sandboxed host "
+     "ldconfig)",
      "A createContainer hook: reads the OCI state on stdin. Folders the image's own configuration does not "
      "name go in an /etc/ld.so.conf.d drop-in of the container, then ldconfig runs in new namespaces, "
      "pivoted into the container root made read-only, as an unprivileged user of its own user namespace, "
@@ -262,6 +264,7 @@ constexpr HookRow k_hooks[] = {
      k_update_ldcache_options, prepare_update_ldcache},
     // CUDA forward compatibility: a drop-in the linker cache then lists first.
     {"enable-cuda-compat",
+     "createContainer hook: use the image's CUDA forward-compat libraries when they fit the host driver",
      "A createContainer hook: reads the OCI state on stdin. Looks for one libcuda.so.*.* in the compat "
      "folder and reads its .note.cuda.fwd_compatibility; writes /etc/ld.so.conf.d/00-gpuctk-compat.conf "
      "naming the folder when its libraries are to be used. Does nothing without a host version. A note it "
@@ -269,16 +272,18 @@ constexpr HookRow k_hooks[] = {
      k_enable_cuda_compat_options, prepare_enable_cuda_compat},
     // The driver's params file with ModifyDeviceFiles: 0 (no mknod from the container's libraries).
     {"disable-device-node-modification",
+     "createContainer hook: hide ModifyDeviceFiles from the container's driver libraries",
      "A createContainer hook: reads the OCI state on stdin. Mounts a read-only copy of the host's "
      "<dev-root>/proc/driver/nvidia/params with ModifyDeviceFiles: 0 over the container's.",
      {},
      prepare_disable_device_node_modification},
     // Modes of directories a rootless runtime made (never in gpuctk's own specs by default).
-    {"chmod",
+    {"chmod", "createContainer hook: set the mode of paths inside the container root",
      "A createContainer hook: reads the OCI state on stdin. Never follows a symlink; EPERM is ignored.",
      k_chmod_options, prepare_chmod},
     // The spec-wide steps above in one process (gpuctk's own specs; its errors are its steps').
     {"container-start",
+     "createContainer hook: links, CUDA compat, linker cache and params in one process (gpuctk's own specs)",
      "A createContainer hook: reads the OCI state on stdin. Runs, in one process and in this order, the "
      "steps "
      "its options ask for: create-symlinks (--link), enable-cuda-compat (--host-driver-version, "

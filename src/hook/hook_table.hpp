@@ -68,8 +68,9 @@ using HookPrepare = Result<HookBody> (*)(const HookArgs& args, const Config& con
                                          const rootfs::SandboxLimits& limits);
 
 struct HookRow {
-  const char* name;    // the subcommand: `gpuctk hook <name>`
-  const char* footer;  // for --help: what it does
+  const char* name;     // the subcommand: `gpuctk hook <name>`
+  const char* summary;  // one line for `gpuctk hook --help`
+  const char* footer;   // for `gpuctk hook <name> --help`: what it does
   std::span<const HookOption> options;
   HookPrepare prepare;
   bool named_errors = true;  // errors prefixed with `name`; false: a row of steps, whose errors name the step
