@@ -125,7 +125,9 @@ class Service final : public api::DevicePlugin::Service {
   }
 
   // The device list now, then again after every health change, until the kubelet goes or the server
-  // closes. The version is read before the list, so that a change while it is sent is not missed.
+  // closes. The version is read before the list, so that a change while it is sent is not missed; the
+  // closing flag is read by the wait itself, so that a close() while the list is sent is not missed either
+  // (Server::Wait() would wait for this handler forever).
   grpc::Status ListAndWatch(grpc::ServerContext* context, const api::Empty* /*request*/,
                             grpc::ServerWriter<api::ListAndWatchResponse>* writer) override {
     uint64_t seen = m_board.version();
@@ -135,7 +137,7 @@ class Service final : public api::DevicePlugin::Service {
       }
       uint64_t now = seen;
       while (now == seen) {
-        now = m_board.wait_change(seen);
+        now = m_board.wait_change(seen, [this] { return m_closing.load(); });
         if (m_closing || m_board.stopped() || context->IsCancelled()) {
           return grpc::Status::OK;
         }

@@ -124,10 +124,11 @@ uint64_t HealthBoard::version() const {
   return m_version;
 }
 
-uint64_t HealthBoard::wait_change(uint64_t seen) const {
+uint64_t HealthBoard::wait_change(uint64_t seen, const std::function<bool()>& done) const {
   std::unique_lock lock(m_mutex);
   const uint64_t wakes = m_wakes;
-  m_changed.wait(lock, [&] { return m_version != seen || m_stopped || m_wakes != wakes; });
+  m_changed.wait(lock,
+                 [&] { return m_version != seen || m_stopped || m_wakes != wakes || (done && done()); });
   return m_version;
 }
 

@@ -56,10 +56,13 @@ class HealthBoard {
   [[nodiscard]] bool healthy(const std::string& id) const;
   // A counter that grows with every change.
   [[nodiscard]] uint64_t version() const;
-  // Waits until version() differs from `seen`, stop() was called or wake() is called during the wait;
-  // returns the version then (`seen` again after a wake).
-  uint64_t wait_change(uint64_t seen) const;
-  // Ends every wait_change now without a change: a stream that is closing rechecks its own flags.
+  // Waits until version() differs from `seen`, stop() was called, wake() is called during the wait or
+  // `done` (when given) is true; returns the version then (`seen` again after a wake or `done`). `done` is
+  // read under the board's lock, before the wait and after every wake: a flag set before wake() is never
+  // missed, even when wake() came before the wait began.
+  uint64_t wait_change(uint64_t seen, const std::function<bool()>& done = {}) const;
+  // Ends every wait_change now without a change: a stream that is closing sets its flag (the `done` of its
+  // wait), then wakes.
   void wake();
   void stop();
   [[nodiscard]] bool stopped() const;

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include "discover/nvml_abi.h"
@@ -148,6 +149,26 @@ TEST(PluginHealth, AWakeEndsTheWaitWithoutAChange) {
   EXPECT_EQ(seen.load(), 0u);
   EXPECT_EQ(board.version(), 0u);
   EXPECT_FALSE(board.stopped());
+}
+
+// A stream's own flag, set and woken before its handler waits (a server closing while the handler was still
+// writing the list, then SIGTERM's Server::Wait() waiting on it forever): the wait reads the flag under
+// the board's lock and does not wait at all. Without it the wake was lost (gpuctk-device-plugin hung on
+// SIGTERM in the ASan build's plugin.kubelet).
+TEST(PluginHealth, AFlagSetAndWokenBeforeTheWaitEndsIt) {
+  HealthBoard board;
+  std::atomic<bool> closing{false};
+  closing = true;
+  board.wake();
+  auto waiter =
+      std::async(std::launch::async, [&] { return board.wait_change(0, [&] { return closing.load(); }); });
+  const bool ended = waiter.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!ended) {
+    board.stop();  // releases the waiter, so that the test ends
+  }
+  EXPECT_TRUE(ended) << "wait_change waited although its flag was set before it began";
+  EXPECT_EQ(waiter.get(), 0u);
+  EXPECT_EQ(board.version(), 0u);
 }
 
 // The watch on the mock NVML: GPU 1's Xid marks its MIG device, a skipped Xid marks nothing, a lost NVML
