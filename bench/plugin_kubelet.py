@@ -4,6 +4,7 @@ tests/plugin/kubelet.py (its Registration server, imported, not copied) driving 
 DGX-A100-like fixture host (8 GPUs, the mock NVML) and timing it. Measures, never asserts.
 
     plugin_kubelet.py PLUGIN FIXTURE_TOOL API_PROTO STUBS_DIR [--calls N] [--starts N] [--smaps]
+                      [--client PLUGIN_CLIENT]
 
 Prints one line per number:
   start          start to registered: from the daemon's fork to its Register call arriving at kubelet.sock
@@ -14,6 +15,8 @@ Prints one line per number:
                  deviceListStrategy (envvar) and for envvar + volume-mounts + cdi-annotations
   rss            the daemon's resident set (VmRSS) after registering, after 1 000 and 10 000 Allocate calls
                  (half of 1 GPU, half of 8), and its peak (VmHWM) at the end
+  C++ client     (--client: bench/plugin_client, the same calls from C++ with the generated stubs) the
+                 floor and Allocate again for each strategy, without python's client cost
   smaps          (--smaps) the resident kiB at the end per mapping kind (/proc/PID/smaps): each shared
                  library's text and data, the heap, anonymous mappings (glibc arenas, thread stacks)
 """
@@ -75,7 +78,8 @@ class Daemon:
         self.process = subprocess.Popen(list(command) + list(extra), stderr=subprocess.DEVNULL)
         request = self.kubelet.registration()
         self.start_ns = time.perf_counter_ns() - start
-        self.channel = grpc.insecure_channel("unix:" + os.path.join(plugins, request.endpoint))
+        self.socket = os.path.join(plugins, request.endpoint)
+        self.channel = grpc.insecure_channel("unix:" + self.socket)
         self.stub = pb_grpc.DevicePluginStub(self.channel)
 
     def stop(self):
@@ -100,6 +104,11 @@ def main(argv):
     options = {"--calls": 2000, "--starts": 10}
     smaps = "--smaps" in args
     args = [a for a in args if a != "--smaps"]
+    client = None
+    if "--client" in args:
+        at = args.index("--client")
+        client = args[at + 1]
+        del args[at:at + 2]
     for flag in list(options):
         if flag in args:
             at = args.index(flag)
@@ -146,6 +155,12 @@ def main(argv):
                     samples = timed(daemon.stub.Allocate, request, calls)
                     print(f"allocate {size} GPU{'s' if size > 1 else ''} ({name}, {calls} calls): "
                           f"{stats_ms(samples)}")
+                if client:
+                    out = subprocess.run([client, daemon.socket, str(calls)], capture_output=True, text=True,
+                                         timeout=300, check=False)
+                    kubelet.check(out.returncode == 0, f"{client}: exit {out.returncode}: {out.stderr.strip()}")
+                    for line in out.stdout.splitlines():
+                        print(f"{line} ({name})")
             finally:
                 daemon.stop()
 
