@@ -149,30 +149,52 @@ std::optional<uint32_t> container_user_id(const Json& config, const char* key) {
 
 // ---- env ---------------------------------------------------------------------------------------
 
+// The key of "KEY=VALUE" (empty when the entry has none).
+std::string_view env_key(std::string_view entry) {
+  const auto eq = entry.find('=');
+  return eq == std::string_view::npos ? std::string_view() : entry.substr(0, eq);
+}
+
+// Replaces every entry of `list` that names `key` ("KEY=..." or a bare "KEY", which getenv ignores but
+// which names the same variable) with `entry`; false when there is none.
+template <class List, class Text>
+bool replace_env(List& list, std::string_view key, const std::string& entry, Text text_of) {
+  bool replaced = false;
+  for (auto& existing : list) {
+    const std::optional<std::string_view> text = text_of(existing);
+    if (text && text->starts_with(key) && (text->size() == key.size() || (*text)[key.size()] == '=')) {
+      existing = entry;
+      replaced = true;
+    }
+  }
+  return replaced;
+}
+
+Result<std::vector<std::string>> resolve_env(const std::vector<std::string>& env) {
+  std::vector<std::string> out;
+  for (const auto& entry : env) {
+    const auto key = env_key(entry);
+    if (key.empty()) {
+      return fail("invalid environment variable " + quote(entry));
+    }
+    if (!replace_env(out, key, entry,
+                     [](const std::string& e) { return std::optional<std::string_view>(e); })) {
+      out.push_back(entry);
+    }
+  }
+  return out;
+}
+
 Result<void> apply_env(Json& config, const std::vector<std::string>& env) {
   if (env.empty()) {
     return {};
   }
   GPUCTK_TRY_ASSIGN(const auto list, array_at(config, {"process", "env"}));
   for (const auto& entry : env) {
-    const auto eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return fail("invalid environment variable " + quote(entry));
-    }
-    const std::string_view key(entry.data(), eq);
-    bool replaced = false;
-    for (auto& existing : *list) {
-      if (!existing.is_string()) {
-        continue;
-      }
-      const std::string_view text = existing.get_ref<const std::string&>();
-      // "KEY=..." or a bare "KEY" (which getenv ignores, but it names the same variable).
-      if (text.starts_with(key) && (text.size() == key.size() || text[key.size()] == '=')) {
-        existing = entry;
-        replaced = true;
-      }
-    }
-    if (!replaced) {
+    const auto text_of = [](const Json& e) {
+      return e.is_string() ? std::optional<std::string_view>(e.get_ref<const std::string&>()) : std::nullopt;
+    };
+    if (!replace_env(*list, env_key(entry), entry, text_of)) {
       list->push_back(entry);
     }
   }
@@ -181,25 +203,21 @@ Result<void> apply_env(Json& config, const std::vector<std::string>& env) {
 
 // ---- device nodes ------------------------------------------------------------------------------
 
-// A device node with everything the OCI config needs.
-struct ResolvedNode {
-  std::string type;
-  int64_t major = 0;
-  int64_t minor = 0;
-  std::optional<uint32_t> file_mode;
-};
-
-Result<ResolvedNode> resolve_node(const DeviceNode& node, const StatNode& stat) {
+Result<DeviceEntry> resolve_device(const DeviceNode& node, const ProcessOwner& owner,
+                                      const StatNode& stat) {
   const std::string context = "CDI device " + quote(node.path);
-  ResolvedNode out{.type = node.type,
-                   .major = node.major.value_or(0),
-                   .minor = node.minor.value_or(0),
-                   .file_mode = node.file_mode};
+  DeviceEntry out{.path = node.path,
+                     .host_path = node.host_path.empty() ? node.path : node.host_path,
+                     .type = node.type,
+                     .major = node.major.value_or(0),
+                     .minor = node.minor.value_or(0),
+                     .file_mode = node.file_mode,
+                     .uid = node.uid ? node.uid : owner.uid,
+                     .gid = node.gid ? node.gid : owner.gid};
   // As the reference: a type and a non-zero major (or a fifo) are enough to trust the spec.
   const bool minimal = !out.type.empty() && (out.major != 0 || out.type == "p");
   if (!minimal || !out.file_mode) {
-    const std::string& host_path = node.host_path.empty() ? node.path : node.host_path;
-    const auto host = stat(host_path);
+    const auto host = stat(out.host_path);
     if (!host) {
       if (!minimal) {
         return fail_with(context, host.error());
@@ -228,26 +246,64 @@ Result<ResolvedNode> resolve_node(const DeviceNode& node, const StatNode& stat) 
   return out;
 }
 
-Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nodes, const StatNode& stat) {
-  if (nodes.empty()) {
+// Each node resolved; one device per cleaned path (a later entry replaces an earlier one, in its own
+// place); an allow rule for each b and c node unless the very same rule is there.
+Result<void> resolve_devices(const std::vector<DeviceNode>& nodes, const ProcessOwner& owner,
+                             const StatNode& stat, ResolvedEdits& out) {
+  for (const auto& node : nodes) {
+    GPUCTK_TRY_ASSIGN(auto device, resolve_device(node, owner, stat));
+    const std::string clean = clean_path(node.path);
+    std::erase_if(out.devices, [&](const DeviceEntry& d) { return clean_path(d.path) == clean; });
+    if (device.type == "b" || device.type == "c") {
+      DeviceRule rule{device.type, device.major, device.minor,
+                      node.permissions.empty() ? "rwm" : node.permissions};
+      if (std::ranges::find(out.rules, rule) == out.rules.end()) {
+        out.rules.push_back(std::move(rule));
+      }
+    }
+    out.devices.push_back(std::move(device));
+  }
+  return {};
+}
+
+Result<void> apply_device_nodes(Json& config, const std::vector<DeviceEntry>& devices,
+                                const std::vector<DeviceRule>& new_rules) {
+  if (devices.empty()) {
     return {};
   }
-  const auto process_uid = container_user_id(config, "uid");
-  const auto process_gid = container_user_id(config, "gid");
-  const auto devices = array_at(config, {"linux", "devices"});
-  if (!devices) {
-    return std::unexpected(devices.error());
+  GPUCTK_TRY_ASSIGN(const auto list_json, array_at(config, {"linux", "devices"}));
+  auto& list = list_json->get_ref<Json::array_t&>();
+  for (const auto& device : devices) {
+    const std::string clean = clean_path(device.path);
+    std::erase_if(list, [&](const Json& entry) { return same_path(entry, "path", clean); });
+    Json entry = Json::object();
+    entry["path"] = device.path;
+    entry["type"] = device.type;
+    entry["major"] = device.major;
+    entry["minor"] = device.minor;
+    if (device.file_mode) {
+      entry["fileMode"] = *device.file_mode;
+    }
+    if (device.uid) {
+      entry["uid"] = *device.uid;
+    }
+    if (device.gid) {
+      entry["gid"] = *device.gid;
+    }
+    list.push_back(std::move(entry));
   }
-  // Adding a key to an object can copy its other members (ordered_map is a vector of pairs with const
-  // keys), so `list` is looked up again once linux.resources.devices has been created.
-  Json::array_t* list = &(*devices)->get_ref<Json::array_t&>();
-  Json::array_t* rules = nullptr;  // linux.resources.devices, looked up when first needed
+  if (new_rules.empty()) {
+    return {};
+  }
+  // linux.devices is not used below: adding linux.resources may move it (ordered_json).
+  GPUCTK_TRY_ASSIGN(const auto found, array_at(config, {"linux", "resources", "devices"}));
+  auto& rules = found->get_ref<Json::array_t&>();
   // The rules already there by (major, minor), so a new rule is compared only with those that could
   // equal it; rules without integer numbers are compared with every new rule.
   std::multimap<std::pair<int64_t, int64_t>, size_t> rules_by_number;
   std::vector<size_t> other_rules;
   const auto index_rule = [&](size_t i) {
-    const Json& rule = (*rules)[i];
+    const Json& rule = rules[i];
     const auto major = rule.is_object() ? rule.find("major") : rule.end();
     const auto minor = rule.is_object() ? rule.find("minor") : rule.end();
     if (major != rule.end() && minor != rule.end() && major->is_number_integer() &&
@@ -257,52 +313,22 @@ Result<void> apply_device_nodes(Json& config, const std::vector<DeviceNode>& nod
       other_rules.push_back(i);
     }
   };
-  for (const auto& node : nodes) {
-    GPUCTK_TRY_ASSIGN(const auto resolved, resolve_node(node, stat));
-    const auto uid = node.uid ? node.uid : process_uid;
-    const auto gid = node.gid ? node.gid : process_gid;
-
-    const std::string clean = clean_path(node.path);
-    std::erase_if(*list, [&](const Json& entry) { return same_path(entry, "path", clean); });
-    Json device = Json::object();
-    device["path"] = node.path;
-    device["type"] = resolved.type;
-    device["major"] = resolved.major;
-    device["minor"] = resolved.minor;
-    if (resolved.file_mode) {
-      device["fileMode"] = *resolved.file_mode;
-    }
-    if (uid) {
-      device["uid"] = *uid;
-    }
-    if (gid) {
-      device["gid"] = *gid;
-    }
-    list->push_back(std::move(device));
-
-    if (resolved.type == "b" || resolved.type == "c") {
-      if (rules == nullptr) {
-        GPUCTK_TRY_ASSIGN(const auto found, array_at(config, {"linux", "resources", "devices"}));
-        rules = &found->get_ref<Json::array_t&>();
-        GPUCTK_TRY_ASSIGN(const auto again, array_at(config, {"linux", "devices"}));
-        list = &again->get_ref<Json::array_t&>();
-        for (size_t i = 0; i < rules->size(); ++i) {
-          index_rule(i);
-        }
-      }
-      Json rule = Json::object();
-      rule["allow"] = true;
-      rule["type"] = resolved.type;
-      rule["major"] = resolved.major;
-      rule["minor"] = resolved.minor;
-      rule["access"] = node.permissions.empty() ? "rwm" : node.permissions;
-      const auto same = [&](size_t i) { return same_value((*rules)[i], rule); };
-      const auto [first, last] = rules_by_number.equal_range({resolved.major, resolved.minor});
-      if (std::none_of(first, last, [&](const auto& entry) { return same(entry.second); }) &&
-          std::ranges::none_of(other_rules, same)) {
-        rules->push_back(std::move(rule));
-        index_rule(rules->size() - 1);
-      }
+  for (size_t i = 0; i < rules.size(); ++i) {
+    index_rule(i);
+  }
+  for (const auto& wanted : new_rules) {
+    Json rule = Json::object();
+    rule["allow"] = true;
+    rule["type"] = wanted.type;
+    rule["major"] = wanted.major;
+    rule["minor"] = wanted.minor;
+    rule["access"] = wanted.access;
+    const auto same = [&](size_t i) { return same_value(rules[i], rule); };
+    const auto [first, last] = rules_by_number.equal_range({wanted.major, wanted.minor});
+    if (std::none_of(first, last, [&](const auto& entry) { return same(entry.second); }) &&
+        std::ranges::none_of(other_rules, same)) {
+      rules.push_back(std::move(rule));
+      index_rule(rules.size() - 1);
     }
   }
   return {};
@@ -369,14 +395,6 @@ Result<void> apply_mounts(Json& config, const std::vector<Mount>& mounts) {
 // ---- hooks -------------------------------------------------------------------------------------
 
 Result<void> apply_hooks(Json& config, const std::vector<Hook>& hooks) {
-  if (hooks.empty()) {
-    return {};
-  }
-  for (const auto& hook : hooks) {
-    if (std::find(k_hook_names.begin(), k_hook_names.end(), hook.hook_name) == k_hook_names.end()) {
-      return fail("CDI hook " + quote(hook.path) + ": unknown hook name " + quote(hook.hook_name));
-    }
-  }
   for (const auto& hook : hooks) {
     GPUCTK_TRY_ASSIGN(const auto list, array_at(config, {"hooks", hook.hook_name.c_str()}));
     Json entry = Json::object();
@@ -478,31 +496,68 @@ Result<HostNode> stat_host_node(const std::string& host_path) {
   return node;
 }
 
+ProcessOwner process_owner(const nlohmann::ordered_json& config) {
+  return {container_user_id(config, "uid"), container_user_id(config, "gid")};
+}
+
+Result<ResolvedEdits> resolve_edits(const ContainerEdits& edits, const ProcessOwner& owner,
+                                    const StatNode& stat) {
+  ResolvedEdits out;
+  GPUCTK_TRY_ASSIGN(out.env, resolve_env(edits.env));
+  GPUCTK_TRY(resolve_devices(edits.device_nodes, owner, stat, out));
+  out.net_devices = edits.net_devices;
+  for (const auto& mount : edits.mounts) {
+    const std::string clean = clean_path(mount.container_path);
+    std::erase_if(out.mounts, [&](const Mount& m) { return clean_path(m.container_path) == clean; });
+    out.mounts.push_back(mount);
+  }
+  // Parents before children: a stable sort by depth, so equal depths keep their order.
+  std::ranges::stable_sort(out.mounts, {}, [](const Mount& m) { return path_depth(m.container_path); });
+  for (const auto& hook : edits.hooks) {
+    if (std::ranges::find(k_hook_names, hook.hook_name) == k_hook_names.end()) {
+      return fail("CDI hook " + quote(hook.path) + ": unknown hook name " + quote(hook.hook_name));
+    }
+  }
+  for (const auto& hook : edits.hooks) {
+    if (std::ranges::find(out.hooks, hook) == out.hooks.end()) {
+      out.hooks.push_back(hook);
+    }
+  }
+  out.intel_rdt = edits.intel_rdt;
+  for (const uint32_t gid : edits.additional_gids) {
+    if (gid != 0 && std::ranges::find(out.additional_gids, gid) == out.additional_gids.end()) {
+      out.additional_gids.push_back(gid);
+    }
+  }
+  return out;
+}
+
 Result<void> apply_edits(nlohmann::ordered_json& config, const ContainerEdits& edits, const StatNode& stat) {
   if (!config.is_object()) {
     return fail("OCI config: the document is " + oci::json_type_phrase(config) + ", expected an object");
   }
+  GPUCTK_TRY_ASSIGN(const auto resolved, resolve_edits(edits, process_owner(config), stat));
   // Work on a copy so that an error leaves the caller's config untouched.
   Json work = config;
   try {
-    Result<void> result = apply_env(work, edits.env);
+    Result<void> result = apply_env(work, resolved.env);
     if (result) {
-      result = apply_device_nodes(work, edits.device_nodes, stat);
+      result = apply_device_nodes(work, resolved.devices, resolved.rules);
     }
     if (result) {
-      result = apply_net_devices(work, edits.net_devices);
+      result = apply_net_devices(work, resolved.net_devices);
     }
     if (result) {
-      result = apply_mounts(work, edits.mounts);
+      result = apply_mounts(work, resolved.mounts);
     }
     if (result) {
-      result = apply_hooks(work, edits.hooks);
+      result = apply_hooks(work, resolved.hooks);
     }
     if (result) {
-      result = apply_intel_rdt(work, edits.intel_rdt);
+      result = apply_intel_rdt(work, resolved.intel_rdt);
     }
     if (result) {
-      result = apply_additional_gids(work, edits.additional_gids);
+      result = apply_additional_gids(work, resolved.additional_gids);
     }
     if (!result) {
       return result;

@@ -37,7 +37,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -60,6 +62,57 @@ using StatNode = std::function<Result<HostNode>(const std::string& host_path)>;
 
 // The real StatNode: lstat(2), symlinks not followed.
 Result<HostNode> stat_host_node(const std::string& host_path);
+
+// A device node as apply_edits writes it into linux.devices: type and numbers from the host where the spec
+// leaves them out (see the rules above), the owner from the process's user where the node names none.
+struct DeviceEntry {
+  std::string path;       // in the container, as the spec writes it
+  std::string host_path;  // the host node: the spec's hostPath, else path
+  std::string type;       // "b", "c", "u" or "p"
+  int64_t major = 0;
+  int64_t minor = 0;
+  std::optional<uint32_t> file_mode;
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  bool operator==(const DeviceEntry&) const = default;
+};
+
+// An allow rule of linux.resources.devices, as apply_edits adds one for each b and c node.
+struct DeviceRule {
+  std::string type;  // "b" or "c"
+  int64_t major = 0;
+  int64_t minor = 0;
+  std::string access;  // the node's permissions, "rwm" when it has none
+  bool operator==(const DeviceRule&) const = default;
+};
+
+// The owner apply_edits gives a node without one: the config's process.user uid and gid when they are
+// integers in 1..UINT32_MAX.
+struct ProcessOwner {
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+};
+
+// `edits` checked and resolved, each list as apply_edits adds it to a config that has none of its own: what
+// a caller that carries the edits out itself (hook prestart, in a created container) needs, typed.
+struct ResolvedEdits {
+  std::vector<std::string> env;           // each key once; a later value in the place of the first
+  std::vector<DeviceEntry> devices;    // each cleaned path once, where its last entry was
+  std::vector<DeviceRule> rules;          // of the b and c devices, each once, in order
+  std::vector<NetDevice> net_devices;     // as given
+  std::vector<Mount> mounts;              // each cleaned destination once (the last), parents first
+  std::vector<Hook> hooks;                // each once (the first), every hookName a known one
+  std::optional<IntelRdt> intel_rdt;      // as given
+  std::vector<uint32_t> additional_gids;  // non-zero, each once
+};
+
+// Resolves `edits` for a container whose process user is `owner`: the node, environment and hook checks
+// of apply_edits, with its errors (apply_edits is this, then each list merged into the config's own).
+Result<ResolvedEdits> resolve_edits(const ContainerEdits& edits, const ProcessOwner& owner,
+                                    const StatNode& stat = stat_host_node);
+
+// The owner apply_edits takes from `config` (an OCI runtime config).
+ProcessOwner process_owner(const nlohmann::ordered_json& config);
 
 // Applies `edits` to `config` (an OCI runtime config). Missing objects and lists (`process`,
 // `process.env`, `linux`, `linux.devices`, `mounts`, `hooks`, ...) are created. On error `config` is

@@ -24,75 +24,44 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const Json& member(const Json& object, const char* key) {
-  static const Json k_null;
-  if (!object.is_object()) {
-    return k_null;
-  }
-  const auto it = object.find(key);
-  return it == object.end() ? k_null : *it;
+oci::HookCommand hook_command(const cdi::Hook& hook) {
+  // A hand-written entry without an environment gets the fixed PATH.
+  return {.path = hook.path,
+          .args = hook.args,
+          .env = hook.env.empty() ? k_safe_hook_env : hook.env,
+          .timeout = hook.timeout};
 }
 
-oci::HookCommand hook_command(const Json& entry) {
-  oci::HookCommand hook;
-  hook.path = member(entry, "path").get<std::string>();
-  for (const auto& arg : member(entry, "args")) {
-    hook.args.push_back(arg.get<std::string>());
-  }
-  for (const auto& var : member(entry, "env")) {
-    hook.env.push_back(var.get<std::string>());
-  }
-  if (hook.env.empty()) {
-    hook.env = k_safe_hook_env;  // a hand-written entry without one
-  }
-  if (const auto& timeout = member(entry, "timeout"); timeout.is_number_integer()) {
-    hook.timeout = timeout.get<int>();
-  }
-  return hook;
-}
-
-Result<void> plan_nodes(const Json& scratch, const cdi::ContainerEdits& edits, LivePlan& plan) {
-  std::map<std::string, std::string> host_paths;
-  for (const auto& node : edits.device_nodes) {
-    host_paths[clean_path(node.path)] = node.host_path.empty() ? node.path : node.host_path;
-  }
-  for (const auto& device : member(member(scratch, "linux"), "devices")) {
+Result<void> plan_nodes(const cdi::ResolvedEdits& edits, LivePlan& plan) {
+  for (const auto& device : edits.devices) {
     LivePlan::Node node;
-    node.spec.path = clean_path(member(device, "path").get<std::string>());
-    const auto type = member(device, "type").get<std::string>();
-    if (type != "c" && type != "b") {
-      return fail("CDI device " + quote(node.spec.path) + " of type " + quote(type) +
+    node.spec.path = clean_path(device.path);
+    if (device.type != "c" && device.type != "b") {
+      return fail("CDI device " + quote(node.spec.path) + " of type " + quote(device.type) +
                   " cannot be created at prestart (only character and block devices)");
     }
-    node.spec.type = type[0];
-    node.spec.major = member(device, "major").get<uint32_t>();
-    node.spec.minor = member(device, "minor").get<uint32_t>();
-    // runc's default for a device without fileMode.
-    node.spec.mode =
-        member(device, "fileMode").is_number() ? member(device, "fileMode").get<uint32_t>() : 0666;
-    node.spec.uid = member(device, "uid").is_number() ? member(device, "uid").get<uint32_t>() : 0;
-    node.spec.gid = member(device, "gid").is_number() ? member(device, "gid").get<uint32_t>() : 0;
-    node.host_path = host_paths[node.spec.path];
+    node.spec.type = device.type[0];
+    node.spec.major = static_cast<uint32_t>(device.major);
+    node.spec.minor = static_cast<uint32_t>(device.minor);
+    node.spec.mode = device.file_mode.value_or(0666);  // runc's default for a device without fileMode
+    node.spec.uid = device.uid.value_or(0);
+    node.spec.gid = device.gid.value_or(0);
+    node.host_path = device.host_path;
     plan.nodes.push_back(std::move(node));
   }
-  for (const auto& rule : member(member(member(scratch, "linux"), "resources"), "devices")) {
-    plan.rules.push_back({member(rule, "type").get<std::string>()[0], member(rule, "major").get<uint32_t>(),
-                          member(rule, "minor").get<uint32_t>(), member(rule, "access").get<std::string>()});
+  for (const auto& rule : edits.rules) {
+    plan.rules.push_back(
+        {rule.type[0], static_cast<uint32_t>(rule.major), static_cast<uint32_t>(rule.minor), rule.access});
   }
   return {};
 }
 
-Result<void> plan_mounts(const Json& scratch, LivePlan& plan) {
-  for (const auto& mount : member(scratch, "mounts")) {
+Result<void> plan_mounts(const cdi::ResolvedEdits& edits, LivePlan& plan) {
+  for (const auto& mount : edits.mounts) {
     LivePlan::Bind bind;
-    bind.source = member(mount, "source").get<std::string>();
-    bind.destination = clean_path(member(mount, "destination").get<std::string>());
-    std::vector<std::string> options;
-    for (const auto& option : member(mount, "options")) {
-      options.push_back(option.get<std::string>());
-    }
-    const auto& type = member(mount, "type");
-    auto parsed = rootfs::parse_bind_options(options, type.is_string() ? type.get<std::string>() : "");
+    bind.source = mount.host_path;
+    bind.destination = clean_path(mount.container_path);
+    auto parsed = rootfs::parse_bind_options(mount.options, mount.type);
     if (!parsed) {
       return fail_with("CDI mount " + quote(bind.destination), parsed.error());
     }
@@ -102,26 +71,46 @@ Result<void> plan_mounts(const Json& scratch, LivePlan& plan) {
   return {};
 }
 
-Result<void> plan_hooks(const Json& scratch, LivePlan& plan) {
+Result<void> plan_hooks(const cdi::ResolvedEdits& edits, LivePlan& plan) {
   std::vector<oci::HookCommand> create_runtime;
-  for (const auto& [stage, entries] : member(scratch, "hooks").items()) {
-    for (const auto& entry : entries) {
-      auto hook = hook_command(entry);
-      if (stage == "prestart") {
-        plan.runtime_hooks.push_back(std::move(hook));
-      } else if (stage == "createRuntime") {
-        create_runtime.push_back(std::move(hook));
-      } else if (stage == "createContainer") {
-        plan.container_hooks.push_back(std::move(hook));
-      } else {
-        return fail("CDI hook " + quote(hook.path) + " of stage " + quote(stage) +
-                    " cannot be added by a prestart hook (use the runtime shim, the precreate hook or CDI)");
-      }
+  for (const auto& hook : edits.hooks) {
+    if (hook.hook_name == "prestart") {
+      plan.runtime_hooks.push_back(hook_command(hook));
+    } else if (hook.hook_name == "createRuntime") {
+      create_runtime.push_back(hook_command(hook));
+    } else if (hook.hook_name == "createContainer") {
+      plan.container_hooks.push_back(hook_command(hook));
+    } else {
+      return fail("CDI hook " + quote(hook.path) + " of stage " + quote(hook.hook_name) +
+                  " cannot be added by a prestart hook (use the runtime shim, the precreate hook or CDI)");
     }
   }
   // A runtime runs every prestart hook before the first createRuntime one.
   std::ranges::move(create_runtime, std::back_inserter(plan.runtime_hooks));
   return {};
+}
+
+// The additional groups the container's user has already (process.user.additionalGids).
+std::set<uint32_t> existing_gids(const Json& config) {
+  std::set<uint32_t> had;
+  const auto process = config.find("process");
+  if (process == config.end() || !process->is_object()) {
+    return had;
+  }
+  const auto user = process->find("user");
+  if (user == process->end() || !user->is_object()) {
+    return had;
+  }
+  const auto gids = user->find("additionalGids");
+  if (gids == user->end() || !gids->is_array()) {
+    return had;
+  }
+  for (const auto& gid : *gids) {
+    if (gid.is_number_integer() && gid.get<int64_t>() >= 0 && gid.get<int64_t>() <= UINT32_MAX) {
+      had.insert(gid.get<uint32_t>());
+    }
+  }
+  return had;
 }
 
 }  // namespace
@@ -137,36 +126,18 @@ Result<LivePlan> plan_live(const Json& config, const std::string& root, const Re
   if (edits.intel_rdt) {
     return fail("CDI intelRdt cannot be set at prestart (use the runtime shim, the precreate hook or CDI)");
   }
-  Json scratch = Json::object();
-  const Json& user = member(member(config, "process"), "user");
-  if (user.is_object()) {
-    scratch["process"]["user"] = user;
-  }
-  GPUCTK_TRY(cdi::apply_edits(scratch, edits, stat));
-
+  GPUCTK_TRY_ASSIGN(const auto applied, cdi::resolve_edits(edits, cdi::process_owner(config), stat));
   LivePlan plan;
   plan.root = root;
-  // The scratch config holds only what apply_edits wrote, so the types below are the ones it writes.
-  try {
-    GPUCTK_TRY(plan_nodes(scratch, edits, plan));
-    GPUCTK_TRY(plan_mounts(scratch, plan));
-    GPUCTK_TRY(plan_hooks(scratch, plan));
-    for (const auto& var : member(member(scratch, "process"), "env")) {
-      plan.env_not_set.push_back(var.get<std::string>());
+  GPUCTK_TRY(plan_nodes(applied, plan));
+  GPUCTK_TRY(plan_mounts(applied, plan));
+  GPUCTK_TRY(plan_hooks(applied, plan));
+  plan.env_not_set = applied.env;
+  const auto had = existing_gids(config);
+  for (const uint32_t gid : applied.additional_gids) {
+    if (!had.contains(gid)) {
+      plan.gids_not_added.push_back(gid);
     }
-    std::set<uint32_t> had;
-    for (const auto& gid : member(user, "additionalGids")) {
-      if (gid.is_number_integer() && gid.get<int64_t>() >= 0) {
-        had.insert(gid.get<uint32_t>());
-      }
-    }
-    for (const auto& gid : member(member(member(scratch, "process"), "user"), "additionalGids")) {
-      if (!had.contains(gid.get<uint32_t>())) {
-        plan.gids_not_added.push_back(gid.get<uint32_t>());
-      }
-    }
-  } catch (const Json::exception& e) {
-    return fail(std::string("prestart plan: unexpected edit: ") + e.what());
   }
   return plan;
 }

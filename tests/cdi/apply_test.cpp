@@ -640,5 +640,113 @@ TEST(ApplyAppend, AppendsEveryListAndTheLastIntelRdtWins) {
   EXPECT_EQ(empty, ContainerEdits{});
 }
 
+// ---- resolve_edits: the typed form prestart carries out ------------------------------------------
+
+// Every list of resolve_edits is what apply_edits writes into a config that has none of its own: the
+// same entries, values and order, written back as apply_edits writes them.
+TEST(ResolveEdits, IsWhatApplyEditsWritesIntoAConfigWithoutLists) {
+  FakeHost host;
+  host.add("/dev/nvidia0", {'c', 195, 0, 0666});
+  host.add("/host/dev/nvidia1", {'c', 195, 1, 0660});
+  host.add("/dev/fifo", {'p', 0, 0, 0600});
+  ContainerEdits edits;
+  edits.env = {"A=1", "B=2", "A=3", "C="};
+  edits.device_nodes = {
+      {.path = "/dev/nvidia0"},
+      {.path = "/dev/nvidia1", .host_path = "/host/dev/nvidia1", .permissions = "rw", .gid = 44},
+      {.path = "/dev//nvidia0/", .type = "c", .major = 195, .minor = 0, .file_mode = 0600},
+      {.path = "/dev/fifo"},
+      {.path = "/dev/x", .type = "c", .major = 10, .minor = 200, .file_mode = 0644, .uid = 7},
+  };
+  edits.mounts = {{.host_path = "/a", .container_path = "/usr/lib/x/y", .options = {"ro", "bind"}},
+                  {.host_path = "/b", .container_path = "/opt", .options = {"bind"}, .type = "bind"},
+                  {.host_path = "/c", .container_path = "/usr/lib/x/y/", .options = {"ro"}},
+                  {.host_path = "/d", .container_path = "/usr/lib"}};
+  const Hook hook{.hook_name = "createContainer", .path = "/bin/h", .args = {"h", "1"}};
+  edits.hooks = {hook, {.hook_name = "prestart", .path = "/bin/p", .timeout = 5}, hook};
+  edits.additional_gids = {0, 44, 45, 44};
+
+  const Json config = parse(R"({"process":{"user":{"uid":1000,"gid":1001,"additionalGids":[45]}}})");
+  const auto resolved = resolve_edits(edits, process_owner(config), host.stat());
+  ASSERT_TRUE(resolved) << resolved.error().message;
+  Json applied = config;
+  ASSERT_TRUE(apply_edits(applied, edits, host.stat()));
+
+  Json env = Json::array();
+  for (const auto& entry : resolved->env) {
+    env.push_back(entry);
+  }
+  EXPECT_EQ(env, applied["process"]["env"]);
+  EXPECT_EQ(resolved->env, (std::vector<std::string>{"A=3", "B=2", "C="}));
+
+  Json devices = Json::array();
+  for (const auto& d : resolved->devices) {
+    Json entry = {{"path", d.path}, {"type", d.type}, {"major", d.major}, {"minor", d.minor}};
+    if (d.file_mode) {
+      entry["fileMode"] = *d.file_mode;
+    }
+    if (d.uid) {
+      entry["uid"] = *d.uid;
+    }
+    if (d.gid) {
+      entry["gid"] = *d.gid;
+    }
+    devices.push_back(entry);
+  }
+  EXPECT_EQ(devices, applied["linux"]["devices"]);
+  ASSERT_EQ(resolved->devices.size(), 4U);
+  EXPECT_EQ(resolved->devices[0].host_path, "/host/dev/nvidia1");
+  EXPECT_EQ(resolved->devices[1].path, "/dev//nvidia0/");  // the later entry, in its own place
+  EXPECT_EQ(resolved->devices[1].uid, 1000U);
+  EXPECT_EQ(resolved->devices[1].gid, 1001U);
+
+  Json rules = Json::array();
+  for (const auto& r : resolved->rules) {
+    rules.push_back(
+        {{"allow", true}, {"type", r.type}, {"major", r.major}, {"minor", r.minor}, {"access", r.access}});
+  }
+  EXPECT_EQ(rules, applied["linux"]["resources"]["devices"]);
+  EXPECT_EQ(resolved->rules.size(), 3U);  // nvidia0's two entries give the same rule once; no fifo rule
+
+  Json mounts = Json::array();
+  for (const auto& m : resolved->mounts) {
+    Json entry = {{"destination", m.container_path}};
+    if (!m.type.empty()) {
+      entry["type"] = m.type;
+    }
+    entry["source"] = m.host_path;
+    if (!m.options.empty()) {
+      entry["options"] = m.options;
+    }
+    mounts.push_back(entry);
+  }
+  EXPECT_EQ(mounts, applied["mounts"]);
+  ASSERT_EQ(resolved->mounts.size(), 3U);
+  EXPECT_EQ(resolved->mounts[0].container_path, "/opt");  // parents first
+  EXPECT_EQ(resolved->mounts[2].host_path, "/c");
+
+  ASSERT_EQ(resolved->hooks.size(), 2U);
+  EXPECT_EQ(resolved->hooks[0], hook);
+  EXPECT_EQ(applied["hooks"]["createContainer"].size(), 1U);
+  EXPECT_EQ(applied["hooks"]["prestart"][0]["timeout"], 5);
+
+  EXPECT_EQ(resolved->additional_gids, (std::vector<uint32_t>{44, 45}));
+  EXPECT_EQ(applied["process"]["user"]["additionalGids"], Json::parse("[45,44]"));
+}
+
+TEST(ResolveEdits, HasApplyEditsErrors) {
+  ContainerEdits env;
+  env.env = {"=x"};
+  EXPECT_EQ(resolve_edits(env, {}, no_host()).error().message, "invalid environment variable \"=x\"");
+  ContainerEdits hook;
+  hook.hooks = {{.hook_name = "preStart", .path = "/usr/bin/x"}};
+  EXPECT_EQ(resolve_edits(hook, {}, no_host()).error().message,
+            "CDI hook \"/usr/bin/x\": unknown hook name \"preStart\"");
+  ContainerEdits node;
+  node.device_nodes = {{.path = "/dev/nvidia0"}};
+  EXPECT_EQ(resolve_edits(node, {}, no_host()).error().message,
+            "CDI device \"/dev/nvidia0\": stat /dev/nvidia0: No such file or directory");
+}
+
 }  // namespace
 }  // namespace gpuctk::cdi
