@@ -26,13 +26,7 @@ e2e_init
 command -v runc >/dev/null || e2e_skip "runc is not installed"
 command -v cc >/dev/null || e2e_skip "no C compiler (cc) to build the images' programs"
 engines_python_check
-engines_fetch "$suite"
-engines_real_host "$gpuctk" "$fixture"
-engines_probe_image
-engines_pause_image
-shim=$LAB/bin/gpuctk-runtime
-c=$LAB/containerd
-engines_containerd_config "$c"
+engines_containerd_lab "$gpuctk" "$fixture" "$suite"
 
 # The operator's command: the handler "nvidia" and CDI, into the engine's own default file.
 out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --runtime-path "$shim" --cdi 2>&1) ||

@@ -43,13 +43,7 @@ command -v cc >/dev/null || e2e_skip "no C compiler (cc) to build the images' pr
 engines_python_check
 [ -x "$plugin" ] || e2e_fail "no gpuctk-device-plugin at $plugin"
 [ -f "$plugin_proto" ] || e2e_fail "no device plugin api.proto at $plugin_proto (scripts/deps.sh plugin)"
-engines_fetch "$suite"
-engines_real_host "$gpuctk" "$fixture"
-engines_probe_image
-engines_pause_image
-shim=$LAB/bin/gpuctk-runtime
-c=$LAB/containerd
-engines_containerd_config "$c"
+engines_containerd_lab "$gpuctk" "$fixture" "$suite"
 out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --runtime-path "$shim" --cdi 2>&1) ||
   e2e_fail "runtime configure failed: $out"
 engines_containerd_start "$c"

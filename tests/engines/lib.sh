@@ -162,6 +162,19 @@ C
 
 # ---- containerd through CRI ----
 
+# engines_containerd_lab GPUCTK FIXTURE SUITE: what every containerd test starts from: the suite's engines
+# fetched, the real-package host, the probe and pause images, shim=$LAB/bin/gpuctk-runtime and
+# c=$LAB/containerd with its default config (engines_containerd_config), not yet configured for gpuctk.
+engines_containerd_lab() {
+  engines_fetch "$3"
+  engines_real_host "$1" "$2"
+  engines_probe_image
+  engines_pause_image
+  shim=$LAB/bin/gpuctk-runtime
+  c=$LAB/containerd
+  engines_containerd_config "$c"
+}
+
 # engines_containerd_config DIR: DIR/config.toml, `containerd config default` of the fetched containerd
 # (kept as DIR/config.default.toml) with only what a lab needs changed: every path of its own under DIR
 # (root, state, socket, /opt/containerd, the CNI config dir the CRI plugin makes, NRI's socket), the
