@@ -27,6 +27,9 @@ a missing tool: "SKIP: <why>" and exit 77):
                      again): the daemon serves again and registers again, and its list keeps GPU 0
                      Unhealthy
   sigterm            SIGTERM: exit 0, the plugin's socket removed
+  proc               a second daemon on the same host without NVML (--device-discovery-strategy proc):
+                     it registers, lists the 8 GPUs Healthy and streams nothing more (no health watch),
+                     logs that nothing is watched, and SIGTERM ends it with exit 0, its socket removed
 
 The allocate mode only allocates, for the end-to-end tests (tests/e2e/engines_plugin_containerd.sh) that
 hand the answers to a container runtime as the kubelet does (tests/engines/cri.py --allocate-response).
@@ -288,8 +291,45 @@ def main(argv):
             if daemon.poll() is None:
                 daemon.kill()
                 daemon.wait()
-            kubelet.stop()
+        proc_mode(pb, pb_grpc, kubelet, command, env, lab, healthy)
+        kubelet.stop()
     return 0
+
+
+def proc_mode(pb, pb_grpc, kubelet, command, env, lab, healthy):
+    """proc: the same host without NVML (the GPUs from /proc): every GPU advertised healthy and nothing
+    more streamed, a note says nothing is watched, SIGTERM still ends it cleanly."""
+    plugin_sock = os.path.join(os.path.dirname(kubelet.socket), "nvidia-gpu.sock")
+    log = open(os.path.join(lab, "plugin-proc.log"), "w+", encoding="utf-8")
+    daemon = subprocess.Popen(command + ["--device-discovery-strategy", "proc"], env=env, stderr=log)
+    try:
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu", f"proc: register {request}")
+        channel = grpc.insecure_channel("unix:" + plugin_sock)
+        watch = Watch(pb_grpc.DevicePluginStub(channel), pb)
+        first = watch.next("proc: list")
+        check(first == healthy, f"proc: list {first}, not {healthy}")
+        watch.quiet(1)  # no health watch: nothing more is streamed
+        log.seek(0)
+        note = ("gpuctk-device-plugin: no NVML (GPUs from " + os.path.join(command[command.index("--dev-root") + 1],
+                "proc/driver/nvidia/gpus") + "): every device is reported healthy and not watched, and "
+                "GetPreferredAllocation knows no links")
+        lines = log.read().splitlines()
+        check(note in lines, f"proc: no note {note!r} in {lines}")
+        daemon.send_signal(signal.SIGTERM)
+        check(daemon.wait(timeout=TIMEOUT) == 0, "proc: SIGTERM did not end it with status 0")
+        check(not os.path.exists(plugin_sock), "proc: nvidia-gpu.sock is left")
+        watch.cancel()
+        channel.close()
+        print("ok proc")
+    except BaseException:
+        log.seek(0)
+        sys.stderr.write("the proc-mode daemon's log:\n" + log.read())
+        raise
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
 
 
 def answer_json(response):
