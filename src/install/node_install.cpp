@@ -23,10 +23,6 @@ namespace gpuctk::install {
 
 namespace {
 
-std::string parent_of_path(const std::string& path) {
-  return path.substr(0, path.rfind('/'));
-}
-
 // "installed P" or "unchanged P"; `prefix` (e.g. "spec: ") goes before either.
 Result<void> say_step(const Progress& progress, Change change, std::string_view done, const std::string& path,
                       std::string_view prefix = "") {
@@ -245,9 +241,8 @@ Result<void> uninstall_node(const NodeOptions& options, const Layout& layout, Un
   step(removed(remove_symlink_if(layout.pod_docker_hook, layout.docker_hook_target), layout.pod_docker_hook));
   step(removed(remove_symlink_if(layout.pod_runtime, "gpuctk"), layout.pod_runtime));
   step(removed(remove_file(layout.pod_binary), layout.pod_binary));
-  const std::string dirs[] = {parent_of_path(layout.pod_docker_hook), parent_of_path(layout.pod_binary),
-                              parent_of_path(parent_of_path(layout.pod_binary)),
-                              parent_of_path(layout.pod_config)};
+  const std::string dirs[] = {parent_path(layout.pod_docker_hook), parent_path(layout.pod_binary),
+                              parent_path(parent_path(layout.pod_binary)), parent_path(layout.pod_config)};
   for (const auto& dir : dirs) {
     if (dir.find("/gpuctk/") != std::string::npos || dir.ends_with("/gpuctk")) {
       if (auto removed_dir = remove_dir_if_empty(dir); !removed_dir) {
