@@ -203,17 +203,16 @@ Result<void> apply_env(Json& config, const std::vector<std::string>& env) {
 
 // ---- device nodes ------------------------------------------------------------------------------
 
-Result<DeviceEntry> resolve_device(const DeviceNode& node, const ProcessOwner& owner,
-                                      const StatNode& stat) {
+Result<DeviceEntry> resolve_device(const DeviceNode& node, const ProcessOwner& owner, const StatNode& stat) {
   const std::string context = "CDI device " + quote(node.path);
   DeviceEntry out{.path = node.path,
-                     .host_path = node.host_path.empty() ? node.path : node.host_path,
-                     .type = node.type,
-                     .major = node.major.value_or(0),
-                     .minor = node.minor.value_or(0),
-                     .file_mode = node.file_mode,
-                     .uid = node.uid ? node.uid : owner.uid,
-                     .gid = node.gid ? node.gid : owner.gid};
+                  .host_path = node.host_path.empty() ? node.path : node.host_path,
+                  .type = node.type,
+                  .major = node.major.value_or(0),
+                  .minor = node.minor.value_or(0),
+                  .file_mode = node.file_mode,
+                  .uid = node.uid ? node.uid : owner.uid,
+                  .gid = node.gid ? node.gid : owner.gid};
   // As the reference: a type and a non-zero major (or a fifo) are enough to trust the spec.
   const bool minimal = !out.type.empty() && (out.major != 0 || out.type == "p");
   if (!minimal || !out.file_mode) {

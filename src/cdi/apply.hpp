@@ -97,7 +97,7 @@ struct ProcessOwner {
 // a caller that carries the edits out itself (hook prestart, in a created container) needs, typed.
 struct ResolvedEdits {
   std::vector<std::string> env;           // each key once; a later value in the place of the first
-  std::vector<DeviceEntry> devices;    // each cleaned path once, where its last entry was
+  std::vector<DeviceEntry> devices;       // each cleaned path once, where its last entry was
   std::vector<DeviceRule> rules;          // of the b and c devices, each once, in order
   std::vector<NetDevice> net_devices;     // as given
   std::vector<Mount> mounts;              // each cleaned destination once (the last), parents first
