@@ -121,9 +121,5 @@ if tail -n +"$((log_lines + 1))" "$LAB/gpuctk.log" | grep -i 'error'; then
 fi
 if grep -i 'error' "$LAB/gpuctk.log"; then e2e_fail "gpuctk logged an error"; fi
 
-engines_containerd_stop
-left=$(pgrep -f -- "$c/" || true)
-[ -z "$left" ] || e2e_fail "processes of containerd left: $(ps -o pid,args -p "${left//$'\n'/,}")"
-mounts=$(awk -v d="$LAB/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo)
-[ -z "$mounts" ] || e2e_fail "mounts left under $LAB after containerd stopped: $mounts"
+engines_containerd_stop_clean
 echo "PASS: containerd $containerd_version through CRI: CDI devices (GPU, MIG, all), cdi.k8s.io annotations, NVIDIA_VISIBLE_DEVICES (UUID, replica) and volume mounts through the \"nvidia\" handler, and a pod without a GPU; nothing left behind"

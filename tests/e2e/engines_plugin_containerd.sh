@@ -189,10 +189,6 @@ done
 pods_s=$((SECONDS - start_pods))
 if grep -i 'error' "$LAB/gpuctk.log"; then e2e_fail "gpuctk logged an error"; fi
 
-engines_containerd_stop
-left=$(pgrep -f -- "$c/" || true)
-[ -z "$left" ] || e2e_fail "processes of containerd left: $(ps -o pid,args -p "${left//$'\n'/,}")"
-mounts=$(awk -v d="$LAB/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo)
-[ -z "$mounts" ] || e2e_fail "mounts left under $LAB after containerd stopped: $mounts"
+engines_containerd_stop_clean
 echo "time: setup ${setup_s} s, ${#strategies[@]}x3 allocations ${allocate_s} s, ${#strategies[@]}x3+2 pods ${pods_s} s, total $((SECONDS - start_all)) s"
 echo "PASS: $v through CRI and the handler \"nvidia\": gpuctk-device-plugin's answers for GPU 0, a MIG device and a time-sliced replica, for every deviceListStrategy (envvar, volume-mounts, cdi-annotations, cdi-cri), the CDI ones for GPU 0 through the default handler too; the plugin listed the spec's devices; nothing left behind"

@@ -250,6 +250,17 @@ engines_containerd_stop() {
   wait "$containerd_pid" 2>/dev/null || true
 }
 
+# engines_containerd_stop_clean: engines_containerd_stop, then no process of containerd ($c) and no mount
+# under $LAB may be left.
+engines_containerd_stop_clean() {
+  engines_containerd_stop
+  local left mounts
+  left=$(pgrep -f -- "$c/" || true)
+  [ -z "$left" ] || e2e_fail "processes of containerd left: $(ps -o pid,args -p "${left//$'\n'/,}")"
+  mounts=$(awk -v d="$LAB/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo)
+  [ -z "$mounts" ] || e2e_fail "mounts left under $LAB after containerd stopped: $mounts"
+}
+
 # engines_import ARCHIVE...: the image archives into containerd's k8s.io namespace, where its CRI finds them.
 engines_import() {
   local archive out
