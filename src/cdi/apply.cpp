@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -245,14 +246,28 @@ Result<DeviceEntry> resolve_device(const DeviceNode& node, const ProcessOwner& o
   return out;
 }
 
+// `items` with one entry per cleaned path (`path_of` an entry): the last, in its own place. Each path is
+// cleaned once (apply_edits runs at every GPU container's start).
+template <class T, class PathOf>
+std::vector<T> last_per_path(std::vector<T> items, PathOf path_of) {
+  std::unordered_set<std::string> seen;
+  std::vector<T> out;
+  out.reserve(items.size());
+  for (auto it = items.rbegin(); it != items.rend(); ++it) {
+    if (seen.insert(clean_path(path_of(*it))).second) {
+      out.push_back(std::move(*it));
+    }
+  }
+  std::ranges::reverse(out);
+  return out;
+}
+
 // Each node resolved; one device per cleaned path (a later entry replaces an earlier one, in its own
 // place); an allow rule for each b and c node unless the very same rule is there.
 Result<void> resolve_devices(const std::vector<DeviceNode>& nodes, const ProcessOwner& owner,
                              const StatNode& stat, ResolvedEdits& out) {
   for (const auto& node : nodes) {
     GPUCTK_TRY_ASSIGN(auto device, resolve_device(node, owner, stat));
-    const std::string clean = clean_path(node.path);
-    std::erase_if(out.devices, [&](const DeviceEntry& d) { return clean_path(d.path) == clean; });
     if (device.type == "b" || device.type == "c") {
       DeviceRule rule{device.type, device.major, device.minor,
                       node.permissions.empty() ? "rwm" : node.permissions};
@@ -262,6 +277,7 @@ Result<void> resolve_devices(const std::vector<DeviceNode>& nodes, const Process
     }
     out.devices.push_back(std::move(device));
   }
+  out.devices = last_per_path(std::move(out.devices), [](const DeviceEntry& d) { return d.path; });
   return {};
 }
 
@@ -505,11 +521,7 @@ Result<ResolvedEdits> resolve_edits(const ContainerEdits& edits, const ProcessOw
   GPUCTK_TRY_ASSIGN(out.env, resolve_env(edits.env));
   GPUCTK_TRY(resolve_devices(edits.device_nodes, owner, stat, out));
   out.net_devices = edits.net_devices;
-  for (const auto& mount : edits.mounts) {
-    const std::string clean = clean_path(mount.container_path);
-    std::erase_if(out.mounts, [&](const Mount& m) { return clean_path(m.container_path) == clean; });
-    out.mounts.push_back(mount);
-  }
+  out.mounts = last_per_path(edits.mounts, [](const Mount& m) { return m.container_path; });
   // Parents before children: a stable sort by depth, so equal depths keep their order.
   std::ranges::stable_sort(out.mounts, {}, [](const Mount& m) { return path_depth(m.container_path); });
   for (const auto& hook : edits.hooks) {
