@@ -7,6 +7,7 @@
 #include "cdi/validate.hpp"
 #include "cdi/version.hpp"
 #include "discover/driver_files.hpp"
+#include "util/path.hpp"
 
 namespace gpuctk::cdi {
 
@@ -356,6 +357,45 @@ class Builder {
   std::set<std::string> m_matched;
 };
 
+// `inventory` without its 32-bit driver libraries (BuildOptions::libraries32): their files, the folders
+// that held only them (update-ldcache's --folder), the links in those folders and the links whose target
+// is a dropped file or link, through any chain (gbm-style relative targets resolved against the link's
+// folder, as the kernel reads them).
+Inventory without_libraries32(const Inventory& inventory) {
+  Inventory out = inventory;
+  std::set<std::string> dropped;
+  std::set<std::string> dirs32;
+  std::set<std::string> dirs64;
+  for (const auto& file : inventory.files) {
+    if (file.kind == FileKind::library32) {
+      dropped.insert(file.container_path);
+      dirs32.insert(parent_path(file.container_path));
+    } else if (file.kind == FileKind::library) {
+      dirs64.insert(parent_path(file.container_path));
+    }
+  }
+  std::erase_if(dirs32, [&](const std::string& dir) { return dirs64.contains(dir); });
+  std::erase_if(out.files, [](const DriverFile& file) { return file.kind == FileKind::library32; });
+  std::erase_if(out.library_dirs, [&](const std::string& dir) { return dirs32.contains(dir); });
+  const auto target_of = [](const discover::Symlink& link) {
+    return link.target.starts_with('/') ? clean_path(link.target)
+                                        : clean_path(parent_path(link.link) + "/" + link.target);
+  };
+  // Each pass is linear; passes stop when nothing new was dropped (at most the length of a link chain).
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& link : inventory.library_links) {
+      if ((dirs32.contains(parent_path(link.link)) || dropped.contains(target_of(link))) &&
+          dropped.insert(link.link).second) {
+        grew = true;
+      }
+    }
+  }
+  std::erase_if(out.library_links,
+                [&](const discover::Symlink& link) { return dropped.contains(link.link); });
+  return out;
+}
+
 }  // namespace
 
 bool is_fixed_major(uint32_t major) {
@@ -406,6 +446,11 @@ Result<void> check_hook_name(std::string_view name) {
 }
 
 Result<Spec> build_spec(const Inventory& inventory, const BuildOptions& options) {
+  if (!options.libraries32 && std::ranges::any_of(inventory.files, [](const DriverFile& f) {
+        return f.kind == FileKind::library32;
+      })) {
+    return Builder(without_libraries32(inventory), options).build();
+  }
   return Builder(inventory, options).build();
 }
 

@@ -86,6 +86,12 @@ struct BuildOptions {
   std::vector<std::string> device_ids;
   std::string hook_path;                 // absolute path of the gpuctk binary the hooks run
   std::set<std::string> disabled_hooks;  // hook names, or "all"
+  // Mount the 32-bit driver libraries (FileKind::library32), their links and their folder's update-ldcache
+  // --folder. Off by default, as in NVIDIA's spec: only the compat32 capability, which no default request
+  // has, uses them, and the engine pays for every mount at every start (`cdi generate --compat32`). The
+  // hooks' in-memory spec turns it on: its edits go through the capability filter, which keeps them only
+  // for compat32.
+  bool libraries32 = false;
 };
 
 // The spec for `inventory`, with cdiVersion set to the minimum its content needs.

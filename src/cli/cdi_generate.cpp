@@ -30,6 +30,7 @@ struct GenerateArgs {
   std::string klass = "gpu";
   std::vector<std::string> device_ids;
   bool no_all_device = false;
+  bool compat32 = false;
   std::string hook_path;
   std::vector<std::string> library_search_paths;
   std::vector<std::string> disabled_hooks;
@@ -180,6 +181,7 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   }
   build.disabled_hooks.insert(args.disabled_hooks.begin(), args.disabled_hooks.end());
   build.all_device = !args.no_all_device;
+  build.libraries32 = args.compat32;
   build.management = mode == discover::Mode::management;
   build.device_ids = args.device_ids;
   GPUCTK_TRY_ASSIGN(build.hook_path, hook_path(args));
@@ -236,6 +238,7 @@ Action define_cdi_generate(CLI::App& command) {
                   "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all)")
       ->delimiter(',');
   command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
+  add_compat32_option(command, args->compat32);
   command
       .add_option(
           "--hook-path,--nvidia-cdi-hook-path,--nvidia-ctk-path", args->hook_path,

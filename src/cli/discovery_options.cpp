@@ -42,6 +42,12 @@ void add_root_options(CLI::App& command, std::string& driver_root, std::string& 
       ->check(value_check(check_absolute));
 }
 
+void add_compat32_option(CLI::App& command, bool& libraries32) {
+  command.add_flag("--compat32", libraries32,
+                   "Mount the 32-bit driver libraries too, with their links and folder, for the compat32 "
+                   "capability (default: left out, as in NVIDIA's spec; no default request uses them)");
+}
+
 void add_discovery_options(CLI::App& command, DiscoveryArgs& args, ModeChoice modes) {
   add_root_options(command, args.driver_root, args.dev_root);
   if (modes == ModeChoice::spec) {

@@ -26,6 +26,9 @@ Result<InMemorySpec> build_in_memory_spec(const Config& cfg, const std::string& 
   build.vendor = kind->vendor;
   build.klass = kind->klass;
   build.hook_path = cfg.hook_path;
+  // With the 32-bit libraries: the capability filter keeps them for a compat32 request and drops them
+  // (and their links) for every other.
+  build.libraries32 = true;
   auto spec = cdi::build_spec(*inventory, build);
   if (!spec) {
     return fail_with(why + "; building it in memory failed", spec.error());

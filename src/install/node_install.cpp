@@ -55,7 +55,8 @@ Result<std::optional<std::string>> spec_text(const NodeOptions& options, const L
     }
     return fail_errno("stat " + layout.pod_version_file, errno);
   }
-  // What `gpuctk cdi generate --driver-root R --dev-root D --hook-path H` does (cli/cdi_generate.cpp).
+  // What `gpuctk cdi generate --driver-root R --dev-root D --hook-path H [--compat32]` does
+  // (cli/cdi_generate.cpp).
   discover::DiscoverOptions discover_options;
   discover_options.driver_root = layout.pod_driver_root;
   discover_options.dev_root = layout.pod_dev_root;
@@ -64,6 +65,7 @@ Result<std::optional<std::string>> spec_text(const NodeOptions& options, const L
   move_to_node(inventory, options.host_root);
   cdi::BuildOptions build;
   build.hook_path = layout.binary;
+  build.libraries32 = options.compat32;
   GPUCTK_TRY_ASSIGN(const auto spec, cdi::generate_spec(inventory, build));
   warnings = std::move(inventory.warnings);
   return cdi::write_spec(spec, cdi::Format::yaml);

@@ -126,6 +126,31 @@ TEST_F(CliCdiGenerateTest, WritesYamlToStdoutByDefault) {
   EXPECT_NE(r.out.find("  - name: \"all\"\n"), std::string::npos);
 }
 
+// The 32-bit driver libraries only with --compat32 (issue 24 cut 3): NVIDIA's spec leaves them out too.
+TEST_F(CliCdiGenerateTest, ThirtyTwoBitLibrariesOnlyWithCompat32) {
+  const auto plain = generate({"--hook-path", "/usr/bin/gpuctk"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("i386"), std::string::npos) << "no mount, link or --folder of the i386 folder";
+  EXPECT_NE(plain.out.find("containerPath: \"/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01\""),
+            std::string::npos);
+
+  const auto count = [](const std::string& text, std::string_view what) {
+    size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const auto with32 = generate({"--hook-path", "/usr/bin/gpuctk", "--compat32"});
+  ASSERT_EQ(with32.exit_code, 0) << with32.err;
+  EXPECT_EQ(count(with32.out, "containerPath: \"/usr/lib/i386-linux-gnu/"), 16u);
+  EXPECT_EQ(count(with32.out, "::/usr/lib/i386-linux-gnu/"), 13u);
+  EXPECT_NE(with32.out.find("        - \"--folder\"\n        - \"/usr/lib/i386-linux-gnu\"\n"),
+            std::string::npos);
+  EXPECT_NE(with32.out.find("        - \"--folder\"\n        - \"/usr/lib/i386-linux-gnu/vdpau\"\n"),
+            std::string::npos);
+}
+
 TEST_F(CliCdiGenerateTest, OutputFileIsAtomicMode0644AndFormatFollowsTheExtension) {
   const std::string path = m_scratch + "/nvidia.json";
   const auto r = generate({"--output", path});

@@ -127,6 +127,18 @@ TEST_F(CliInstallTest, InstallsBinaryLinksConfigRuntimeAndSpecWithNodePaths) {
   EXPECT_EQ(spec.find("hostPath: \"/dev/"), std::string::npos) << "a node path equal to the container path";
 }
 
+// The spec install writes leaves the 32-bit driver libraries out unless --compat32 (issue 24 cut 3).
+TEST_F(CliInstallTest, TheSpecHasThe32BitLibrariesOnlyWithCompat32) {
+  ASSERT_EQ(install().exit_code, 0);
+  auto spec = read_file(at("/run/cdi/nvidia.yaml")).value();
+  EXPECT_EQ(spec.find("i386"), std::string::npos);
+  const auto r = install({"--compat32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nspec: wrote " + at("/run/cdi/nvidia.yaml") + "\n"), std::string::npos) << r.out;
+  spec = read_file(at("/run/cdi/nvidia.yaml")).value();
+  EXPECT_NE(spec.find("containerPath: \"/usr/lib/i386-linux-gnu/libcuda.so.535.183.01\""), std::string::npos);
+}
+
 TEST_F(CliInstallTest, SecondRunWritesNothingAndSaysUnchanged) {
   ASSERT_EQ(install().exit_code, 0);
   const auto before = installed_state();

@@ -843,6 +843,7 @@ TEST(Classification, DiscoveryAndTheHookFilterAgreeOnEveryFileOfEveryFixtureHost
     // The same through a generated spec: the filter sees mounts, one per discovered file.
     cdi::BuildOptions build;
     build.hook_path = "/usr/bin/gpuctk";
+    build.libraries32 = true;  // every file, as in the hooks' in-memory spec
     auto spec = cdi::build_spec(*inv, build);
     ASSERT_TRUE(spec) << spec.error().message;
     ASSERT_EQ(spec->container_edits.mounts.size(), inv->files.size());

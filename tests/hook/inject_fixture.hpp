@@ -55,6 +55,7 @@ class InjectTest : public ::testing::Test {
     }
     cdi::BuildOptions b;
     b.hook_path = "/usr/local/bin/gpuctk";
+    b.libraries32 = true;  // as `cdi generate --compat32` writes it: the capability filter has them to filter
     auto spec = cdi::build_spec(*inv, b);
     ASSERT_TRUE(spec);
     ASSERT_TRUE(write_file_atomic(m_cfg.spec_dirs[0] + "/nvidia.yaml",

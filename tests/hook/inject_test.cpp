@@ -171,6 +171,25 @@ TEST_F(InjectTest, WithoutAnInstalledSpecTheSpecIsBuiltInMemory) {
   EXPECT_NE(std::ranges::find(paths, "/dev/nvidia0"), paths.end());
 }
 
+// The default spec leaves the 32-bit libraries out (cdi::BuildOptions::libraries32), the in-memory one
+// keeps them for the capability filter: compat32 gets them with their links, any other request neither.
+TEST_F(InjectTest, TheInMemorySpecHasThe32BitLibrariesForCompat32Only) {
+  auto with32 = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute,compat32"});
+  auto result = inject(with32);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(result->spec_source, "in-memory spec (driver 535.183.01)");
+  EXPECT_TRUE(has_mount(with32, "/usr/lib/i386-linux-gnu/libcuda.so.535.183.01"));
+  EXPECT_TRUE(has_mount(with32, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"));
+  EXPECT_EQ(links_naming(with32, "/usr/lib/i386-linux-gnu/libcuda.so.1"),
+            (std::vector<std::string>{"libcuda.so.535.183.01::/usr/lib/i386-linux-gnu/libcuda.so.1"}));
+
+  auto without = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute"});
+  ASSERT_TRUE(inject(without));
+  EXPECT_FALSE(has_mount(without, "/usr/lib/i386-linux-gnu/libcuda.so.535.183.01"));
+  EXPECT_TRUE(has_mount(without, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"));
+  EXPECT_EQ(links_naming(without, "/usr/lib/i386-linux-gnu/libcuda.so.1"), std::vector<std::string>{});
+}
+
 TEST_F(InjectTest, StaleSpecIsReplacedByAnInMemoryOne) {
   install_spec("530.30.02");
   auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0"});
