@@ -198,11 +198,16 @@ Result<void> carry_out_in_container(const LivePlan& plan, const Process& process
   GPUCTK_TRY(rootfs::enter_mount_namespace(process, host));
   GPUCTK_TRY_ASSIGN(const auto root, rootfs::Root::open(plan.root));
   GPUCTK_TRY_ASSIGN(auto mounts, rootfs::MountTable::read(proc.get()));
-  for (size_t i = 0; i < plan.nodes.size(); ++i) {
-    GPUCTK_TRY_ASSIGN(const auto made,
-                      rootfs::make_device_node(root, plan.nodes[i].spec,
-                                               user_namespace ? &node_trees[i] : nullptr, mounts));
-    result.nodes += made == rootfs::NodeResult::existed ? 0 : 1;
+  {
+    // Every node before the first mount: their parent directories are resolved once each, and that
+    // cache holds only while nothing is mounted in the root (rootfs::ParentDirCache); it goes here.
+    rootfs::ParentDirCache parents;
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      GPUCTK_TRY_ASSIGN(const auto made, rootfs::make_device_node(root, plan.nodes[i].spec,
+                                                                  user_namespace ? &node_trees[i] : nullptr,
+                                                                  mounts, &parents));
+      result.nodes += made == rootfs::NodeResult::existed ? 0 : 1;
+    }
   }
   for (size_t i = 0; i < plan.mounts.size(); ++i) {
     GPUCTK_TRY(rootfs::attach_tree(root, plan.mounts[i].destination, trees[i], mounts));

@@ -397,16 +397,38 @@ Result<Attached> attach_tree(const Root& root, std::string_view path, const Host
   return result;
 }
 
+Result<ParentDirCache::Parent> ParentDirCache::open(const Root& root, std::string_view path,
+                                                    mode_t dir_mode) {
+  GPUCTK_TRY_ASSIGN(auto parts, split_parent(path));
+  if (parts.name.empty()) {
+    GPUCTK_TRY(open_parent(root, path, dir_mode));  // its error: the root itself is no node's place
+  }
+  auto at = m_dirs.find(parts.dir);
+  if (at == m_dirs.end()) {
+    GPUCTK_TRY_ASSIGN(auto dir, make_dirs(root, parts.dir, dir_mode));
+    at = m_dirs.emplace(std::move(parts.dir), std::move(dir)).first;
+  }
+  return Parent{at->second.get(), std::move(parts.name)};
+}
+
 Result<NodeResult> make_device_node(const Root& root, const NodeSpec& node, const HostTree* host,
-                                    MountTable& mounts) {
+                                    MountTable& mounts, ParentDirCache* parents) {
   const std::string what = "device node " + node.path + " in container root " + root.path();
   const mode_t type = node.type == 'b' ? S_IFBLK : S_IFCHR;
   const dev_t rdev = makedev(node.major, node.minor);
   if (host != nullptr && !open_in_root(root, node.path, O_PATH, FollowLast::no)) {
     GPUCTK_TRY(check_where_created(root, node.path, mounts, what));
   }
-  GPUCTK_TRY_ASSIGN(auto parent, open_parent(root, node.path, 0755));
-  const int dir = parent.dir.get();
+  UniqueFd own_dir;  // without a cache
+  ParentDirCache::Parent parent;
+  if (parents != nullptr) {
+    GPUCTK_TRY_ASSIGN(parent, parents->open(root, node.path, 0755));
+  } else {
+    GPUCTK_TRY_ASSIGN(auto opened, open_parent(root, node.path, 0755));
+    own_dir = std::move(opened.dir);
+    parent = {own_dir.get(), std::move(opened.name)};
+  }
+  const int dir = parent.dir;
   const char* name = parent.name.c_str();
   struct stat st {};
   if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {

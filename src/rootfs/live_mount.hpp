@@ -142,14 +142,37 @@ struct NodeSpec {
 
 enum class NodeResult : uint8_t { created, existed, bound };
 
+// The parent directories of a run of make_device_node calls, each resolved once (the prestart hook's node
+// loop: a GPU container's nodes are nearly all in /dev and /dev/dri, and every in-root resolution walks its
+// path from the root, component by component). The caller owns it; it is keyed by the parent's container
+// path. Each fd came from in-root resolution (make_dirs), so it never leads out of the root; a directory
+// the container swaps for a symlink after it was resolved is not resolved again: the next node still goes
+// into the directory resolved first. Valid only while nothing is mounted on a directory of the root between
+// the calls (a mount on a cached directory or above it would leave the fd on the directory it covers; the
+// host nodes make_device_node binds over files in a user namespace cover no directory): make every node
+// before the first attach_tree, and let the cache go before that.
+class ParentDirCache {
+ public:
+  struct Parent {
+    int dir = -1;      // O_PATH directory fd, owned by the cache
+    std::string name;  // the last component; never "", "." or ".."
+  };
+  // As open_parent (rootfs/in_root.hpp), the directory taken from the cache when it holds it.
+  Result<Parent> open(const Root& root, std::string_view path, mode_t dir_mode);
+
+ private:
+  std::map<std::string, UniqueFd, std::less<>> m_dirs;
+};
+
 // Creates the node at `path` in `root` (parents 0755) with exactly `mode` and owner uid:gid. An existing
 // node of the same type and numbers is left as it is; anything else there is an error. With `host` (a
 // clone of the host's node, for a container in a user namespace where mknod is refused) an empty file is
 // made instead and the host node bind-mounted over it; its type and numbers must match `node`, and, as
 // for attach_tree, a shared mount is refused before that file (or a parent) is made, and the file is
-// removed again when the bind fails.
+// removed again when the bind fails. With `parents`, the node's parent directory is looked up there first
+// (see ParentDirCache for when that is valid).
 Result<NodeResult> make_device_node(const Root& root, const NodeSpec& node, const HostTree* host,
-                                    MountTable& mounts);
+                                    MountTable& mounts, ParentDirCache* parents = nullptr);
 
 // Attaches the detached tree `tree` on `target` (O_PATH fds) with `options` (attributes set and cleared)
 // and private propagation: set on the detached copy before it is attached (mount_setattr, Linux 5.12) or,

@@ -948,6 +948,37 @@ TEST_F(LiveMountDeviceNode, ParentsAre0755WhateverTheUmask) {
   EXPECT_EQ(outcome, "created c 226:0 0666 0:44 | 0755 0755");
 }
 
+// With a ParentDirCache, a node's directory is resolved once: two nodes in one directory go into it even when
+// the container swaps it for a symlink out of the root between them (the second node goes where the first
+// went, never outside; without the cache it would be resolved again, through the new link); a node in
+// another directory is resolved as usual, and the root itself is refused as open_parent refuses it.
+TEST_F(LiveMountDeviceNode, ACachedParentIsTheDirectoryResolvedFirst) {
+  const std::string outside = m_temp.path() + "/outside";
+  ASSERT_EQ(::mkdir(outside.c_str(), 0755), 0);
+  const std::string outcome = on_tmpfs_root([&](const Root& root, MountTable& table) {
+    ParentDirCache parents;
+    std::string out = node_result(make_device_node(root, {"/dev/a", 'c', 1, 3}, nullptr, table, &parents));
+    // The same path inside the root exists too: resolved again, the link would lead there.
+    std::filesystem::create_directories(m_root + outside);
+    if (::rename((m_root + "/dev").c_str(), (m_root + "/dev-was").c_str()) != 0 ||
+        ::symlink(outside.c_str(), (m_root + "/dev").c_str()) != 0) {
+      return std::string("<swap: ") + std::strerror(errno) + ">";
+    }
+    out += " " + node_result(make_device_node(root, {"/dev/b", 'c', 1, 3}, nullptr, table, &parents));
+    out += " | dev-was/b " + node_text(m_root + "/dev-was/b") + ", in-root outside/b " +
+           host_kind(m_root + outside + "/b") + ", host outside/b " + host_kind(outside + "/b");
+    // (Made before it is looked at: the operands of + are evaluated in any order.)
+    out += " | " + node_result(make_device_node(root, {"/dri/c", 'c', 1, 3}, nullptr, table, &parents));
+    out += " " + node_text(m_root + "/dri/c");
+    out += " | " + node_result(make_device_node(root, {"/", 'c', 1, 3}, nullptr, table, &parents));
+    return out;
+  });
+  EXPECT_EQ(outcome,
+            "created created | dev-was/b c 1:3 0666 0:0, in-root outside/b missing, host outside/b "
+            "missing | created c 1:3 0666 0:0 | / in container root " +
+                m_root + ": is the root itself");
+}
+
 // ---- enter_mount_namespace, in_other_user_namespace -----------------------------------------------
 
 TEST(LiveMountNamespace, EntersAnotherProcesssMountNamespace) {
