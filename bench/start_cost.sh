@@ -14,6 +14,22 @@
 #   shim-gpu0         gpuctk-runtime run (the shim in cdi mode), NVIDIA_VISIBLE_DEVICES=0
 #   prestart-gpu0     runc run with the prestart hook in config.json, NVIDIA_VISIBLE_DEVICES=0
 #   shim-gpu0-5hk, prestart-gpu0-5hk   the same with the split spec installed instead
+#   podman-gpu0-c32   the spec written with --compat32 (the 32-bit driver libraries, their links and folders,
+#                     as every spec had them before issue 24 cut 3): what leaving them out saved
+#   podman-mN, runc-mN  (N = 0, 50, 100, 200) N bind mounts of small host files, as the spec mounts driver
+#                     files
+#   podman-nN, runc-nN  (N = 0, 25, 50, 100) N character device nodes (/dev/null's numbers, made in a scratch
+#                     directory), as a spec's device nodes: podman's from a synthetic CDI spec (each device
+#                     sets one variable too, so N = 0 is a CDI device with no mount or node), runc's from
+#                     config.json; the per-entry cost is the least-squares slope over N
+#   podman-fmt-yaml, podman-fmt-json  podman-m0 with gpuctk's spec (as written, another kind) beside the
+#                     synthetic one, as YAML or as the same content in JSON: podman's CDI library reads and
+#                     parses every spec file in /etc/cdi and /var/run/cdi at every start with a CDI device, so
+#                     against podman-m0 this is what one spec costs it to parse, in each format
+#   podman-m0-all     podman-m0 with every spec of this benchmark in /etc/cdi (5 files, 4 of them gpuctk's
+#                     DGX spec in some shape): what the specs a start does not use cost it
+# Each podman variant runs with only the spec files it names in /etc/cdi (put in place before its timed
+# start; /var/run/cdi stays empty), so no variant pays for another's spec.
 # "GPU adds" lines subtract the no-device median of the same engine. Then where the time goes: the spec's
 # size (mounts, device nodes, hook processes) and `strace -c -f` of one podman-gpu0 start (the system calls
 # that take the most time, summed over podman, conmon, runc and the hooks).
@@ -40,11 +56,41 @@ cp "$busybox" "$root/rootfs/bin/busybox"
 for applet in $("$root/rootfs/bin/busybox" --list); do
   [ "$applet" = busybox ] || ln -sf busybox "$root/rootfs/bin/$applet"
 done
-"$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --output /etc/cdi/nvidia.yaml \
+mkdir -p "$root/cdi"  # every spec file; use_specs puts a variant's into /etc/cdi
+"$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --output "$root/cdi/nvidia.yaml" \
   2>/dev/null
 "$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --disable-hook all \
-  --vendor gpuctk-nohooks.example --output /etc/cdi/nohooks.yaml 2>/dev/null
-cp /etc/cdi/nvidia.yaml "$root/spec/nvidia.yaml"
+  --vendor gpuctk-nohooks.example --output "$root/cdi/nohooks.yaml" 2>/dev/null
+"$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --compat32 \
+  --vendor gpuctk-compat32.example --output "$root/cdi/compat32.yaml" 2>/dev/null
+# The synthetic entries: small host files and /dev/null-like nodes, one CDI spec with a device per count
+# (gpuctk-synth.example/entries=mN, =nN).
+mounts_n=(0 50 100 200)
+nodes_n=(0 25 50 100)
+mkdir -p "$root/synth" "$root/synth-dev"
+for ((i = 0; i < 200; i++)); do echo "$i" >"$root/synth/f$i"; done
+for ((i = 0; i < 100; i++)); do mknod -m 0666 "$root/synth-dev/null$i" c 1 3; done
+python3 - "$root" "${mounts_n[*]}" "${nodes_n[*]}" <<'PY'
+import json, sys
+root, mounts_n, nodes_n = sys.argv[1], map(int, sys.argv[2].split()), map(int, sys.argv[3].split())
+opts = ["ro", "nosuid", "nodev", "rbind", "rprivate"]
+devices = []
+for n in mounts_n:
+    devices.append({"name": f"m{n}", "containerEdits": {"env": [f"SYNTH=m{n}"], "mounts": [
+        {"hostPath": f"{root}/synth/f{i}", "containerPath": f"/synth/f{i}", "options": opts} for i in range(n)]}})
+for n in nodes_n:
+    devices.append({"name": f"n{n}", "containerEdits": {"env": [f"SYNTH=n{n}"], "deviceNodes": [
+        {"path": f"/dev/synth{i}", "hostPath": f"{root}/synth-dev/null{i}", "type": "c", "major": 1, "minor": 3,
+         "fileMode": 0o666, "permissions": "rwm"} for i in range(n)]}})
+spec = {"cdiVersion": "0.5.0", "kind": "gpuctk-synth.example/entries", "devices": devices}
+json.dump(spec, open(f"{root}/cdi/synth.json", "w"), indent=1)
+PY
+# The format variants: the default spec under another kind, as gpuctk writes it in YAML and in JSON.
+for format in yaml json; do
+  "$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --vendor gpuctk-format.example \
+    --format "$format" --output "$root/cdi/format.$format" 2>/dev/null
+done
+cp "$root/cdi/nvidia.yaml" "$root/spec/nvidia.yaml"
 # split_hooks SPEC OUT KIND: SPEC with its container-start hook split back into one hook per step (each
 # step's options, in the steps' order), as JSON, its kind set to KIND.
 split_hooks() {
@@ -75,8 +121,8 @@ json.dump(s, open(dst, "w"), indent=1)
 PY
 }
 mkdir -p "$root/spec-5hk"
-split_hooks /etc/cdi/nvidia.yaml /etc/cdi/split.json gpuctk-5hooks.example/gpu
-split_hooks /etc/cdi/nvidia.yaml "$root/spec-5hk/nvidia.json" nvidia.com/gpu
+split_hooks "$root/cdi/nvidia.yaml" "$root/cdi/split.json" gpuctk-5hooks.example/gpu
+split_hooks "$root/cdi/nvidia.yaml" "$root/spec-5hk/nvidia.json" nvidia.com/gpu
 cat >"$root/gpuctk.yaml" <<YAML
 spec-dirs: [$root/spec]
 driver-root: $root/host
@@ -118,6 +164,28 @@ bundle shim-gpu0 NVIDIA_VISIBLE_DEVICES=0 0
 bundle prestart-gpu0 NVIDIA_VISIBLE_DEVICES=0 1
 bundle shim-gpu0-5hk NVIDIA_VISIBLE_DEVICES=0 0
 bundle prestart-gpu0-5hk NVIDIA_VISIBLE_DEVICES=0 1 "$root/gpuctk-5hk.yaml"
+# synth_bundle NAME MOUNTS NODES: runc-none's bundle with MOUNTS of the synthetic files bound (the spec's
+# mount options) and NODES of the synthetic device nodes (and their cgroup rules).
+synth_bundle() {
+  cp -r "$root/runc-none" "$root/$1"
+  python3 - "$root/$1/config.json" "$root" "$2" "$3" <<'PY'
+import json, sys
+path, root, mounts, nodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+c = json.load(open(path))
+c["mounts"] += [{"destination": f"/synth/f{i}", "type": "bind", "source": f"{root}/synth/f{i}",
+                 "options": ["ro", "nosuid", "nodev", "rbind", "rprivate"]} for i in range(mounts)]
+lin = c.setdefault("linux", {})
+lin.setdefault("devices", []).extend(
+    {"path": f"/dev/synth{i}", "type": "c", "major": 1, "minor": 3, "fileMode": 0o666, "uid": 0, "gid": 0}
+    for i in range(nodes))
+if nodes:
+    lin.setdefault("resources", {}).setdefault("devices", []).append(
+        {"allow": True, "type": "c", "major": 1, "minor": 3, "access": "rwm"})
+json.dump(c, open(path, "w"))
+PY
+}
+for n in "${mounts_n[@]}"; do synth_bundle "runc-m$n" "$n" 0; done
+for n in "${nodes_n[@]}"; do synth_bundle "runc-n$n" 0 "$n"; done
 
 podman_run() { "${podman[@]}" run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 "$@"; }
 declare -A cmd=(
@@ -131,30 +199,74 @@ declare -A cmd=(
   [prestart-gpu0]="runc run --bundle $root/prestart-gpu0 bench-\$RANDOM"
   [shim-gpu0-5hk]="env GPUCTK_CONFIG=$root/gpuctk-5hk.yaml $root/bin/gpuctk-runtime run --bundle $root/shim-gpu0-5hk bench-\$RANDOM"
   [prestart-gpu0-5hk]="runc run --bundle $root/prestart-gpu0-5hk bench-\$RANDOM"
+  [podman-gpu0-c32]="podman_run --device gpuctk-compat32.example/gpu=0 --rootfs $root/rootfs /bin/true"
+  [podman-fmt-yaml]="podman_run --device gpuctk-synth.example/entries=m0 --rootfs $root/rootfs /bin/true"
+  [podman-fmt-json]="podman_run --device gpuctk-synth.example/entries=m0 --rootfs $root/rootfs /bin/true"
 )
-order=(podman-none podman-gpu0 podman-gpu0-5hk podman-gpu0-nohk podman-all runc-none shim-gpu0 shim-gpu0-5hk
-  prestart-gpu0 prestart-gpu0-5hk)
+cmd[podman-m0-all]="podman_run --device gpuctk-synth.example/entries=m0 --rootfs $root/rootfs /bin/true"
+# The spec files (of $root/cdi) each podman variant finds in /etc/cdi.
+declare -A specs=(
+  [podman-gpu0]=nvidia.yaml [podman-gpu0-5hk]=split.json [podman-gpu0-nohk]=nohooks.yaml
+  [podman-gpu0-c32]=compat32.yaml [podman-all]=nvidia.yaml [podman-fmt-yaml]="synth.json format.yaml"
+  [podman-fmt-json]="synth.json format.json"
+  [podman-m0-all]="nvidia.yaml split.json nohooks.yaml compat32.yaml synth.json"
+)
+# use_specs FILE...: /etc/cdi holds exactly these files of $root/cdi.
+use_specs() {
+  rm -f /etc/cdi/*
+  local f
+  for f in "$@"; do cp "$root/cdi/$f" /etc/cdi/; done
+}
+order=(podman-none podman-gpu0 podman-gpu0-5hk podman-gpu0-nohk podman-gpu0-c32 podman-all runc-none shim-gpu0
+  shim-gpu0-5hk prestart-gpu0 prestart-gpu0-5hk podman-fmt-yaml podman-fmt-json podman-m0-all)
+for n in "${mounts_n[@]}"; do
+  cmd[podman-m$n]="podman_run --device gpuctk-synth.example/entries=m$n --rootfs $root/rootfs /bin/true"
+  specs[podman-m$n]=synth.json
+  cmd[runc-m$n]="runc run --bundle $root/runc-m$n bench-\$RANDOM"
+  order+=("podman-m$n" "runc-m$n")
+done
+for n in "${nodes_n[@]}"; do
+  cmd[podman-n$n]="podman_run --device gpuctk-synth.example/entries=n$n --rootfs $root/rootfs /bin/true"
+  specs[podman-n$n]=synth.json
+  cmd[runc-n$n]="runc run --bundle $root/runc-n$n bench-\$RANDOM"
+  order+=("podman-n$n" "runc-n$n")
+done
+# settle: waits (up to 2 s) until the last podman start's leftovers have ended (conmon, and the `podman
+# container cleanup` it runs after the container exited), so that they do not overlap the next timed start.
+settle() {
+  local i
+  for ((i = 0; i < 100; i++)); do
+    pgrep -f -- "$root/podman/" >/dev/null || return 0
+    sleep 0.02
+  done
+}
 # Each variant once first (a failure stops the benchmark with its output), then the rounds.
 for v in "${order[@]}"; do
+  # shellcheck disable=SC2086 # a list of file names
+  use_specs ${specs[$v]:-}
   out=$(eval "${cmd[$v]}" 2>&1) || { echo "bench/start_cost.sh: $v failed: $out" >&2; exit 1; }
 done
 : >"$root/times"
 for ((r = 0; r < rounds; r++)); do
   for v in "${order[@]}"; do
+    # shellcheck disable=SC2086 # a list of file names
+    use_specs ${specs[$v]:-}
+    settle
     start=$(date +%s%N)
     eval "${cmd[$v]}" >/dev/null 2>&1
     echo "$v $((($(date +%s%N) - start) / 1000))" >>"$root/times"
   done
 done
-echo "== container start and stop, $rounds interleaved rounds (median / max, ms)"
-python3 - "$root/times" "${order[@]}" <<'PY'
+echo "== container start and stop, $rounds interleaved rounds (median / max, ms; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+python3 - "$root/times" "${mounts_n[*]}" "${nodes_n[*]}" "${order[@]}" <<'PY'
 import statistics, sys
 times = {}
 for line in open(sys.argv[1]):
     v, us = line.split()
     times.setdefault(v, []).append(int(us) / 1000)
 med = {v: statistics.median(t) for v, t in times.items()}
-for v in sys.argv[2:]:
+mounts_n, nodes_n = [int(n) for n in sys.argv[2].split()], [int(n) for n in sys.argv[3].split()]
+for v in sys.argv[4:]:
     print(f"{v:18} {med[v]:8.1f} / {max(times[v]):8.1f}")
 for v, base in (("podman-gpu0", "podman-none"), ("podman-gpu0-5hk", "podman-none"),
                 ("podman-gpu0-nohk", "podman-none"), ("podman-all", "podman-none"), ("shim-gpu0", "runc-none"),
@@ -162,8 +274,22 @@ for v, base in (("podman-gpu0", "podman-none"), ("podman-gpu0-5hk", "podman-none
     print(f"GPU adds: {v:18} {med[v] - med[base]:+7.1f} ms over {base}")
 for v, old in (("podman-gpu0", "podman-gpu0-5hk"), ("shim-gpu0", "shim-gpu0-5hk"), ("prestart-gpu0", "prestart-gpu0-5hk")):
     print(f"one hook process: {v:18} {med[v] - med[old]:+7.1f} ms against {old}")
+print(f"no 32-bit libraries: podman-gpu0 {med['podman-gpu0'] - med['podman-gpu0-c32']:+7.1f} ms against podman-gpu0-c32")
+for v in ("podman-fmt-yaml", "podman-fmt-json", "podman-m0-all"):
+    print(f"specs parsed: {v:18} {med[v] - med['podman-m0']:+7.1f} ms over podman-m0")
+# Least-squares slope of the medians over N: what one more entry costs.
+def slope(prefix, ns):
+    ys = [med[f"{prefix}{n}"] for n in ns]
+    mx, my = sum(ns) / len(ns), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(ns, ys)) / sum((x - mx) ** 2 for x in ns)
+for engine in ("podman", "runc"):
+    print(f"per bind mount:  {engine:6} {slope(engine + '-m', mounts_n) * 1000:7.0f} us "
+          f"(N = {' '.join(map(str, mounts_n))})")
+    print(f"per device node: {engine:6} {slope(engine + '-n', nodes_n) * 1000:7.0f} us "
+          f"(N = {' '.join(map(str, nodes_n))})")
 PY
 echo "== the spec a GPU 0 start applies"
+use_specs nvidia.yaml
 python3 - /etc/cdi/nvidia.yaml <<'PY'
 import sys, yaml
 s = yaml.safe_load(open(sys.argv[1]))
