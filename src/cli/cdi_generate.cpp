@@ -238,7 +238,7 @@ Action define_cdi_generate(CLI::App& command) {
                   "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all)")
       ->delimiter(',');
   command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
-  add_compat32_option(command, args->compat32);
+  add_compat32_option(command, args->compat32, Compat32Default::off);
   command
       .add_option(
           "--hook-path,--nvidia-cdi-hook-path,--nvidia-ctk-path", args->hook_path,

@@ -42,10 +42,18 @@ void add_root_options(CLI::App& command, std::string& driver_root, std::string& 
       ->check(value_check(check_absolute));
 }
 
-void add_compat32_option(CLI::App& command, bool& libraries32) {
-  command.add_flag("--compat32", libraries32,
-                   "Mount the 32-bit driver libraries too, with their links and folder, for the compat32 "
-                   "capability (default: left out, as in NVIDIA's spec; no default request uses them)");
+void add_compat32_option(CLI::App& command, bool& libraries32, Compat32Default default_value) {
+  if (default_value == Compat32Default::off) {
+    command.add_flag("--compat32", libraries32,
+                     "Mount the 32-bit driver libraries too, with their links and folder, for the compat32 "
+                     "capability (default: left out, as in NVIDIA's spec; no default request uses them)");
+    return;
+  }
+  libraries32 = true;
+  command.add_flag("--compat32,!--no-compat32", libraries32,
+                   "The spec mounts the 32-bit driver libraries, with their links and folder (default: yes, "
+                   "for the hook's and the shim's compat32 requests; --no-compat32 leaves them out, as "
+                   "NVIDIA's spec does, for a node where only CDI engines read it)");
 }
 
 void add_discovery_options(CLI::App& command, DiscoveryArgs& args, ModeChoice modes) {

@@ -34,9 +34,14 @@ void add_root_options(CLI::App& command, std::string& driver_root, std::string& 
 // add_root_options, and --mode (alias --discovery-mode, nvidia-ctk's name) taking `modes`.
 void add_discovery_options(CLI::App& command, DiscoveryArgs& args, ModeChoice modes);
 
-// Adds --compat32, bound to `libraries32` (cdi::BuildOptions::libraries32): the spec written (cdi generate,
-// install) mounts the 32-bit driver libraries too, for containers that ask for the compat32 capability.
-void add_compat32_option(CLI::App& command, bool& libraries32);
+// Adds --compat32, bound to `libraries32` (cdi::BuildOptions::libraries32): the spec written mounts the
+// 32-bit driver libraries too, for containers that ask for the compat32 capability. `cdi generate` leaves
+// them out by default, as NVIDIA's spec does (Compat32Default::off); `install` writes them by default
+// (Compat32Default::on, with --no-compat32 to leave them out): its spec is also the one the hook and the
+// shim inject from, where NVIDIA_DRIVER_CAPABILITIES=compat32 (and "all") must get them, as
+// libnvidia-container gives them.
+enum class Compat32Default { off, on };
+void add_compat32_option(CLI::App& command, bool& libraries32, Compat32Default default_value);
 
 // Every path option's check: "\"<path>\" is not an absolute path" for a relative one.
 Result<void> check_absolute(std::string_view path);

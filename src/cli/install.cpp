@@ -62,7 +62,7 @@ Action define_install(CLI::App& command) {
       ->check(value_check(check_absolute));
   command.add_flag("--overwrite-config", args->overwrite_config,
                    "Replace an existing /etc/gpuctk/config.yaml (default: keep it)");
-  add_compat32_option(command, args->compat32);
+  add_compat32_option(command, args->compat32, Compat32Default::on);
   command.add_flag("--require-spec", args->require_spec,
                    "Fail when there is no NVIDIA driver to write a spec for");
   command.add_flag("--uninstall", *uninstall, "Undo an install made with the same options");

@@ -34,7 +34,7 @@ struct NodeOptions {
   std::string spec_path = "/var/run/cdi/nvidia.yaml";
   bool overwrite_config = false;
   bool require_spec = false;  // no NVIDIA driver is an error, not a note
-  bool compat32 = false;  // the spec mounts the 32-bit driver libraries too (cdi::BuildOptions::libraries32)
+  bool compat32 = true;  // the spec mounts the 32-bit driver libraries too (cdi::BuildOptions::libraries32)
   unsigned watch_seconds = 0;
   bool uninstall_on_exit = false;
   std::string restart_mode = "auto";  // install::parse_restart_mode

@@ -127,14 +127,20 @@ TEST_F(CliInstallTest, InstallsBinaryLinksConfigRuntimeAndSpecWithNodePaths) {
   EXPECT_EQ(spec.find("hostPath: \"/dev/"), std::string::npos) << "a node path equal to the container path";
 }
 
-// The spec install writes leaves the 32-bit driver libraries out unless --compat32 (issue 24 cut 3).
-TEST_F(CliInstallTest, TheSpecHasThe32BitLibrariesOnlyWithCompat32) {
+// The spec install writes is also the one the hook and the shim inject from, where a compat32 request
+// (NVIDIA_DRIVER_CAPABILITIES=all included) gets the 32-bit driver libraries: they are in it unless
+// --no-compat32 (`cdi generate` leaves them out by default, as NVIDIA's spec; issue 24 cut 3).
+TEST_F(CliInstallTest, TheSpecHasThe32BitLibrariesUnlessNoCompat32) {
   ASSERT_EQ(install().exit_code, 0);
   auto spec = read_file(at("/run/cdi/nvidia.yaml")).value();
-  EXPECT_EQ(spec.find("i386"), std::string::npos);
-  const auto r = install({"--compat32"});
+  EXPECT_NE(spec.find("containerPath: \"/usr/lib/i386-linux-gnu/libcuda.so.535.183.01\""), std::string::npos);
+  auto r = install({"--no-compat32"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\nspec: wrote " + at("/run/cdi/nvidia.yaml") + "\n"), std::string::npos) << r.out;
+  spec = read_file(at("/run/cdi/nvidia.yaml")).value();
+  EXPECT_EQ(spec.find("i386"), std::string::npos);
+  r = install({"--compat32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   spec = read_file(at("/run/cdi/nvidia.yaml")).value();
   EXPECT_NE(spec.find("containerPath: \"/usr/lib/i386-linux-gnu/libcuda.so.535.183.01\""), std::string::npos);
 }
