@@ -35,10 +35,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         entry.value.find("glibc-ld.so.cache") != std::string::npos) {
       return 0;
     }
+    // That writer writes no glibc-hwcaps names, so such an entry would not read back.
+    if (entry.glibc_hwcaps_index()) {
+      return 0;
+    }
   }
   const auto rewritten = gpuctk::fuzz::write_ld_cache(cache->entries, cache->format);
   const auto again = discover::parse_ld_cache(rewritten);
   GPUCTK_FUZZ_CHECK(again.has_value(), again ? std::string() : again.error().message);
-  GPUCTK_FUZZ_CHECK(*again == *cache, "");
+  // That writer writes no extension area (the generator, glibc-hwcaps names): the tables must agree.
+  GPUCTK_FUZZ_CHECK(again->format == cache->format, "");
+  GPUCTK_FUZZ_CHECK(again->entries == cache->entries, "");
   return 0;
 }

@@ -10,8 +10,24 @@
 //   then nlibs entries of 24 bytes:
 //     0  i32 flags (LibType | Arch)     4  u32 key     8  u32 value
 //    12  u32 osversion                 16  u64 hwcap
-//   then the NUL-terminated strings. key and value are offsets from the start of this header. The
-//   extension area (generator string, glibc-hwcaps names) follows the strings; it is not read here.
+//   then the NUL-terminated strings (len_strings bytes). key and value are offsets from the start of
+//   this header. hwcap: bit 62 set and nothing else in the upper half but the ISA level (bits 32-41)
+//   marks a glibc-hwcaps entry, whose low 32 bits index the glibc-hwcaps section below.
+//   Extension area (glibc >= 2.33; at extension_offset, a file offset, a multiple of 4; ldconfig puts it
+//   right after the strings, rounded up to 4 with zero bytes):
+//     0  u32 magic 0xeaa42174           4  u32 count
+//     8  count sections of 16 bytes: u32 tag, u32 flags (0), u32 offset (a file offset), u32 size
+//   tag 0: the generator, `size` bytes without a NUL ("ldconfig (GNU libc) stable release version
+//   2.36"); tag 1: glibc-hwcaps subdirectory names, size/4 u32 offsets of NUL-terminated strings in the
+//   string table (relative to the new header, like key and value), sorted by strcmp. Other tags are
+//   ignored. ldconfig writes the directory with the generator section first and the glibc-hwcaps one
+//   second (only when some entry uses a subdirectory), then the u32 array, then the generator bytes:
+//   nothing follows them.
+//
+// The string table as ldconfig builds it: every distinct string once (keys, values, glibc-hwcaps
+// names), sorted by their reversed bytes (unsigned) in descending order, a string that is a suffix of
+// another after it; each string then either lies at the end of the one before it in that order (if it
+// is a suffix of it: "tail sharing") or follows it after its NUL. The first string is at offset 0.
 //
 // Old format ("ld.so-1.7.0", libc5 era; `ldconfig -c old` still writes it):
 //   header, 16 bytes: char[11] "ld.so-1.7.0", 1 byte padding, u32 nlibs;
@@ -35,6 +51,7 @@
 
 #include "discover/ld_cache.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -53,15 +70,28 @@ constexpr uint64_t k_new_header_size = 48;
 constexpr uint64_t k_new_entry_size = 24;
 constexpr uint64_t k_new_header_alignment = 8;
 constexpr uint64_t k_new_nlibs_at = 20;
+constexpr uint64_t k_new_len_strings_at = 24;
 constexpr uint64_t k_new_flags_at = 28;
+constexpr uint64_t k_new_extension_at = 32;
 constexpr uint8_t k_endian_mask = 0x3;
 constexpr uint8_t k_endian_little = 2;
 constexpr uint8_t k_endian_big = 3;
+
+constexpr uint32_t k_extension_magic = 0xeaa42174;  // glibc's cache_extension_magic, (uint32_t)-358342284
+constexpr uint64_t k_extension_header_size = 8;     // magic, count
+constexpr uint64_t k_extension_section_size = 16;   // tag, flags, offset, size
+constexpr uint64_t k_extension_alignment = 4;
+constexpr uint32_t k_tag_generator = 0;
+constexpr uint32_t k_tag_glibc_hwcaps = 1;
+constexpr uint64_t k_hwcap_extension = uint64_t{1} << 62;  // DL_CACHE_HWCAP_EXTENSION
+constexpr uint64_t k_hwcap_isa_level_mask = 0x3ff;         // the 10 ISA-level bits above bit 31
 
 constexpr size_t k_max_file_size = size_t{64} << 20;          // bytes read from disk
 constexpr uint64_t k_max_string_length = 4096;                // PATH_MAX: no SONAME or path is longer
 constexpr uint64_t k_max_entries = uint64_t{1} << 17;         // 131072 entries in one table
 constexpr uint64_t k_max_decoded_bytes = uint64_t{32} << 20;  // keys and values of all entries together
+constexpr uint64_t k_max_generator_length = 4096;             // ldconfig's is about 50 bytes
+constexpr uint64_t k_max_hwcaps_subdirs = 4096;               // glibc 2.36 knows 4 per architecture
 
 // A native-endian integer at `pos`; the caller has checked that it lies within `bytes`.
 template <class T>
@@ -71,39 +101,45 @@ T load(std::string_view bytes, uint64_t pos) {
   return value;
 }
 
-// The NUL-terminated string at `base + offset`; `index` and `what` ("key", "value") name it in errors.
-Result<std::string> string_at(std::string_view bytes, uint64_t base, uint32_t offset, uint64_t index,
-                              std::string_view what) {
+// The NUL-terminated string at `base + offset`; `what` ("entry 3: key") names it in errors.
+Result<std::string> string_at(std::string_view bytes, uint64_t base, uint32_t offset, std::string_view what) {
   const uint64_t pos = base + offset;
   if (pos >= bytes.size()) {
     const std::string at = base == 0 ? std::string() : " (file offset " + std::to_string(pos) + ")";
-    return fail("entry " + std::to_string(index) + ": " + std::string(what) + " offset " +
-                std::to_string(offset) + at + " outside the file (size " + std::to_string(bytes.size()) +
-                ")");
+    return fail(std::string(what) + " offset " + std::to_string(offset) + at + " outside the file (size " +
+                std::to_string(bytes.size()) + ")");
   }
   // The NUL is looked for within the longest string allowed, not through the rest of the file.
   const auto window = bytes.substr(pos, k_max_string_length + 1);
   const auto nul = window.find('\0');
   if (nul == std::string_view::npos) {
     if (window.size() > k_max_string_length) {
-      return fail("entry " + std::to_string(index) + ": " + std::string(what) + " at file offset " +
-                  std::to_string(pos) + " is longer than " + std::to_string(k_max_string_length) +
-                  " bytes (the limit for a path)");
+      return fail(std::string(what) + " at file offset " + std::to_string(pos) + " is longer than " +
+                  std::to_string(k_max_string_length) + " bytes (the limit for a path)");
     }
-    return fail("entry " + std::to_string(index) + ": " + std::string(what) + " at file offset " +
-                std::to_string(pos) + " is not NUL-terminated within the file");
+    return fail(std::string(what) + " at file offset " + std::to_string(pos) +
+                " is not NUL-terminated within the file");
   }
   return std::string(window.substr(0, nul));
 }
 
-// Counts the strings of `entry` against the limit for the whole cache.
-Result<void> count_decoded(const LdCacheEntry& entry, uint64_t index, uint64_t& decoded) {
-  decoded += entry.key.size() + entry.value.size();
+std::string entry_what(uint64_t index, std::string_view field) {
+  return "entry " + std::to_string(index) + ": " + std::string(field);
+}
+
+// Counts `size` more decoded bytes, those of `what` ("entry 3"), against the limit for the whole cache.
+Result<void> count_decoded(uint64_t size, std::string_view what, uint64_t& decoded) {
+  decoded += size;
   if (decoded > k_max_decoded_bytes) {
-    return fail("entry " + std::to_string(index) + ": the decoded keys and values exceed " +
+    return fail(std::string(what) + ": the decoded keys and values exceed " +
                 std::to_string(k_max_decoded_bytes) + " bytes (the limit for a whole cache)");
   }
   return {};
+}
+
+// Counts the strings of `entry` against the limit for the whole cache.
+Result<void> count_decoded(const LdCacheEntry& entry, uint64_t index, uint64_t& decoded) {
+  return count_decoded(entry.key.size() + entry.value.size(), "entry " + std::to_string(index), decoded);
 }
 
 Result<void> check_entry_count(uint32_t count, std::string_view kind) {
@@ -117,13 +153,24 @@ Result<void> check_entry_count(uint32_t count, std::string_view kind) {
 // The flags, key and value that old and new entries start with; entry `index` is at `at` and its
 // strings are relative to `strings`.
 Result<LdCacheEntry> read_entry(std::string_view bytes, uint64_t at, uint64_t strings, uint64_t index) {
-  GPUCTK_TRY_ASSIGN(auto key, string_at(bytes, strings, load<uint32_t>(bytes, at + 4), index, "key"));
-  GPUCTK_TRY_ASSIGN(auto value, string_at(bytes, strings, load<uint32_t>(bytes, at + 8), index, "value"));
+  GPUCTK_TRY_ASSIGN(auto key,
+                    string_at(bytes, strings, load<uint32_t>(bytes, at + 4), entry_what(index, "key")));
+  GPUCTK_TRY_ASSIGN(auto value,
+                    string_at(bytes, strings, load<uint32_t>(bytes, at + 8), entry_what(index, "value")));
   return LdCacheEntry{.key = std::move(key),
                       .value = std::move(value),
                       .flags = static_cast<uint32_t>(load<int32_t>(bytes, at)),
                       .osversion = 0,
                       .hwcap = 0};
+}
+
+std::string hex32(uint32_t value) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out = "0x";
+  for (int shift = 28; shift >= 0; shift -= 4) {
+    out.push_back(k_hex[(value >> shift) & 0xf]);
+  }
+  return out;
 }
 
 // Checks that `count` entries of `size` bytes starting at `start` fit in the file.
@@ -150,6 +197,79 @@ Result<void> check_byte_order(uint8_t flags) {
   return fail("invalid byte-order flags " + std::to_string(flags));
 }
 
+// The extension area of the new-format table whose header starts at `base` (see the top of this file).
+Result<LdCacheExtensions> parse_extensions(std::string_view bytes, uint64_t base, uint64_t& decoded) {
+  LdCacheExtensions extensions;
+  const uint64_t at = load<uint32_t>(bytes, base + k_new_extension_at);
+  if (at == 0) {
+    return extensions;  // none (glibc < 2.33 left the field zero)
+  }
+  const std::string where = "extension directory at offset " + std::to_string(at);
+  if (at % k_extension_alignment != 0) {
+    return fail(where + " is not a multiple of 4");
+  }
+  if (at + k_extension_header_size > bytes.size()) {
+    return fail(where + " outside the file (size " + std::to_string(bytes.size()) + ")");
+  }
+  const auto magic = load<uint32_t>(bytes, at);
+  if (magic != k_extension_magic) {
+    return fail(where + ": magic " + hex32(magic) + " instead of " + hex32(k_extension_magic));
+  }
+  const auto count = load<uint32_t>(bytes, at + 4);
+  if (at + k_extension_header_size + count * k_extension_section_size > bytes.size()) {
+    return fail(where + ": " + std::to_string(count) + " sections do not fit the file (size " +
+                std::to_string(bytes.size()) + ")");
+  }
+  std::array<bool, 2> seen{};
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t section = at + k_extension_header_size + i * k_extension_section_size;
+    const auto tag = load<uint32_t>(bytes, section);
+    const uint64_t offset = load<uint32_t>(bytes, section + 8);
+    const uint64_t size = load<uint32_t>(bytes, section + 12);
+    const std::string what = "extension section " + std::to_string(i) + " (tag " + std::to_string(tag) + ")";
+    if (offset + size > bytes.size()) {
+      return fail(what + ": " + std::to_string(size) + " bytes at offset " + std::to_string(offset) +
+                  " outside the file (size " + std::to_string(bytes.size()) + ")");
+    }
+    if (tag >= seen.size()) {
+      continue;  // a tag this glibc does not know: ignored, as its loader does
+    }
+    if (seen[tag]) {
+      return fail(what + ": the tag appears twice");
+    }
+    seen[tag] = true;
+    if (tag == k_tag_generator) {
+      if (size > k_max_generator_length) {
+        return fail(what + ": a generator of " + std::to_string(size) + " bytes is longer than " +
+                    std::to_string(k_max_generator_length) + " bytes");
+      }
+      const auto generator = bytes.substr(offset, size);
+      if (generator.find('\0') != std::string_view::npos) {
+        return fail(what + ": the generator contains a NUL byte");
+      }
+      GPUCTK_TRY(count_decoded(size, what, decoded));
+      extensions.generator = std::string(generator);
+      continue;
+    }
+    // k_tag_glibc_hwcaps. An empty section is no section (glibc's loader treats it so).
+    if (offset % 4 != 0 || size % 4 != 0) {
+      return fail(what + ": glibc-hwcaps section of " + std::to_string(size) + " bytes at offset " +
+                  std::to_string(offset) + " is not 4-byte aligned");
+    }
+    if (size / 4 > k_max_hwcaps_subdirs) {
+      return fail(what + ": " + std::to_string(size / 4) +
+                  " glibc-hwcaps subdirectories exceed the limit of " + std::to_string(k_max_hwcaps_subdirs));
+    }
+    for (uint64_t j = 0; j < size / 4; ++j) {
+      const std::string name_what = "glibc-hwcaps subdirectory " + std::to_string(j);
+      GPUCTK_TRY_ASSIGN(auto name, string_at(bytes, base, load<uint32_t>(bytes, offset + 4 * j), name_what));
+      GPUCTK_TRY(count_decoded(name.size(), name_what, decoded));
+      extensions.hwcaps_subdirs.push_back(std::move(name));
+    }
+  }
+  return extensions;
+}
+
 // The new-format table whose header starts at `base`.
 Result<LdCache> parse_new(std::string_view bytes, uint64_t base, LdCacheFormat format) {
   if (bytes.size() - base < k_new_header_size) {
@@ -161,7 +281,7 @@ Result<LdCache> parse_new(std::string_view bytes, uint64_t base, LdCacheFormat f
   const uint64_t table = base + k_new_header_size;
   GPUCTK_TRY(check_table(bytes, table, nlibs, k_new_entry_size, ""));
   GPUCTK_TRY(check_entry_count(nlibs, ""));
-  LdCache cache{.format = format, .entries = {}};
+  LdCache cache{.format = format, .entries = {}, .extensions = {}};
   cache.entries.reserve(nlibs);
   uint64_t decoded = 0;
   for (uint64_t i = 0; i < nlibs; ++i) {
@@ -171,6 +291,15 @@ Result<LdCache> parse_new(std::string_view bytes, uint64_t base, LdCacheFormat f
     entry.osversion = load<uint32_t>(bytes, at + 12);
     entry.hwcap = load<uint64_t>(bytes, at + 16);
     cache.entries.push_back(std::move(entry));
+  }
+  GPUCTK_TRY_ASSIGN(cache.extensions, parse_extensions(bytes, base, decoded));
+  for (uint64_t i = 0; i < cache.entries.size(); ++i) {
+    const auto index = cache.entries[i].glibc_hwcaps_index();
+    if (index && *index >= cache.extensions.hwcaps_subdirs.size()) {
+      return fail("entry " + std::to_string(i) + ": glibc-hwcaps index " + std::to_string(*index) +
+                  " outside the " + std::to_string(cache.extensions.hwcaps_subdirs.size()) +
+                  " glibc-hwcaps subdirectories");
+    }
   }
   return cache;
 }
@@ -189,7 +318,7 @@ Result<LdCache> parse_old(std::string_view bytes) {
     return parse_new(bytes, new_header, LdCacheFormat::compat);
   }
   GPUCTK_TRY(check_entry_count(nlibs, "old-format "));
-  LdCache cache{.format = LdCacheFormat::old_only, .entries = {}};
+  LdCache cache{.format = LdCacheFormat::old_only, .entries = {}, .extensions = {}};
   cache.entries.reserve(nlibs);
   uint64_t decoded = 0;
   for (uint64_t i = 0; i < nlibs; ++i) {
@@ -245,7 +374,296 @@ constexpr std::array k_arch_names{
     ArchName{Arch::loongarch_double, "loongarch_double"},
 };
 
+// ---- Writing -------------------------------------------------------------------------------------
+
+template <class T>
+void store(std::string& out, uint64_t pos, T value) {
+  std::memcpy(out.data() + pos, &value, sizeof value);
+}
+
+// ldconfig's string-table order: by the bytes read backwards (unsigned), descending; of two strings one
+// of which ends the other, the longer first. A strict order on distinct strings.
+bool string_table_before(std::string_view left, std::string_view right) {
+  const size_t common = std::min(left.size(), right.size());
+  for (size_t i = 1; i <= common; ++i) {
+    const auto l = static_cast<unsigned char>(left[left.size() - i]);
+    const auto r = static_cast<unsigned char>(right[right.size() - i]);
+    if (l != r) {
+      return l > r;
+    }
+  }
+  return left.size() > right.size();
+}
+
+// The string table of `strings` (distinct, any order) as ldconfig lays it out, and each string's offset
+// in it (same order as `strings`).
+std::string string_table(const std::vector<std::string_view>& strings, std::vector<uint32_t>& offsets) {
+  std::vector<size_t> order(strings.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return string_table_before(strings[a], strings[b]); });
+  offsets.assign(strings.size(), 0);
+  std::string table;
+  for (size_t j = 0; j < order.size(); ++j) {
+    const auto current = strings[order[j]];
+    if (j > 0 && strings[order[j - 1]].ends_with(current)) {
+      // A tail of the previous string: shares its bytes (and its NUL).
+      const auto previous = strings[order[j - 1]];
+      offsets[order[j]] = static_cast<uint32_t>(offsets[order[j - 1]] + previous.size() - current.size());
+      continue;
+    }
+    offsets[order[j]] = static_cast<uint32_t>(table.size());
+    table.append(current).push_back('\0');
+  }
+  return table;
+}
+
+// Checks one string the writer is given; `what` names it ("entry 3: key").
+Result<void> check_string(std::string_view text, std::string_view what, uint64_t limit) {
+  if (text.find('\0') != std::string_view::npos) {
+    return fail(std::string(what) + " contains a NUL byte");
+  }
+  if (text.size() > limit) {
+    return fail(std::string(what) + " is " + std::to_string(text.size()) + " bytes long, more than " +
+                std::to_string(limit) + " (what parse_ld_cache reads back)");
+  }
+  return {};
+}
+
+// Everything serialize_ld_cache refuses, checked before a byte is written.
+Result<void> check_writable(const LdCache& cache) {
+  const auto& ext = cache.extensions;
+  if (cache.entries.size() > k_max_entries) {
+    return fail(std::to_string(cache.entries.size()) + " entries exceed the limit of " +
+                std::to_string(k_max_entries));
+  }
+  if (ext.hwcaps_subdirs.size() > k_max_hwcaps_subdirs) {
+    return fail(std::to_string(ext.hwcaps_subdirs.size()) +
+                " glibc-hwcaps subdirectories exceed the limit of " + std::to_string(k_max_hwcaps_subdirs));
+  }
+  uint64_t decoded = 0;
+  for (size_t i = 0; i < cache.entries.size(); ++i) {
+    const auto& entry = cache.entries[i];
+    GPUCTK_TRY(check_string(entry.key, entry_what(i, "key"), k_max_string_length));
+    GPUCTK_TRY(check_string(entry.value, entry_what(i, "value"), k_max_string_length));
+    GPUCTK_TRY(count_decoded(entry, i, decoded));
+    const auto index = entry.glibc_hwcaps_index();
+    if (index && *index >= ext.hwcaps_subdirs.size()) {
+      return fail("entry " + std::to_string(i) + ": glibc-hwcaps index " + std::to_string(*index) +
+                  " outside the " + std::to_string(ext.hwcaps_subdirs.size()) +
+                  " glibc-hwcaps subdirectories");
+    }
+  }
+  if (ext.generator) {
+    GPUCTK_TRY(check_string(*ext.generator, "the generator", k_max_generator_length));
+    GPUCTK_TRY(count_decoded(ext.generator->size(), "the generator", decoded));
+  }
+  for (size_t j = 0; j < ext.hwcaps_subdirs.size(); ++j) {
+    const std::string what = "glibc-hwcaps subdirectory " + std::to_string(j);
+    GPUCTK_TRY(check_string(ext.hwcaps_subdirs[j], what, k_max_string_length));
+    GPUCTK_TRY(count_decoded(ext.hwcaps_subdirs[j].size(), what, decoded));
+  }
+  return {};
+}
+
+// Appends the extension area to `out`, which ends at the 4-byte boundary after the strings: the
+// directory (generator section first, glibc-hwcaps second, each only when present), the glibc-hwcaps
+// string offsets (`hwcaps_offsets`), the generator bytes. The order and offsets are ldconfig's.
+void write_extensions(std::string& out, const LdCacheExtensions& ext,
+                      const std::vector<uint32_t>& hwcaps_offsets) {
+  const uint32_t sections = (ext.generator ? 1 : 0) + (ext.hwcaps_subdirs.empty() ? 0 : 1);
+  const uint64_t directory = out.size();
+  const uint64_t hwcaps_at = directory + k_extension_header_size + sections * k_extension_section_size;
+  const uint64_t hwcaps_size = 4 * ext.hwcaps_subdirs.size();
+  const uint64_t generator_at = hwcaps_at + hwcaps_size;
+  const uint64_t generator_size = ext.generator ? ext.generator->size() : 0;
+  out.resize(generator_at + generator_size);
+  store(out, directory, k_extension_magic);
+  store(out, directory + 4, sections);
+  uint64_t section = directory + k_extension_header_size;
+  const auto add_section = [&](uint32_t tag, uint64_t offset, uint64_t size) {
+    store(out, section, tag);
+    store(out, section + 4, uint32_t{0});
+    store(out, section + 8, static_cast<uint32_t>(offset));
+    store(out, section + 12, static_cast<uint32_t>(size));
+    section += k_extension_section_size;
+  };
+  if (ext.generator) {
+    add_section(k_tag_generator, generator_at, generator_size);
+  }
+  if (!ext.hwcaps_subdirs.empty()) {
+    add_section(k_tag_glibc_hwcaps, hwcaps_at, hwcaps_size);
+  }
+  for (size_t j = 0; j < hwcaps_offsets.size(); ++j) {
+    store(out, hwcaps_at + 4 * j, hwcaps_offsets[j]);
+  }
+  if (ext.generator) {
+    std::memcpy(out.data() + generator_at, ext.generator->data(), generator_size);
+  }
+}
+
+// The part of ldconfig's entry order below the name (see insert_ld_cache_entry): <0 when `a` goes first.
+int entry_order(const LdCache& cache, const LdCacheEntry& a, const LdCacheEntry& b) {
+  if (const int names = ld_cache_name_compare(b.key, a.key); names != 0) {
+    return names;
+  }
+  const auto flags_a = static_cast<int32_t>(a.flags);
+  const auto flags_b = static_cast<int32_t>(b.flags);
+  if (flags_a != flags_b) {
+    return flags_a > flags_b ? -1 : 1;
+  }
+  const auto index_a = a.glibc_hwcaps_index();
+  const auto index_b = b.glibc_hwcaps_index();
+  if (index_a.has_value() != index_b.has_value()) {
+    return index_a ? -1 : 1;
+  }
+  if (index_a) {
+    // By subdirectory name; an index with no name (an invalid cache) after every name, by index.
+    const auto& names = cache.extensions.hwcaps_subdirs;
+    const bool named_a = *index_a < names.size();
+    const bool named_b = *index_b < names.size();
+    if (named_a && named_b) {
+      const int cmp = names[*index_a].compare(names[*index_b]);
+      return cmp < 0 ? -1 : (cmp > 0 ? 1 : 0);
+    }
+    if (named_a != named_b) {
+      return named_a ? -1 : 1;
+    }
+    return *index_a < *index_b ? -1 : (*index_a > *index_b ? 1 : 0);
+  }
+  const int bits_a = std::popcount(a.hwcap);
+  const int bits_b = std::popcount(b.hwcap);
+  if (bits_a != bits_b) {
+    return bits_a > bits_b ? -1 : 1;
+  }
+  if (a.hwcap != b.hwcap) {
+    return a.hwcap > b.hwcap ? -1 : 1;
+  }
+  return 0;
+}
+
 }  // namespace
+
+std::optional<uint32_t> LdCacheEntry::glibc_hwcaps_index() const {
+  if (((hwcap >> 32) & ~k_hwcap_isa_level_mask) != (k_hwcap_extension >> 32)) {
+    return std::nullopt;
+  }
+  return static_cast<uint32_t>(hwcap);
+}
+
+int ld_cache_name_compare(std::string_view a, std::string_view b) {
+  // As C reads the two strings: the first NUL (or the end) ends each; `char` keeps the host's sign.
+  const auto at = [](std::string_view s, size_t i) { return i < s.size() ? s[i] : '\0'; };
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0;
+  size_t j = 0;
+  while (at(a, i) != '\0') {
+    if (digit(at(a, i))) {
+      if (!digit(at(b, j))) {
+        return 1;
+      }
+      // Numbers as glibc computes them in an int; unsigned here, so that a long run wraps as it does there.
+      uint32_t value_a = 0;
+      uint32_t value_b = 0;
+      for (; digit(at(a, i)); ++i) {
+        value_a = value_a * 10 + static_cast<uint32_t>(at(a, i) - '0');
+      }
+      for (; digit(at(b, j)); ++j) {
+        value_b = value_b * 10 + static_cast<uint32_t>(at(b, j) - '0');
+      }
+      if (value_a != value_b) {
+        return static_cast<int32_t>(value_a - value_b);
+      }
+    } else if (digit(at(b, j))) {
+      return -1;
+    } else if (at(a, i) != at(b, j)) {
+      return static_cast<int>(at(a, i)) - static_cast<int>(at(b, j));
+    } else {
+      ++i;
+      ++j;
+    }
+  }
+  return static_cast<int>(at(a, i)) - static_cast<int>(at(b, j));
+}
+
+void insert_ld_cache_entry(LdCache& cache, LdCacheEntry entry) {
+  auto it = cache.entries.begin();
+  while (it != cache.entries.end() && entry_order(cache, *it, entry) <= 0) {
+    ++it;
+  }
+  cache.entries.insert(it, std::move(entry));
+}
+
+Result<std::string> serialize_ld_cache(const LdCache& cache) {
+  if (auto ok = check_writable(cache); !ok) {
+    return fail_with("ld.so.cache", ok.error());
+  }
+  const auto& ext = cache.extensions;
+  // Every distinct string once, the entries' first, then the glibc-hwcaps names.
+  std::vector<std::string_view> strings;
+  std::vector<size_t> key_at(cache.entries.size());
+  std::vector<size_t> value_at(cache.entries.size());
+  std::vector<size_t> hwcaps_at(ext.hwcaps_subdirs.size());
+  {
+    std::vector<std::string_view> all;
+    all.reserve(2 * cache.entries.size() + ext.hwcaps_subdirs.size());
+    for (const auto& entry : cache.entries) {
+      all.push_back(entry.key);
+      all.push_back(entry.value);
+    }
+    for (const auto& name : ext.hwcaps_subdirs) {
+      all.push_back(name);
+    }
+    strings = all;
+    std::sort(strings.begin(), strings.end());
+    strings.erase(std::unique(strings.begin(), strings.end()), strings.end());
+    const auto index_of = [&](std::string_view text) {
+      return static_cast<size_t>(std::lower_bound(strings.begin(), strings.end(), text) - strings.begin());
+    };
+    for (size_t i = 0; i < cache.entries.size(); ++i) {
+      key_at[i] = index_of(cache.entries[i].key);
+      value_at[i] = index_of(cache.entries[i].value);
+    }
+    for (size_t j = 0; j < ext.hwcaps_subdirs.size(); ++j) {
+      hwcaps_at[j] = index_of(ext.hwcaps_subdirs[j]);
+    }
+  }
+  std::vector<uint32_t> offsets;
+  const std::string table = string_table(strings, offsets);
+
+  const uint64_t strings_start = k_new_header_size + k_new_entry_size * cache.entries.size();
+  std::string out(strings_start, '\0');
+  std::memcpy(out.data(), k_new_magic.data(), k_new_magic.size());
+  store(out, k_new_nlibs_at, static_cast<uint32_t>(cache.entries.size()));
+  store(out, k_new_len_strings_at, static_cast<uint32_t>(table.size()));
+  store(out, k_new_flags_at, std::endian::native == std::endian::little ? k_endian_little : k_endian_big);
+  for (size_t i = 0; i < cache.entries.size(); ++i) {
+    const auto& entry = cache.entries[i];
+    const uint64_t at = k_new_header_size + i * k_new_entry_size;
+    store(out, at, entry.flags);
+    store(out, at + 4, static_cast<uint32_t>(strings_start + offsets[key_at[i]]));
+    store(out, at + 8, static_cast<uint32_t>(strings_start + offsets[value_at[i]]));
+    store(out, at + 12, entry.osversion);
+    store(out, at + 16, entry.hwcap);
+  }
+  out += table;
+  if (ext.generator || !ext.hwcaps_subdirs.empty()) {
+    out.resize((out.size() + k_extension_alignment - 1) & ~(k_extension_alignment - 1), '\0');
+    store(out, k_new_extension_at, static_cast<uint32_t>(out.size()));
+    std::vector<uint32_t> hwcaps_offsets;
+    for (const auto at : hwcaps_at) {
+      hwcaps_offsets.push_back(static_cast<uint32_t>(strings_start + offsets[at]));
+    }
+    write_extensions(out, ext, hwcaps_offsets);
+  }
+  if (out.size() > k_max_file_size) {
+    return fail("ld.so.cache: " + std::to_string(out.size()) + " bytes exceed the limit of " +
+                std::to_string(k_max_file_size) + " for a cache file");
+  }
+  return out;
+}
 
 std::vector<LdCacheEntry> LdCache::libc6_entries(Arch arch) const {
   std::vector<LdCacheEntry> out;

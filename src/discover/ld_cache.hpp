@@ -7,6 +7,12 @@
 // either a cache or an Error, never undefined behaviour. The cache is read in the host's byte order
 // (ld.so.cache is always written native-endian; all our targets are little-endian); a cache whose
 // header says it was written for the other byte order is rejected.
+//
+// Writing: serialize_ld_cache() writes the new layout only (whatever `format` says; a parsed old or
+// compat cache comes back as a new-format file with the same entries), byte for byte as glibc's
+// ldconfig (2.33 and later, checked against 2.36) writes the same entries and extensions.
+// insert_ld_cache_entry() puts an entry where ldconfig would, so a cache built entry by entry in
+// ldconfig's configuration order serializes to ldconfig's file.
 
 #include <cstdint>
 #include <optional>
@@ -67,12 +73,31 @@ struct LdCacheEntry {
 
   [[nodiscard]] Arch arch() const { return static_cast<Arch>(flags & 0xff00u); }
   [[nodiscard]] LibType type() const { return static_cast<LibType>(flags & 0x00ffu); }
+  // For an entry of a glibc-hwcaps subdirectory (bit 62 of hwcap set, and of the upper 32 bits nothing
+  // else but the 10 ISA-level bits, as glibc's loader tests it): the index of its subdirectory in
+  // LdCacheExtensions::hwcaps_subdirs (the low 32 bits of hwcap). Nothing for every other entry.
+  [[nodiscard]] std::optional<uint32_t> glibc_hwcaps_index() const;
   bool operator==(const LdCacheEntry&) const = default;
+};
+
+// What follows the string table in a new-format cache written by glibc >= 2.33 (none in older ones,
+// none in the old format). Only the two tags glibc defines are kept: a section with another tag is
+// checked to lie within the file and then ignored, as glibc's loader ignores it, so it is not written
+// back by serialize_ld_cache().
+struct LdCacheExtensions {
+  // Tag 0: who wrote the file, e.g. "ldconfig (GNU libc) stable release version 2.36" (stored without a
+  // NUL; one containing a NUL byte is refused).
+  std::optional<std::string> generator;
+  // Tag 1: glibc-hwcaps subdirectory names ("x86-64-v3"); an entry's glibc_hwcaps_index() indexes this.
+  // ldconfig lists them sorted by strcmp and only those some entry uses; a parsed file keeps its order.
+  std::vector<std::string> hwcaps_subdirs;
+  bool operator==(const LdCacheExtensions&) const = default;
 };
 
 struct LdCache {
   LdCacheFormat format = LdCacheFormat::new_only;
   std::vector<LdCacheEntry> entries;  // in file order (ldconfig sorts them; we keep its order)
+  LdCacheExtensions extensions;       // empty for old-format files and new ones without the area
 
   // The entries of `arch` that are ELF libc6 libraries, in file order.
   [[nodiscard]] std::vector<LdCacheEntry> libc6_entries(Arch arch) const;
@@ -92,8 +117,41 @@ std::optional<Arch> compat32_arch(Arch native);
 // where, e.g. "ld.so.cache: entry 12: key offset 99999 outside the file (size 4096)". Entries are
 // numbered from 0 in table order. What a cache may decode to is bounded, each bound with its own error:
 // a key or value longer than 4096 bytes (PATH_MAX), more than 131072 entries, more than 32 MiB of keys
-// and values together.
+// and values together (glibc-hwcaps names and the generator count too), a generator longer than 4096
+// bytes, more than 4096 glibc-hwcaps subdirectories. The extension area is checked as glibc's loader
+// checks it (offset a multiple of 4, directory magic, every section inside the file), and more strictly:
+// a glibc-hwcaps section that is misaligned or not a multiple of 4 bytes long, a known tag twice, a
+// generator with a NUL byte, and an entry whose glibc_hwcaps_index() is not below the number of
+// subdirectories are errors (glibc would ignore the section or the entry; we would rather not guess).
+// In a compat file the glibc-hwcaps names are read relative to the new header, where ldconfig writes
+// them (glibc 2.36's loader reads them relative to the file start, which only agrees for new files).
 Result<LdCache> parse_ld_cache(std::string_view bytes);
+
+// glibc's order of library names (_dl_cache_libcmp): runs of ASCII digits compare as numbers (as glibc
+// computes them: 32-bit, wrapping), a digit sorts after any other byte, other bytes compare as `char`
+// (signed on x86, as in the ldconfig of the same host), and a string ends at its first NUL. Returns <0,
+// 0 or >0. So "libfoo.so.10" > "libfoo.so.9" and "libfoo2" < "libfoo10".
+int ld_cache_name_compare(std::string_view a, std::string_view b);
+
+// Inserts `entry` into `cache.entries` where glibc's ldconfig puts it: by key descending
+// (ld_cache_name_compare), then flags descending (as a signed 32-bit number), then glibc-hwcaps entries
+// before the others, those by subdirectory name (strcmp; the name is looked up in
+// cache.extensions.hwcaps_subdirs; an index outside it sorts after every name, by index) and
+// otherwise unordered (ldconfig does not compare their ISA level), the others by the number of hwcap
+// bits set, then hwcap, both descending; and after every entry it compares equal to (ldconfig inserts in
+// configuration order and the loader takes the first match). Assumes `cache.entries` is in this order.
+void insert_ld_cache_entry(LdCache& cache, LdCacheEntry entry);
+
+// The bytes of `cache` in the new layout, as glibc's ldconfig writes the same entries and extensions:
+// header flags "little-endian" (the host's order), osversion and hwcap as given, the entries in
+// `cache.entries` order (keep them sorted with insert_ld_cache_entry), the string table holding every
+// key, value and glibc-hwcaps name once, ordered and tail-shared as ldconfig's string table does it, and
+// the extension area (see ld_cache.cpp) when there is a generator or a glibc-hwcaps name. Not
+// reproduced: a glibc-hwcaps directory ldconfig found but took no library from (its name is in
+// ldconfig's string table, unused). Errors start with "ld.so.cache: " and name the entry or field: a
+// string containing a NUL byte, an entry whose glibc_hwcaps_index() is outside
+// extensions.hwcaps_subdirs, and anything parse_ld_cache() would refuse to read back (its bounds above).
+Result<std::string> serialize_ld_cache(const LdCache& cache);
 
 // Reads and parses the cache at `path`, a regular file of at most 64 MiB whose last component is not
 // followed (resolve it inside its root first); errors start with the path instead of "ld.so.cache".

@@ -127,9 +127,10 @@ const std::vector<RawEntry> k_driver_entries{
     {.flags = 0x0302, .key = "libold.so.5", .value = "/usr/lib/libold.so.5"},
     {.flags = 0x0303,
      .key = "libnvidia-ml.so.1",
-     .value = "/usr/lib/x86_64-linux-gnu/glibc-hwcaps/x86-64-v3/libnvidia-ml.so.1",
+     .value = "/usr/lib/x86_64-linux-gnu/tls/libnvidia-ml.so.1",
      .osversion = 0x030200,
-     .hwcap = (uint64_t{1} << 62) | 3},
+     .hwcap =
+         uint64_t{1} << 63},  // a legacy hwcap subdirectory ("tls"); ld_cache_write_test has glibc-hwcaps
 };
 
 // Parsing every prefix of `bytes` gives an error or, once every string is complete, the whole cache;
@@ -268,7 +269,7 @@ TEST(LdCache, Libc6EntriesFilterByArchAndTypeInFileOrder) {
   EXPECT_EQ(values(Arch::x86_64), (std::vector<std::string>{
                                       "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
                                       "/usr/lib/x86_64-linux-gnu/libcuda.so",
-                                      "/usr/lib/x86_64-linux-gnu/glibc-hwcaps/x86-64-v3/libnvidia-ml.so.1",
+                                      "/usr/lib/x86_64-linux-gnu/tls/libnvidia-ml.so.1",
                                   }));  // not the libc5 entry
   EXPECT_EQ(values(Arch::i386), (std::vector<std::string>{"/usr/lib/i386-linux-gnu/libcuda.so.1"}));
   EXPECT_EQ(values(Arch::aarch64), (std::vector<std::string>{"/usr/lib/aarch64-linux-gnu/libcuda.so.1"}));
