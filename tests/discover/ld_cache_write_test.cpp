@@ -1,12 +1,22 @@
 // The writing half of discover/ld_cache: glibc's name order, ldconfig's entry order, the extension area
 // (parsed and written) and serialize_ld_cache's bytes. ld_cache_test.cpp covers parsing the tables.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "discover/ld_cache.hpp"
+#include "support/temp_dir.hpp"
+#include "util/file.hpp"
 
 namespace gpuctk::discover {
 namespace {
@@ -419,6 +429,282 @@ TEST(LdCacheExtensions, GlibcHwcapsErrors) {
   EXPECT_EQ(error_of(bytes),
             "ld.so.cache: extension section 0 (tag 1): 4097 glibc-hwcaps subdirectories exceed "
             "the limit of 4096");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Byte for byte against glibc's ldconfig: fixture roots with real ELF libraries made by gcc, the cache
+// ldconfig writes for each, and ours for the same entries: parsed and written again, and built anew
+// entry by entry with insert_ld_cache_entry in a shuffled order.
+
+namespace fs = std::filesystem;
+
+std::pair<int, std::string> run(const std::string& command) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return {-1, ""};
+  }
+  std::string out;
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    out.append(buffer.data(), n);
+  }
+  return {::pclose(pipe), out};
+}
+
+std::string first_executable(std::initializer_list<const char*> paths) {
+  for (const char* path : paths) {
+    if (::access(path, X_OK) == 0) {
+      return path;
+    }
+  }
+  return {};
+}
+
+// Where two byte strings first differ, for a readable failure instead of two dumps.
+std::string first_difference(const std::string& ours, const std::string& theirs) {
+  const size_t common = std::min(ours.size(), theirs.size());
+  for (size_t i = 0; i < common; ++i) {
+    if (ours[i] != theirs[i]) {
+      return "first difference at byte " + std::to_string(i) + " of " + std::to_string(theirs.size());
+    }
+  }
+  return ours.size() == theirs.size() ? "equal"
+                                      : "sizes " + std::to_string(ours.size()) + " (ours) and " +
+                                            std::to_string(theirs.size()) + " (ldconfig)";
+}
+
+// Whether ldconfig's comparison sees `a` and `b` as equal (then they stay in the order they were added).
+bool ties(const LdCache& cache, const LdCacheEntry& a, const LdCacheEntry& b) {
+  if (ld_cache_name_compare(a.key, b.key) != 0 || a.flags != b.flags) {
+    return false;
+  }
+  const auto ia = a.glibc_hwcaps_index();
+  const auto ib = b.glibc_hwcaps_index();
+  if (ia.has_value() != ib.has_value()) {
+    return false;
+  }
+  if (ia) {
+    return cache.extensions.hwcaps_subdirs[*ia] == cache.extensions.hwcaps_subdirs[*ib];
+  }
+  return a.hwcap == b.hwcap;
+}
+
+class LdCacheLdconfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_ldconfig = first_executable({"/sbin/ldconfig", "/usr/sbin/ldconfig"});
+    m_gcc = first_executable({"/usr/bin/gcc", "/usr/bin/cc"});
+    if (m_ldconfig.empty() || m_gcc.empty()) {
+      GTEST_SKIP() << "needs ldconfig and gcc (found \"" << m_ldconfig << "\", \"" << m_gcc << "\")";
+    }
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "ldconfig -r chroots, which needs root";
+    }
+    ASSERT_FALSE(m_tmp.path().empty());
+    m_root = fs::path(m_tmp.path()) / "root";
+    fs::create_directories(m_root / "etc");
+    fs::create_directories(m_root / "var/cache/ldconfig");
+  }
+
+  // A shared library at `path` (inside the root) whose SONAME is `soname`; `flags` go to gcc.
+  void library(const std::string& path, const std::string& soname, const std::string& flags = "") {
+    const fs::path file = m_root / fs::path(path).relative_path();
+    fs::create_directories(file.parent_path());
+    const auto [status, output] = run(m_gcc + " -shared -fPIC " + flags + " -Wl,-soname," + soname +
+                                      " -x c /dev/null -o '" + file.string() + "' 2>&1");
+    ASSERT_EQ(status, 0) << output;
+  }
+
+  void write(const std::string& path, const std::string& content) {
+    const fs::path file = m_root / fs::path(path).relative_path();
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << content;
+  }
+
+  // ldconfig's cache for the root (no links made, no auxiliary cache read).
+  std::string ldconfig() {
+    const auto [status, output] =
+        run(m_ldconfig + " -X -i -r '" + m_root.string() + "' -f /etc/ld.so.conf -C /etc/ld.so.cache 2>&1");
+    EXPECT_EQ(status, 0) << output;
+    auto bytes = read_file((m_root / "etc/ld.so.cache").string());
+    EXPECT_TRUE(bytes) << bytes.error().message;
+    return bytes ? *bytes : std::string();
+  }
+
+  // ldconfig's cache for the root is what we write for its entries, however they were added.
+  void expect_reproduced(size_t at_least_entries, bool expect_hwcaps = false) {
+    const auto bytes = ldconfig();
+    const auto parsed = parse_ld_cache(bytes);
+    ASSERT_TRUE(parsed) << parsed.error().message;
+    m_parsed = *parsed;
+    EXPECT_GE(parsed->entries.size(), at_least_entries);
+    EXPECT_EQ(!parsed->extensions.hwcaps_subdirs.empty(), expect_hwcaps);
+    ASSERT_TRUE(parsed->extensions.generator.has_value());
+    EXPECT_TRUE(parsed->extensions.generator->starts_with("ldconfig ")) << *parsed->extensions.generator;
+
+    const auto again = serialize_ld_cache(*parsed);
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_TRUE(*again == bytes) << "parsed and written again: " << first_difference(*again, bytes);
+
+    for (uint32_t seed = 1; seed <= 5; ++seed) {
+      SCOPED_TRACE("shuffle " + std::to_string(seed));
+      std::vector<size_t> order(parsed->entries.size());
+      for (size_t i = 0; i < order.size(); ++i) {
+        order[i] = i;
+      }
+      std::mt19937 random(seed);
+      std::shuffle(order.begin(), order.end(), random);
+      // Entries ldconfig sees as equal keep their relative order: within each such group, the places
+      // the shuffle gave the group get its members in their original order.
+      std::vector<bool> done(order.size(), false);
+      for (size_t p = 0; p < order.size(); ++p) {
+        if (done[p]) {
+          continue;
+        }
+        std::vector<size_t> places;
+        for (size_t q = p; q < order.size(); ++q) {
+          if (!done[q] && ties(*parsed, parsed->entries[order[p]], parsed->entries[order[q]])) {
+            places.push_back(q);
+          }
+        }
+        std::vector<size_t> members;
+        for (const auto q : places) {
+          members.push_back(order[q]);
+          done[q] = true;
+        }
+        std::sort(members.begin(), members.end());
+        for (size_t k = 0; k < places.size(); ++k) {
+          order[places[k]] = members[k];
+        }
+      }
+      LdCache rebuilt;
+      rebuilt.extensions = parsed->extensions;
+      for (const auto i : order) {
+        insert_ld_cache_entry(rebuilt, parsed->entries[i]);
+      }
+      EXPECT_EQ(rebuilt.entries, parsed->entries);
+      const auto written = serialize_ld_cache(rebuilt);
+      ASSERT_TRUE(written) << written.error().message;
+      EXPECT_TRUE(*written == bytes) << "built entry by entry: " << first_difference(*written, bytes);
+    }
+  }
+
+  // How many entries of m_parsed tie with an earlier one (ldconfig kept them in configuration order).
+  [[nodiscard]] size_t tied_entries() const {
+    size_t tied = 0;
+    for (size_t i = 1; i < m_parsed.entries.size(); ++i) {
+      tied += ties(m_parsed, m_parsed.entries[i - 1], m_parsed.entries[i]) ? 1 : 0;
+    }
+    return tied;
+  }
+
+  test::TempDir m_tmp{"gpuctk-ldcache-write"};
+  LdCache m_parsed;  // ldconfig's cache, as parsed by expect_reproduced
+  fs::path m_root;
+  std::string m_ldconfig;
+  std::string m_gcc;
+};
+
+TEST_F(LdCacheLdconfig, EmptyRootHasOnlyTheGenerator) {
+  write("/etc/ld.so.conf", "");
+  expect_reproduced(0);
+}
+
+TEST_F(LdCacheLdconfig, DebianMultiarch) {
+  write("/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+  write("/etc/ld.so.conf.d/libc.conf", "/usr/local/lib\n");
+  write("/etc/ld.so.conf.d/x86_64-linux-gnu.conf",
+        "/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n");
+  // A real library of the host, twice (the same SONAME in two directories: a tie).
+  for (const char* dir : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"}) {
+    fs::create_directories(m_root / fs::path(dir).relative_path());
+    fs::copy_file(fs::canonical("/lib/x86_64-linux-gnu/libz.so.1"),
+                  m_root / fs::path(dir).relative_path() / "libz.so.1");
+  }
+  // Names whose digit runs decide the order.
+  for (const char* name : {"libfoo.so.9", "libfoo.so.10", "libfoo.so.1.9", "libfoo.so.1.10", "libfoo2.so",
+                           "libfoo10.so", "libfoo.so", "libFoo.so.1"}) {
+    library(std::string("/usr/lib/x86_64-linux-gnu/") + name, name);
+  }
+  library("/usr/lib/x86_64-linux-gnu/libbar.so.1.2.3", "libbar.so.1");  // the file is not the SONAME
+  library("/lib/x86_64-linux-gnu/libbar.so.1", "libbar.so.1");
+  library("/usr/local/lib/libbar.so.1", "libbar.so.1");
+  library("/usr/local/lib/x86_64-linux-gnu/libbaz.so.3", "libbaz.so.3");
+  expect_reproduced(12);
+  EXPECT_GE(tied_entries(), 3u);  // libz twice, libbar three times
+}
+
+TEST_F(LdCacheLdconfig, RhelLib64WithExtraDirectories) {
+  // Debian's ldconfig (the one here) has no lib64 default directories: the image's configuration names them.
+  write("/etc/ld.so.conf", "include ld.so.conf.d/*.conf\n/opt/vendor/lib64\n/usr/lib64\n/lib64\n");
+  write("/etc/ld.so.conf.d/extra.conf", "/opt/extra/lib64\n/usr/lib64/mysql\n");
+  for (const char* dir : {"/usr/lib64", "/lib64", "/opt/vendor/lib64", "/opt/extra/lib64"}) {
+    library(std::string(dir) + "/libcommon.so.2", "libcommon.so.2");
+  }
+  library("/usr/lib64/libGL.so.1", "libGL.so.1");
+  library("/usr/lib64/libEGL.so.1", "libEGL.so.1");
+  library("/usr/lib64/libGLESv2.so.2", "libGLESv2.so.2");
+  library("/usr/lib64/mysql/libmysqlclient.so.21", "libmysqlclient.so.21");
+  library("/opt/vendor/lib64/libvendor.so.7.0.1", "libvendor.so.7");
+  expect_reproduced(9);
+}
+
+TEST_F(LdCacheLdconfig, GlibcHwcapsSubdirectories) {
+  write("/etc/ld.so.conf", "/usr/lib/x86_64-linux-gnu\n/opt/lib\n");
+  const std::string dir = "/usr/lib/x86_64-linux-gnu";
+  library(dir + "/libfoo.so.1", "libfoo.so.1");
+  library(dir + "/glibc-hwcaps/x86-64-v3/libfoo.so.1", "libfoo.so.1", "-Wl,-z,x86-64-v3");
+  library(dir + "/glibc-hwcaps/x86-64-v2/libfoo.so.1", "libfoo.so.1", "-Wl,-z,x86-64-v2");
+  library(dir + "/glibc-hwcaps/x86-64-v4/libbar.so.1", "libbar.so.1", "-Wl,-z,x86-64-v4");
+  library(dir + "/libbar.so.1", "libbar.so.1");
+  library("/opt/lib/glibc-hwcaps/x86-64-v3/libfoo.so.1", "libfoo.so.1");  // no ISA level note
+  library("/opt/lib/libfoo.so.1", "libfoo.so.1");
+  expect_reproduced(7, true);
+  EXPECT_EQ(m_parsed.extensions.hwcaps_subdirs,
+            (std::vector<std::string>{"x86-64-v2", "x86-64-v3", "x86-64-v4"}));
+  // ldconfig records the ISA level of the libraries built for one (bits 32-41 of hwcap).
+  EXPECT_TRUE(std::any_of(m_parsed.entries.begin(), m_parsed.entries.end(), [](const LdCacheEntry& e) {
+    return e.glibc_hwcaps_index() && (e.hwcap >> 32) != 0x40000000;
+  }));
+  EXPECT_GE(tied_entries(), 2u);  // libfoo.so.1 in x86-64-v3 of both directories, and plain in both
+}
+
+TEST_F(LdCacheLdconfig, Multilib32Bit) {
+  // 32-bit objects without the C runtime (gcc -m32 here has no 32-bit crt files or libgcc).
+  const auto [status, output] = run(m_gcc + " -m32 -shared -nostdlib -x c /dev/null -o /dev/null 2>&1");
+  if (status != 0) {
+    GTEST_SKIP() << "gcc -m32 cannot link a shared object here: " << output;
+  }
+  write("/etc/ld.so.conf", "/usr/lib/i386-linux-gnu\n/lib/i386-linux-gnu\n/usr/lib/x86_64-linux-gnu\n");
+  for (const char* name : {"libfoo.so.1", "libcuda.so.1", "libnvidia-ml.so.1"}) {
+    library(std::string("/usr/lib/i386-linux-gnu/") + name, name, "-m32 -nostdlib");
+    library(std::string("/usr/lib/x86_64-linux-gnu/") + name, name);
+  }
+  library("/lib/i386-linux-gnu/libfoo.so.1", "libfoo.so.1", "-m32 -nostdlib");
+  library("/usr/lib/x86_64-linux-gnu/libnolibc.so.1", "libnolibc.so.1", "-nostdlib");
+  expect_reproduced(8);
+  EXPECT_TRUE(std::any_of(m_parsed.entries.begin(), m_parsed.entries.end(),
+                          [](const LdCacheEntry& e) { return e.arch() == Arch::i386; }));
+}
+
+TEST_F(LdCacheLdconfig, ManyEntriesSharingStringTails) {
+  write("/etc/ld.so.conf", "/usr/lib/x86_64-linux-gnu\n/a/lib\n/b/a/lib\n");
+  // SONAMEs that end other SONAMEs and paths that end other paths, in 3 directories, and enough strings
+  // for ldconfig's string hash table to grow twice.
+  std::string prefix;
+  for (int depth = 0; depth < 4; ++depth) {
+    for (int n = 0; n < 12; ++n) {
+      const std::string name = "lib" + prefix + "tail" + std::to_string(n) + ".so." + std::to_string(n % 3);
+      library("/usr/lib/x86_64-linux-gnu/" + name, name);
+      if (n % 2 == 0) {
+        library("/a/lib/" + name, name);
+        library("/b/a/lib/" + name, name);
+      }
+    }
+    prefix += "lib";
+  }
+  expect_reproduced(4 * 24);
 }
 
 }  // namespace
