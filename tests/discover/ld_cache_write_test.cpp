@@ -522,10 +522,10 @@ class LdCacheLdconfig : public ::testing::Test {
     std::ofstream(file) << content;
   }
 
-  // ldconfig's cache for the root (no links made, no auxiliary cache read).
-  std::string ldconfig() {
-    const auto [status, output] =
-        run(m_ldconfig + " -X -i -r '" + m_root.string() + "' -f /etc/ld.so.conf -C /etc/ld.so.cache 2>&1");
+  // ldconfig's cache for the root (no links made, no auxiliary cache read), in `format` (new, old, compat).
+  std::string ldconfig(const std::string& format = "new") {
+    const auto [status, output] = run(m_ldconfig + " -X -i -c " + format + " -r '" + m_root.string() +
+                                      "' -f /etc/ld.so.conf -C /etc/ld.so.cache 2>&1");
     EXPECT_EQ(status, 0) << output;
     auto bytes = read_file((m_root / "etc/ld.so.cache").string());
     EXPECT_TRUE(bytes) << bytes.error().message;
@@ -668,6 +668,42 @@ TEST_F(LdCacheLdconfig, GlibcHwcapsSubdirectories) {
     return e.glibc_hwcaps_index() && (e.hwcap >> 32) != 0x40000000;
   }));
   EXPECT_GE(tied_entries(), 2u);  // libfoo.so.1 in x86-64-v3 of both directories, and plain in both
+}
+
+TEST_F(LdCacheLdconfig, CompatAndOldCachesAreWrittenInTheNewFormat) {
+  write("/etc/ld.so.conf", "/usr/lib/x86_64-linux-gnu\n");
+  const std::string dir = "/usr/lib/x86_64-linux-gnu";
+  library(dir + "/libfoo.so.1", "libfoo.so.1");
+  library(dir + "/libfoo.so.10", "libfoo.so.10");
+  library(dir + "/glibc-hwcaps/x86-64-v3/libfoo.so.1", "libfoo.so.1", "-Wl,-z,x86-64-v3");
+  library(dir + "/glibc-hwcaps/x86-64-v2/libfoo.so.1", "libfoo.so.1", "-Wl,-z,x86-64-v2");
+  const auto new_bytes = ldconfig("new");
+  const auto compat_bytes = ldconfig("compat");
+  const auto old_bytes = ldconfig("old");
+  ASSERT_NE(compat_bytes, new_bytes);
+
+  // The compat file holds the new table and extension area: written again, it is the new file.
+  const auto compat = parse_ld_cache(compat_bytes);
+  ASSERT_TRUE(compat) << compat.error().message;
+  EXPECT_EQ(compat->format, LdCacheFormat::compat);
+  EXPECT_EQ(compat->extensions.hwcaps_subdirs, (std::vector<std::string>{"x86-64-v2", "x86-64-v3"}));
+  const auto from_compat = serialize_ld_cache(*compat);
+  ASSERT_TRUE(from_compat) << from_compat.error().message;
+  EXPECT_TRUE(*from_compat == new_bytes) << first_difference(*from_compat, new_bytes);
+
+  // The old file has no hwcap field and no extensions (ldconfig 2.36 lists the glibc-hwcaps libraries
+  // there as plain entries: 4 of them): written in the new format, it reads back as the same entries.
+  const auto old = parse_ld_cache(old_bytes);
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_EQ(old->format, LdCacheFormat::old_only);
+  EXPECT_EQ(old->entries.size(), 4u);
+  const auto from_old = serialize_ld_cache(*old);
+  ASSERT_TRUE(from_old) << from_old.error().message;
+  const auto reread = parse_ld_cache(*from_old);
+  ASSERT_TRUE(reread) << reread.error().message;
+  EXPECT_EQ(reread->format, LdCacheFormat::new_only);
+  EXPECT_EQ(reread->entries, old->entries);
+  EXPECT_EQ(reread->extensions, LdCacheExtensions{});
 }
 
 TEST_F(LdCacheLdconfig, Multilib32Bit) {
