@@ -4,17 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "discover/ld_cache.hpp"
+#include "fixtures/builder/test_support.hpp"
 #include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
@@ -438,23 +436,12 @@ TEST(LdCacheExtensions, GlibcHwcapsErrors) {
 
 namespace fs = std::filesystem;
 
-std::pair<int, std::string> run(const std::string& command) {
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    return {-1, ""};
-  }
-  std::string out;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    out.append(buffer.data(), n);
-  }
-  return {::pclose(pipe), out};
-}
+using fixture::test::capture;
+using fixture::test::shell_quote;
 
 std::string first_executable(std::initializer_list<const char*> paths) {
   for (const char* path : paths) {
-    if (::access(path, X_OK) == 0) {
+    if (fixture::test::is_executable(path)) {
       return path;
     }
   }
@@ -511,9 +498,9 @@ class LdCacheLdconfig : public ::testing::Test {
   void library(const std::string& path, const std::string& soname, const std::string& flags = "") {
     const fs::path file = m_root / fs::path(path).relative_path();
     fs::create_directories(file.parent_path());
-    const auto [status, output] = run(m_gcc + " -shared -fPIC " + flags + " -Wl,-soname," + soname +
-                                      " -x c /dev/null -o '" + file.string() + "' 2>&1");
-    ASSERT_EQ(status, 0) << output;
+    const auto command = m_gcc + " -shared -fPIC " + flags + " -Wl,-soname," + soname +
+                         " -x c /dev/null -o " + shell_quote(file.string());
+    ASSERT_TRUE(capture(command + " 2>&1").has_value()) << "failed: " << command;
   }
 
   void write(const std::string& path, const std::string& content) {
@@ -524,9 +511,9 @@ class LdCacheLdconfig : public ::testing::Test {
 
   // ldconfig's cache for the root (no links made, no auxiliary cache read), in `format` (new, old, compat).
   std::string ldconfig(const std::string& format = "new") {
-    const auto [status, output] = run(m_ldconfig + " -X -i -c " + format + " -r '" + m_root.string() +
-                                      "' -f /etc/ld.so.conf -C /etc/ld.so.cache 2>&1");
-    EXPECT_EQ(status, 0) << output;
+    const auto command = m_ldconfig + " -X -i -c " + format + " -r " + shell_quote(m_root.string()) +
+                         " -f /etc/ld.so.conf -C /etc/ld.so.cache 2>&1";
+    EXPECT_TRUE(capture(command).has_value()) << "failed: " << command;
     auto bytes = read_file((m_root / "etc/ld.so.cache").string());
     EXPECT_TRUE(bytes) << bytes.error().message;
     return bytes ? *bytes : std::string();
@@ -708,9 +695,8 @@ TEST_F(LdCacheLdconfig, CompatAndOldCachesAreWrittenInTheNewFormat) {
 
 TEST_F(LdCacheLdconfig, Multilib32Bit) {
   // 32-bit objects without the C runtime (gcc -m32 here has no 32-bit crt files or libgcc).
-  const auto [status, output] = run(m_gcc + " -m32 -shared -nostdlib -x c /dev/null -o /dev/null 2>&1");
-  if (status != 0) {
-    GTEST_SKIP() << "gcc -m32 cannot link a shared object here: " << output;
+  if (!capture(m_gcc + " -m32 -shared -nostdlib -x c /dev/null -o /dev/null 2>&1")) {
+    GTEST_SKIP() << "gcc -m32 cannot link a shared object here (no 32-bit support in the toolchain)";
   }
   write("/etc/ld.so.conf", "/usr/lib/i386-linux-gnu\n/lib/i386-linux-gnu\n/usr/lib/x86_64-linux-gnu\n");
   for (const char* name : {"libfoo.so.1", "libcuda.so.1", "libnvidia-ml.so.1"}) {
