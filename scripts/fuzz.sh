@@ -4,8 +4,8 @@
 #   scripts/fuzz.sh                          every target for 25 s (what scripts/test.sh runs)
 #   scripts/fuzz.sh TARGET [SECONDS [ARGS…]]  one target (or `all`), ARGS passed on to libFuzzer
 #
-# Targets: cdi_yaml cdi_json oci_apply ld_cache proc_files cuda_compat_note mountinfo (fuzz/README.md says
-# what each checks).
+# Targets: cdi_yaml cdi_json oci_apply ld_cache ld_cache_write proc_files cuda_compat_note mountinfo
+# (fuzz/README.md says what each checks).
 # Each run first replays fuzz/regressions/<target>/ (every file must pass), then fuzzes for SECONDS
 # starting from the seeds (generated into build/fuzz/seeds/ from the golden specs, tests/data and
 # the fixture hosts, plus fuzz/seeds/<target>/) and the corpus it keeps in build/fuzz/corpus/<target>/.
@@ -19,7 +19,7 @@ target=${1:-all}
 seconds=${2:-25}
 extra=("${@:3}")
 build=${GPUCTK_FUZZ_BUILD_DIR:-build/fuzz}
-all_targets=(cdi_yaml cdi_json oci_apply ld_cache proc_files cuda_compat_note mountinfo)
+all_targets=(cdi_yaml cdi_json oci_apply ld_cache ld_cache_write proc_files cuda_compat_note mountinfo)
 
 if [ "$target" = all ]; then
   targets=("${all_targets[@]}")

@@ -9,6 +9,8 @@
 //               one cut from a golden spec), in JSON and in YAML
 //   ld_cache    every fixture host's etc/ld.so.cache (written by ldconfig), its entries in the old and
 //               compat layouts, and a three-entry cache in each layout
+//   ld_cache_write  every fixture host's etc/ld.so.cache, and a cache with glibc-hwcaps entries and both
+//               extension sections (written by serialize_ld_cache)
 //   proc_files  every fixture host's /proc files (devices, params, version, gpus/*/information,
 //               mig-minors cut to its first lines, capability files), its bus ids, driver library names
 //   cuda_compat_note  the CUDA compat libraries of tests/data/cuda_compat (NVIDIA's, with real notes), and
@@ -308,6 +310,30 @@ void host_seeds(Seeds& seeds, const std::string& host_name) {
   // ld.so.cache as ldconfig wrote it, then its entries in the other layouts.
   const auto cache_bytes = read_or_throw(host.ld_cache);
   seeds.add("ld_cache", host_name + "-ldconfig", cache_bytes);
+  seeds.add("ld_cache_write", host_name + "-ldconfig", cache_bytes);
+  {
+    // glibc-hwcaps entries (one with an ISA level) before a plain one, and both extension sections.
+    constexpr uint64_t k_hwcaps = uint64_t{1} << 62;
+    gpuctk::discover::LdCache hwcaps;
+    hwcaps.extensions.generator = "ldconfig (GNU libc) stable release version 2.36";
+    hwcaps.extensions.hwcaps_subdirs = {"x86-64-v2", "x86-64-v3"};
+    const std::string dir = "/usr/lib/x86_64-linux-gnu/";
+    const auto entry = [&](const std::string& subdir, uint64_t hwcap) {
+      return gpuctk::discover::LdCacheEntry{.key = "libz.so.1",
+                                            .value = dir + subdir + "libz.so.1",
+                                            .flags = 0x0303,
+                                            .osversion = 0,
+                                            .hwcap = hwcap};
+    };
+    hwcaps.entries = {entry("glibc-hwcaps/x86-64-v2/", k_hwcaps | 0),
+                      entry("glibc-hwcaps/x86-64-v3/", k_hwcaps | (uint64_t{3} << 32) | 1), entry("", 0)};
+    const auto bytes = gpuctk::discover::serialize_ld_cache(hwcaps);
+    if (!bytes) {
+      throw std::runtime_error(bytes.error().message);
+    }
+    seeds.add("ld_cache", "glibc-hwcaps", *bytes);
+    seeds.add("ld_cache_write", "glibc-hwcaps", *bytes);
+  }
   const auto cache = gpuctk::discover::parse_ld_cache(cache_bytes);
   if (!cache) {
     throw std::runtime_error(host.ld_cache + ": " + cache.error().message);
