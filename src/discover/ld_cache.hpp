@@ -148,9 +148,11 @@ void insert_ld_cache_entry(LdCache& cache, LdCacheEntry entry);
 // key, value and glibc-hwcaps name once, ordered and tail-shared as ldconfig's string table does it, and
 // the extension area (see ld_cache.cpp) when there is a generator or a glibc-hwcaps name. Not
 // reproduced: a glibc-hwcaps directory ldconfig found but took no library from (its name is in
-// ldconfig's string table, unused). Errors start with "ld.so.cache: " and name the entry or field: a
-// string containing a NUL byte, an entry whose glibc_hwcaps_index() is outside
-// extensions.hwcaps_subdirs, and anything parse_ld_cache() would refuse to read back (its bounds above).
+// ldconfig's string table, unused, and nowhere else in the file); a caller that must match ldconfig
+// byte for byte checks that serialize_ld_cache(parse_ld_cache(file)) is `file` first. Errors start with
+// "ld.so.cache: " and name the entry or field: a string containing a NUL byte, an entry whose
+// glibc_hwcaps_index() is outside extensions.hwcaps_subdirs, and anything parse_ld_cache() would refuse to
+// read back (its bounds above).
 Result<std::string> serialize_ld_cache(const LdCache& cache);
 
 // Reads and parses the cache at `path`, a regular file of at most 64 MiB whose last component is not
