@@ -395,8 +395,8 @@ bool string_table_before(std::string_view left, std::string_view right) {
   return left.size() > right.size();
 }
 
-// The string table of `strings` (distinct, any order) as ldconfig lays it out, and each string's offset
-// in it (same order as `strings`).
+// The string table of `strings` (any order, repeats allowed) as ldconfig lays it out, and each string's
+// offset in it (same order as `strings`). Sorted so, equal strings are neighbours and share one place.
 std::string string_table(const std::vector<std::string_view>& strings, std::vector<uint32_t>& offsets) {
   std::vector<size_t> order(strings.size());
   for (size_t i = 0; i < order.size(); ++i) {
@@ -409,7 +409,7 @@ std::string string_table(const std::vector<std::string_view>& strings, std::vect
   for (size_t j = 0; j < order.size(); ++j) {
     const auto current = strings[order[j]];
     if (j > 0 && strings[order[j - 1]].ends_with(current)) {
-      // A tail of the previous string: shares its bytes (and its NUL).
+      // The previous string again, or a tail of it: shares its bytes (and its NUL).
       const auto previous = strings[order[j - 1]];
       offsets[order[j]] = static_cast<uint32_t>(offsets[order[j - 1]] + previous.size() - current.size());
       continue;
@@ -601,37 +601,19 @@ Result<std::string> serialize_ld_cache(const LdCache& cache) {
     return fail_with("ld.so.cache", ok.error());
   }
   const auto& ext = cache.extensions;
-  // Every distinct string once, the entries' first, then the glibc-hwcaps names.
+  // Every string the file refers to: entry i's key at 2i, its value at 2i + 1, then the glibc-hwcaps names.
   std::vector<std::string_view> strings;
-  std::vector<size_t> key_at(cache.entries.size());
-  std::vector<size_t> value_at(cache.entries.size());
-  std::vector<size_t> hwcaps_at(ext.hwcaps_subdirs.size());
-  {
-    std::vector<std::string_view> all;
-    all.reserve(2 * cache.entries.size() + ext.hwcaps_subdirs.size());
-    for (const auto& entry : cache.entries) {
-      all.push_back(entry.key);
-      all.push_back(entry.value);
-    }
-    for (const auto& name : ext.hwcaps_subdirs) {
-      all.push_back(name);
-    }
-    strings = all;
-    std::sort(strings.begin(), strings.end());
-    strings.erase(std::unique(strings.begin(), strings.end()), strings.end());
-    const auto index_of = [&](std::string_view text) {
-      return static_cast<size_t>(std::lower_bound(strings.begin(), strings.end(), text) - strings.begin());
-    };
-    for (size_t i = 0; i < cache.entries.size(); ++i) {
-      key_at[i] = index_of(cache.entries[i].key);
-      value_at[i] = index_of(cache.entries[i].value);
-    }
-    for (size_t j = 0; j < ext.hwcaps_subdirs.size(); ++j) {
-      hwcaps_at[j] = index_of(ext.hwcaps_subdirs[j]);
-    }
+  strings.reserve(2 * cache.entries.size() + ext.hwcaps_subdirs.size());
+  for (const auto& entry : cache.entries) {
+    strings.push_back(entry.key);
+    strings.push_back(entry.value);
+  }
+  for (const auto& name : ext.hwcaps_subdirs) {
+    strings.push_back(name);
   }
   std::vector<uint32_t> offsets;
   const std::string table = string_table(strings, offsets);
+  const size_t hwcaps_first = 2 * cache.entries.size();
 
   const uint64_t strings_start = k_new_header_size + k_new_entry_size * cache.entries.size();
   std::string out(strings_start, '\0');
@@ -643,8 +625,8 @@ Result<std::string> serialize_ld_cache(const LdCache& cache) {
     const auto& entry = cache.entries[i];
     const uint64_t at = k_new_header_size + i * k_new_entry_size;
     store(out, at, entry.flags);
-    store(out, at + 4, static_cast<uint32_t>(strings_start + offsets[key_at[i]]));
-    store(out, at + 8, static_cast<uint32_t>(strings_start + offsets[value_at[i]]));
+    store(out, at + 4, static_cast<uint32_t>(strings_start + offsets[2 * i]));
+    store(out, at + 8, static_cast<uint32_t>(strings_start + offsets[2 * i + 1]));
     store(out, at + 12, entry.osversion);
     store(out, at + 16, entry.hwcap);
   }
@@ -653,8 +635,8 @@ Result<std::string> serialize_ld_cache(const LdCache& cache) {
     out.resize((out.size() + k_extension_alignment - 1) & ~(k_extension_alignment - 1), '\0');
     store(out, k_new_extension_at, static_cast<uint32_t>(out.size()));
     std::vector<uint32_t> hwcaps_offsets;
-    for (const auto at : hwcaps_at) {
-      hwcaps_offsets.push_back(static_cast<uint32_t>(strings_start + offsets[at]));
+    for (size_t j = hwcaps_first; j < strings.size(); ++j) {
+      hwcaps_offsets.push_back(static_cast<uint32_t>(strings_start + offsets[j]));
     }
     write_extensions(out, ext, hwcaps_offsets);
   }
