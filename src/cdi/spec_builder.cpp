@@ -34,6 +34,21 @@ const std::vector<std::string>& mount_options(const DriverFile& file) {
                                                          : k_ipc_socket_mount_options;
 }
 
+// FLAGS:OSVERSION:SONAME:PATH, the numbers in hex as ldconfig's headers write them ("0x303:0x0:
+// libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1"); hook/ld_cache_merge.hpp reads it.
+std::string ld_cache_entry_arg(const discover::LibraryCacheEntry& entry) {
+  const auto hex = [](uint32_t value) {
+    static constexpr char k_digits[] = "0123456789abcdef";
+    std::string text;
+    do {
+      text.insert(text.begin(), k_digits[value & 0xfu]);
+      value >>= 4;
+    } while (value != 0);
+    return "0x" + text;
+  };
+  return hex(entry.flags) + ":" + hex(entry.osversion) + ":" + entry.soname + ":" + entry.path;
+}
+
 Mount to_mount(const DriverFile& file) {
   return {file.host_path, file.container_path, mount_options(file), ""};
 }
@@ -123,6 +138,9 @@ class Builder {
     if (hook_enabled(k_hook_update_ldcache)) {
       for (const auto& dir : m_inv.library_dirs) {
         args.insert(args.end(), {"--folder", dir});
+      }
+      for (const auto& entry : m_inv.library_cache_entries) {
+        args.insert(args.end(), {"--ld-cache-entry", ld_cache_entry_arg(entry)});
       }
     }
     // Management containers (nvidia-smi -mig, driver tools) must be able to create nodes.

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "discover/device_nodes.hpp"
 #include "discover/driver_files.hpp"
@@ -54,10 +56,51 @@ Result<CacheView> load_cache(const std::string& driver_root, std::vector<std::st
     const bool is_native = native && entry.arch() == *native;
     const bool is_32bit = native && compat32_arch(*native) == entry.arch();
     if (is_native || is_32bit) {
-      view.libraries.push_back({entry.key, entry.value, is_32bit});
+      view.libraries.push_back({entry.key, entry.value, is_32bit, entry.flags, entry.osversion});
     }
   }
   return view;
+}
+
+// The host cache's entries (`cache`) for the libraries `inv` mounts: an entry whose path resolves inside
+// the driver root to a mounted library's host path, mapped to the container directory that library is
+// mounted in under the entry's own file name, when that is the mounted file itself or a link discovery
+// makes there (the SONAME link). Anything else (a library not mounted, a link no spec makes) is left out.
+std::vector<LibraryCacheEntry> library_cache_entries(const std::string& driver_root,
+                                                     const std::vector<CachedLibrary>& cache,
+                                                     const Inventory& inv) {
+  std::map<std::string, const DriverFile*> by_host_path;
+  for (const auto& file : inv.files) {
+    if (file.kind == FileKind::library || file.kind == FileKind::library32) {
+      by_host_path.emplace(file.host_path, &file);
+    }
+  }
+  std::set<std::string> links;
+  for (const auto& link : inv.library_links) {
+    links.insert(link.link);
+  }
+  RootResolver resolver(driver_root);
+  std::vector<LibraryCacheEntry> out;
+  for (const auto& lib : cache) {
+    const auto host = resolver.resolve(lib.path);
+    const auto it = host ? by_host_path.find(*host) : by_host_path.end();
+    if (it == by_host_path.end()) {
+      continue;
+    }
+    // Beside the mounted file, and where the host has the entry (Debian's packages: the multiarch
+    // folder's link to nvidia/current), when the spec puts a link there too.
+    const std::string& mounted = it->second->container_path;
+    const std::string beside =
+        mounted.substr(0, mounted.rfind('/') + 1) + lib.path.substr(lib.path.rfind('/') + 1);
+    for (const auto& path : {beside, lib.path}) {
+      if (path == mounted || links.contains(path)) {
+        out.push_back({lib.soname, path, lib.flags, lib.osversion});
+      }
+    }
+  }
+  std::ranges::sort(out);
+  out.erase(std::ranges::unique(out).begin(), out.end());
+  return out;
 }
 
 std::optional<std::string> find_nvml(const std::string& driver_root, const CacheView& cache) {
@@ -398,6 +441,7 @@ Result<Inventory> discover(const DiscoverOptions& options) {
   inv.library_dirs = std::move(files->library_dirs);
   inv.library_links = std::move(files->links);
   inv.notes = std::move(files->notes);
+  inv.library_cache_entries = library_cache_entries(options.driver_root, input.cache, inv);
   return inv;
 }
 

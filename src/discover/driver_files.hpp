@@ -7,6 +7,7 @@
 // container's root never makes a spec mount a file of the host. A path whose links lead out of the root,
 // dangle or loop is skipped with a warning naming the link and its target.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@ struct CachedLibrary {
   std::string soname;
   std::string path;
   bool is_32bit = false;
+  uint32_t flags = 0;      // the entry's LibType | Arch, as the cache has it
+  uint32_t osversion = 0;  // the entry's minimum kernel version, as the cache has it
 };
 
 struct DriverFilesInput {

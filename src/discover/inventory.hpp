@@ -106,6 +106,19 @@ struct DriverFile {
   bool operator==(const DriverFile&) const = default;
 };
 
+// An entry the host's ld.so.cache has for a driver library that a spec mounts, as the container's cache
+// needs it (update-ldcache's --ld-cache-entry): the SONAME, the container path the loader opens (the
+// mounted file, or the SONAME link next to it that create-symlinks makes) and the entry's flags and
+// osversion as the host's cache has them. Taken from host discovery only, never from an image.
+struct LibraryCacheEntry {
+  std::string soname;      // "libcuda.so.1"
+  std::string path;        // "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+  uint32_t flags = 0;      // LibType | Arch (ld_cache.hpp), e.g. 0x0303: libc6, x86-64
+  uint32_t osversion = 0;  // 0 for every driver library seen so far
+  bool operator==(const LibraryCacheEntry&) const = default;
+  auto operator<=>(const LibraryCacheEntry&) const = default;
+};
+
 struct Inventory {
   std::string driver_version;  // "550.54.15"
   KernelModule kernel_module = KernelModule::unknown;
@@ -124,6 +137,8 @@ struct Inventory {
   std::vector<DriverFile> files;             // sorted by container path
   std::vector<std::string> library_dirs;     // container paths of every directory with a mounted library
   std::vector<Symlink> library_links;        // SONAME and development links of the driver libraries
+  // The host cache's entries for mounted libraries (sorted, each once); empty without a host cache.
+  std::vector<LibraryCacheEntry> library_cache_entries;
   // What a user should look at: expected pieces that are missing, files refused for leaving the driver
   // root or for being squattable (an IPC directory any user could have made).
   std::vector<std::string> warnings;

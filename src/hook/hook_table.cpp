@@ -6,6 +6,7 @@
 
 #include "discover/host_fs.hpp"
 #include "hook/container_hooks.hpp"
+#include "hook/ld_cache_merge.hpp"
 #include "rootfs/ld_cache_update.hpp"
 #include "util/strings.hpp"
 
@@ -115,7 +116,15 @@ constexpr HookOption k_folder{.name = "--folder",
                               .kind = Kind::list,
                               .help = "A library directory of the container to add to its cache",
                               .value_name = "DIR"};
-constexpr HookOption k_update_ldcache_options[] = {k_ldconfig_path, k_folder};
+constexpr HookOption k_ld_cache_entry{
+    .name = "--ld-cache-entry",
+    .kind = Kind::list,
+    .help =
+        "An entry the host's linker cache has for a mounted library, e.g. 0x303:0x0:libcuda.so.1:/usr/lib/"
+        "x86_64-linux-gnu/libcuda.so.1 (flags and osversion in hex, the SONAME, the container path), as "
+        "the host's cache has it",
+    .value_name = "FLAGS:OSVERSION:SONAME:PATH"};
+constexpr HookOption k_update_ldcache_options[] = {k_ldconfig_path, k_folder, k_ld_cache_entry};
 
 Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& config, const Log& log,
                                         const rootfs::SandboxLimits& limits) {
@@ -123,6 +132,7 @@ Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& conf
   if (folders.size() > k_max_hook_args) {
     return fail("too many folders");
   }
+  GPUCTK_TRY_ASSIGN(auto facts, parse_ld_cache_facts(args.all("--ld-cache-entry")));
   const std::string ldconfig_path =
       args.has("--ldconfig-path") ? args.one("--ldconfig-path") : k_default_ldconfig;
   if (config.allow_ldconfig_from_container) {
@@ -131,6 +141,7 @@ Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& conf
   }
   // The host's ldconfig is opened now, but an error only counts where it is run: a musl image runs none.
   auto host = std::make_shared<Result<UniqueFd>>(open_host_ldconfig(ldconfig_path));
+  (void)facts;  // merged into the image's cache by the next change
   return body_of(
       [folders, host, limits](const rootfs::Root& root, const Config&, const Log&) -> Result<void> {
         return rootfs::update_library_search(
@@ -210,6 +221,7 @@ constexpr HookOption k_container_start_options[] = {k_link,
                                                     k_compat_root,
                                                     k_ldconfig_path,
                                                     k_folder,
+                                                    k_ld_cache_entry,
                                                     k_disable_device_node_modification};
 struct Step {
   const char* row;                  // the step's own row
