@@ -137,6 +137,17 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
     }
     return {};
   }
+  if (key == "ld-cache") {
+    GPUCTK_TRY_ASSIGN(auto text, scalar(value, key));
+    if (text == "merge") {
+      c.ld_cache = LdCacheMode::merge;
+    } else if (text == "ldconfig") {
+      c.ld_cache = LdCacheMode::ldconfig;
+    } else {
+      return fail(key + ": expected merge or ldconfig, got \"" + text + "\"");
+    }
+    return {};
+  }
   if (key == "log-file") {
     GPUCTK_TRY_ASSIGN(auto text, scalar(value, key));
     if (!text.empty() && text.front() != '/') {
@@ -170,6 +181,7 @@ constexpr std::string_view k_keys[] = {
     "dev-root",
     "hook-path",
     "allow-ldconfig-from-container",
+    "ld-cache",
     "runtimes",
     "runtime-mode",
     "mps-pipe-roots",

@@ -41,6 +41,13 @@ enum class RuntimeMode : uint8_t {
              // mode of NVIDIA's runtime, for clusters that want the prestart path
 };
 
+// How update-ldcache writes a glibc image's linker cache.
+enum class LdCacheMode : uint8_t {
+  merge,     // the image's cache merged with the spec's entries in-process where that is proven to give
+             // ldconfig's cache (hook/ld_cache_merge.hpp), the sandboxed ldconfig otherwise (the default)
+  ldconfig,  // always the sandboxed host ldconfig
+};
+
 struct Config {
   std::vector<std::string> spec_dirs{cdi::k_default_spec_dirs.begin(),
                                      cdi::k_default_spec_dirs.end()};  // `spec-dirs`, lowest priority first
@@ -64,6 +71,7 @@ struct Config {
   // update-ldcache). `--ldconfig-path PATH` names the host's ldconfig, with or without "@", as in
   // NVIDIA's toolkit; only the host's ldconfig ever runs on a container root.
   bool allow_ldconfig_from_container = false;
+  LdCacheMode ld_cache = LdCacheMode::merge;  // `ld-cache`: merge or ldconfig
   // `log-file`: unset means k_default_log_file; "" logs nothing. A file the config names that cannot be
   // opened is an error (open_log); the default one is a warning, since a rootless engine runs the
   // hooks as a user who cannot write /var/log.

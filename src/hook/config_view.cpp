@@ -85,6 +85,8 @@ const KeyRow k_rows[] = {
     {"hook-path", [](const Config& c) { return yaml_string(c.hook_path); }},
     {"allow-ldconfig-from-container",
      [](const Config& c) { return yaml_bool(c.allow_ldconfig_from_container); }},
+    {"ld-cache",
+     [](const Config& c) { return std::string(c.ld_cache == LdCacheMode::merge ? "merge" : "ldconfig"); }},
     {"runtimes", [](const Config& c) { return yaml_list(c.runtimes); }},
     {"runtime-mode",
      [](const Config& c) { return std::string(c.runtime_mode == RuntimeMode::cdi ? "cdi" : "prestart"); }},

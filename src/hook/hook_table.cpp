@@ -121,8 +121,9 @@ constexpr HookOption k_ld_cache_entry{
     .kind = Kind::list,
     .help =
         "An entry the host's linker cache has for a mounted library, e.g. 0x303:0x0:libcuda.so.1:/usr/lib/"
-        "x86_64-linux-gnu/libcuda.so.1 (flags and osversion in hex, the SONAME, the container path), as "
-        "the host's cache has it",
+        "x86_64-linux-gnu/libcuda.so.1 (flags and osversion in hex, the SONAME, the container path); with "
+        "them the image's own cache is merged in-process instead of running ldconfig (config ld-cache), "
+        "where the merge is proven to give ldconfig's cache",
     .value_name = "FLAGS:OSVERSION:SONAME:PATH"};
 constexpr HookOption k_update_ldcache_options[] = {k_ldconfig_path, k_folder, k_ld_cache_entry};
 
@@ -141,19 +142,33 @@ Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& conf
   }
   // The host's ldconfig is opened now, but an error only counts where it is run: a musl image runs none.
   auto host = std::make_shared<Result<UniqueFd>>(open_host_ldconfig(ldconfig_path));
-  (void)facts;  // merged into the image's cache by the next change
-  return body_of(
-      [folders, host, limits](const rootfs::Root& root, const Config&, const Log&) -> Result<void> {
-        return rootfs::update_library_search(
-            root, folders,
-            [&]() -> Result<UniqueFd> {
-              if (!*host) {
-                return std::unexpected(host->error());
-              }
-              return std::move(**host);
-            },
-            limits);
-      });
+  return body_of([folders, host, limits, facts = std::move(facts)](
+                     const rootfs::Root& root, const Config& cfg, const Log& lg) -> Result<void> {
+    // The merge where the config allows it; its reason for leaving the cache to ldconfig in the debug log.
+    const auto merge = [&](const rootfs::Root& r, const rootfs::LdScan& scan) -> Result<bool> {
+      if (cfg.ld_cache != LdCacheMode::merge) {
+        lg.write(LogLevel::debug, "update-ldcache: ldconfig (config ld-cache: ldconfig)");
+        return false;
+      }
+      GPUCTK_TRY_ASSIGN(const auto outcome, merge_ld_cache(r, scan, facts));
+      if (outcome.merged) {
+        lg.write(LogLevel::debug, "update-ldcache: merge: " + std::to_string(outcome.added) +
+                                      " entries added to the image's linker cache in " + r.path());
+      } else {
+        lg.write(LogLevel::debug, "update-ldcache: ldconfig: " + outcome.reason);
+      }
+      return outcome.merged;
+    };
+    return rootfs::update_library_search(
+        root, folders,
+        [&]() -> Result<UniqueFd> {
+          if (!*host) {
+            return std::unexpected(host->error());
+          }
+          return std::move(**host);
+        },
+        limits, merge);
+  });
 }
 
 // disable-device-node-modification: the container sees ModifyDeviceFiles: 0 in

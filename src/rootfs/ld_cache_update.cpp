@@ -275,6 +275,20 @@ Result<void> remove_file(const Root& root, std::string_view path) {
 
 Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
                              const UniqueFd& ldconfig, const SandboxLimits& limits) {
+  // The caller keeps its descriptor: the run gets a duplicate.
+  const auto duplicate = [&]() -> Result<UniqueFd> {
+    UniqueFd fd(::fcntl(ldconfig.get(), F_DUPFD_CLOEXEC, 0));
+    if (!fd) {
+      return fail_errno("duplicate the ldconfig descriptor", errno);
+    }
+    return fd;
+  };
+  return update_ld_cache_with(root, folders, {}, duplicate, limits);
+}
+
+Result<void> update_ld_cache_with(const Root& root, const std::vector<std::string>& folders,
+                                  const LdCacheWriter& writer, const LdconfigOpener& open_ldconfig,
+                                  const SandboxLimits& limits) {
   GPUCTK_TRY_ASSIGN(const auto unique, checked_folders(folders));
   if (!is_dir_in_root(root, "/etc")) {
     return fail(
@@ -314,8 +328,9 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
     return undo(known.error());
   }
   const auto system = image_system_dirs(root);
-  known->insert(known->end(), system.begin(), system.end());
-  const auto added = new_folders(root, unique, *known);
+  std::vector<std::string> searched = *known;
+  searched.insert(searched.end(), system.begin(), system.end());
+  const auto added = new_folders(root, unique, searched);
   std::string text;
   for (const auto& folder : added) {
     text.append(folder).append("\n");
@@ -331,6 +346,19 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
   if (auto r = remove_file(root, k_ld_conf_system_dropin); !r) {
     return undo(r.error());
   }
+  if (writer) {
+    auto written = writer(root, LdScan{.configured = *known, .added = added, .system = system});
+    if (!written) {
+      return undo(written.error());
+    }
+    if (*written) {
+      return {};
+    }
+  }
+  auto ldconfig = open_ldconfig();
+  if (!ldconfig) {
+    return undo(ldconfig.error());
+  }
   // The configuration this run reads: the image's, then the new folders again (they are found there
   // only if the image's ld.so.conf includes ld.so.conf.d; a second mention changes nothing), then the
   // system directories, last as the image's own ldconfig adds them.
@@ -338,7 +366,7 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
   for (const auto& dir : system) {
     run_text.append(dir).append("\n");
   }
-  auto cache = run_ldconfig(root, ldconfig, run_text, limits);
+  auto cache = run_ldconfig(root, *ldconfig, run_text, limits);
   if (!cache) {
     return undo(cache.error());
   }
@@ -402,11 +430,14 @@ ImageLibc image_libc(const Root& root) {
 }
 
 Result<void> update_library_search(const Root& root, const std::vector<std::string>& folders,
-                                   const LdconfigOpener& open_ldconfig, const SandboxLimits& limits) {
+                                   const LdconfigOpener& open_ldconfig, const SandboxLimits& limits,
+                                   const LdCacheWriter& writer) {
   const ImageLibc libc = image_libc(root);
   if (libc != ImageLibc::musl) {
-    GPUCTK_TRY_ASSIGN(const auto ldconfig, open_ldconfig());
-    GPUCTK_TRY(update_ld_cache(root, folders, ldconfig, limits));
+    // Opened first, as before the merge existed: a wrong --ldconfig-path is the error whatever the image.
+    GPUCTK_TRY_ASSIGN(auto ldconfig, open_ldconfig());
+    GPUCTK_TRY(update_ld_cache_with(
+        root, folders, writer, [&]() -> Result<UniqueFd> { return std::move(ldconfig); }, limits));
   }
   if (libc == ImageLibc::musl || libc == ImageLibc::glibc_and_musl) {
     GPUCTK_TRY(update_musl_path(root, folders));

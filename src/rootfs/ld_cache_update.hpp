@@ -65,6 +65,25 @@ inline constexpr const char* k_musl_default_path = "/lib:/usr/local/lib:/usr/lib
 Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
                              const UniqueFd& ldconfig, const SandboxLimits& limits = {});
 
+// The directories the ldconfig run of update_ld_cache would scan, for a writer that makes its cache
+// without it (hook/ld_cache_merge.hpp). Container paths, as written in the configuration.
+struct LdScan {
+  std::vector<std::string> configured;  // the image's configuration, in ldconfig's order, gpuctk's
+                                        // driver drop-in left out (the CUDA compat one is the image's)
+  std::vector<std::string> added;       // the folders the drop-in names (none of the image's)
+  std::vector<std::string> system;      // the image's system directories that exist, last
+};
+// Installs the cache in place of the ldconfig run and returns true, or returns false (it has logged
+// why) and ldconfig runs; an error stops update-ldcache as ldconfig's would. Called after the drop-in
+// and a missing /etc/ld.so.conf are written; its error removes them as ldconfig's does.
+using LdCacheWriter = std::function<Result<bool>(const Root& root, const LdScan& scan)>;
+
+// update_ld_cache with `writer` tried first; `open_ldconfig` is called only when ldconfig runs.
+using LdconfigOpener = std::function<Result<UniqueFd>()>;
+Result<void> update_ld_cache_with(const Root& root, const std::vector<std::string>& folders,
+                                  const LdCacheWriter& writer, const LdconfigOpener& open_ldconfig,
+                                  const SandboxLimits& limits = {});
+
 // musl: adds the folders its path file (k_musl_path_file) does not list yet, ahead of what it lists (as
 // the drop-in comes first for glibc); starting from k_musl_default_path when there is no file, so the
 // image's own libraries still resolve. A folder whose libraries are all for another machine (the
@@ -83,9 +102,11 @@ ImageLibc image_libc(const Root& root);
 // image: as before musl was known), update_musl_path when it has musl's, both for an image with both
 // (e.g. Alpine with glibc compatibility packages). A musl-only image runs no ldconfig: musl reads no
 // ld.so.cache, and `open_ldconfig` is not called.
-using LdconfigOpener = std::function<Result<UniqueFd>()>;
+// `writer`, when given, is tried before ldconfig (update_ld_cache_with); `open_ldconfig` is called
+// first for a glibc image all the same (its error is the error, merged or not).
 Result<void> update_library_search(const Root& root, const std::vector<std::string>& folders,
-                                   const LdconfigOpener& open_ldconfig, const SandboxLimits& limits = {});
+                                   const LdconfigOpener& open_ldconfig, const SandboxLimits& limits = {},
+                                   const LdCacheWriter& writer = {});
 
 // Removes the file `path` inside `root` (never following a symlink as its last component). Missing is fine.
 Result<void> remove_file(const Root& root, std::string_view path);

@@ -33,18 +33,19 @@ TEST_F(CliConfigTest, ShowsEveryKeyWithItsSourceAsYaml) {
                                 ("hook-path: " + hook_path).size()) +
                        2;
   const auto pad = [width](std::string line) { return line + std::string(width - line.size(), ' ') + "# "; };
-  EXPECT_EQ(
-      r.out,
-      "# " + file + " (from --config)\n" + pad("spec-dirs: [/etc/cdi, /var/run/cdi]") + "default\n" +
-          pad("default-kind: nvidia.com/gpu") + "default\n" + pad("annotation-prefixes: [cdi.k8s.io/]") +
-          "default\n" + pad("accept-envvar-when-unprivileged: true") + "default\n" +
-          pad("accept-volume-mounts: false") + "default\n" + pad("supported-capabilities: all") +
-          "default\n" + pad("disable-require: false") + "default\n" + pad("driver-root: /") + "default\n" +
-          pad("dev-root: /") + "default\n" + pad("hook-path: " + hook_path) + "default\n" +
-          pad("allow-ldconfig-from-container: false") + "default\n" + pad("runtimes: [runc, crun]") +
-          "default\n" + pad("runtime-mode: cdi") + "default\n" + pad("mps-pipe-roots: [/run/nvidia/mps]") +
-          "default\n" + pad("mps-log-roots: [/run/nvidia/mps]") + "default\n" +
-          pad("log-file: /var/log/gpuctk.log") + "default\n" + pad("log-level: debug") + file + ":2\n");
+  EXPECT_EQ(r.out, "# " + file + " (from --config)\n" + pad("spec-dirs: [/etc/cdi, /var/run/cdi]") +
+                       "default\n" + pad("default-kind: nvidia.com/gpu") + "default\n" +
+                       pad("annotation-prefixes: [cdi.k8s.io/]") + "default\n" +
+                       pad("accept-envvar-when-unprivileged: true") + "default\n" +
+                       pad("accept-volume-mounts: false") + "default\n" + pad("supported-capabilities: all") +
+                       "default\n" + pad("disable-require: false") + "default\n" + pad("driver-root: /") +
+                       "default\n" + pad("dev-root: /") + "default\n" + pad("hook-path: " + hook_path) +
+                       "default\n" + pad("allow-ldconfig-from-container: false") + "default\n" +
+                       pad("ld-cache: merge") + "default\n" + pad("runtimes: [runc, crun]") + "default\n" +
+                       pad("runtime-mode: cdi") + "default\n" + pad("mps-pipe-roots: [/run/nvidia/mps]") +
+                       "default\n" + pad("mps-log-roots: [/run/nvidia/mps]") + "default\n" +
+                       pad("log-file: /var/log/gpuctk.log") + "default\n" + pad("log-level: debug") + file +
+                       ":2\n");
   EXPECT_EQ(r.err, "gpuctk: warning: " + file +
                        ":3: unknown key \"log_file\" ignored (did you mean \"log-file\"?)\n");
   // $GPUCTK_CONFIG picks the file as for the hooks, and says so.

@@ -106,6 +106,7 @@ TEST(HookConfig, InvalidFilesNameTheFileLineAndKey) {
             "c.yaml:1: log-level: unknown log level \"loud\" (want error, warning, info or debug)");
   EXPECT_EQ(error("log-file: [/a]"), "c.yaml:1: log-file: expected a string");
   EXPECT_EQ(error("runtimes: []"), "c.yaml:1: runtimes: must name at least one runtime");
+  EXPECT_EQ(error("ld-cache: ldconfg"), "c.yaml:1: ld-cache: expected merge or ldconfig, got \"ldconfg\"");
   EXPECT_EQ(error("runtime-mode: legacy"),
             "c.yaml:1: runtime-mode: expected cdi or prestart, got \"legacy\"");
   EXPECT_EQ(error("- a\n- b"), "c.yaml:1: expected a mapping of settings");
@@ -178,6 +179,9 @@ TEST(HookConfig, EmptyFileIsDefaultsAndMissingExplicitFileIsAnError) {
   EXPECT_EQ(config->runtimes, (std::vector<std::string>{"runc", "crun"}));
   EXPECT_EQ(config->runtime_mode, RuntimeMode::cdi);
   EXPECT_EQ(parse_config("runtime-mode: prestart", "c.yaml")->runtime_mode, RuntimeMode::prestart);
+  EXPECT_EQ(parse_config("", "c.yaml")->ld_cache, LdCacheMode::merge);
+  EXPECT_EQ(parse_config("ld-cache: ldconfig", "c.yaml")->ld_cache, LdCacheMode::ldconfig);
+  EXPECT_EQ(parse_config("ld-cache: merge", "c.yaml")->ld_cache, LdCacheMode::merge);
   EXPECT_EQ(parse_config("runtime-mode: cdi", "c.yaml")->runtime_mode, RuntimeMode::cdi);
   auto missing = read_config("/nonexistent/gpuctk.yaml");
   ASSERT_TRUE(missing.error);

@@ -44,6 +44,7 @@ TEST(ConfigView, EveryKeyWithItsValueAndWhereItComesFrom) {
                                       "dev-root: /  # default",
                                       "hook-path: " + std::string(k_default_hook_path) + "  # default",
                                       "allow-ldconfig-from-container: false  # default",
+                                      "ld-cache: merge  # default",
                                       "runtimes: [runc, crun]  # default",
                                       "runtime-mode: prestart  # c.yaml:9",
                                       "mps-pipe-roots: [/run/nvidia/mps]  # default",

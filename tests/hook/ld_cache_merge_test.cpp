@@ -1,16 +1,324 @@
-// The --ld-cache-entry values update-ldcache takes (hook/ld_cache_merge.hpp).
+// update-ldcache's in-process merge (hook/ld_cache_merge.hpp) against the sandboxed ldconfig it replaces:
+// the differential test builds image roots of real ELF libraries (cc -shared), gives each its own cache
+// as its image build would (the host's ldconfig over the image's configuration and system folders), adds
+// the "driver" libraries and their SONAME links as a runtime and create-symlinks would, then runs both
+// ways on two copies of the root and requires the same cache: the same entries in the same order (so
+// every lookup resolves alike, native and 32-bit), the same `ldconfig -p` lines, the same bytes (the
+// image's cache and the fallback are written by the same ldconfig here). Then each fallback, seen in
+// its reason.
 
 #include "hook/ld_cache_merge.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "discover/ld_cache.hpp"
 #include "hook/container_hooks.hpp"
+#include "rootfs/ld_cache_update.hpp"
+#include "rootfs/rootfs_test_support.hpp"
+#include "rootfs/sandbox.hpp"
+#include "support/temp_dir.hpp"
+#include "util/file.hpp"
 
 namespace gpuctk::hook {
 namespace {
+
+// Runs a shell script; its output when it fails.
+testing::AssertionResult sh(const std::string& script) {
+  const std::string command = "bash -euo pipefail -c '" + script + "' 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return testing::AssertionFailure() << "popen failed";
+  }
+  std::string out;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+    out.append(buffer, n);
+  }
+  const int status = ::pclose(pipe);
+  if (status != 0) {
+    return testing::AssertionFailure() << "script failed (" << status << "): " << script << "\n" << out;
+  }
+  return testing::AssertionSuccess();
+}
+
+std::string output_of(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return out;
+  }
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+    out.append(buffer, n);
+  }
+  ::pclose(pipe);
+  return out;
+}
+
+// Shell functions for the scripts: `lib DIR SONAME FILE [-m32]` builds a shared library in the root $R,
+// `old` dates everything in $R to the image's build (2020), `cache` writes $R's cache as its image's own
+// ldconfig would (its configuration, then its system folders $SYSTEM) and dates it after the build.
+constexpr const char* k_helpers =
+    "lib() { mkdir -p \"$R$1\"; echo \"int f$RANDOM(void){return 0;}\" > \"$T/x.c\"; "
+    "cc ${4:-} -shared -fPIC -nostdlib -Wl,-soname,$2 -o \"$R$1/$3\" \"$T/x.c\"; }\n"
+    "old() { find \"$R\" -exec touch -h -d @1600000000 {} +; }\n"
+    "cache() { { echo include /etc/ld.so.conf; for d in $SYSTEM; do echo $d; done; } > \"$R/build.conf\"; "
+    "ldconfig -X -i -r \"$R\" -f /build.conf; rm \"$R/build.conf\"; old; "
+    "touch -d @1600000100 \"$R/etc/ld.so.cache\"; }\n";
+
+// One image layout: the script that makes it (with its cache) and the driver's folders in it.
+struct Layout {
+  const char* name;
+  const char* system;  // the image's system folders, as update_ld_cache finds them
+  const char* image;   // builds the image in $R (helpers above), ends with `cache`
+  const char* dir64;   // where the runtime mounts the 64-bit driver libraries
+  const char* dir32;   // and the 32-bit ones
+};
+
+const Layout k_layouts[] = {
+    // Debian 12: merged /usr, multiarch folders configured, driver into a configured folder and a new one.
+    {"debian_multiarch", "/lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib /usr/lib",
+     "mkdir -p $R/etc/ld.so.conf.d $R/usr/lib; ln -s usr/lib $R/lib; echo 12.5 > $R/etc/debian_version; "
+     "echo \"include /etc/ld.so.conf.d/*.conf\" > $R/etc/ld.so.conf; "
+     "printf \"/usr/local/lib/x86_64-linux-gnu\\n/lib/x86_64-linux-gnu\\n/usr/lib/x86_64-linux-gnu\\n\" > "
+     "$R/etc/ld.so.conf.d/x86_64-linux-gnu.conf; echo /usr/local/lib > $R/etc/ld.so.conf.d/libc.conf; "
+     "lib /usr/lib/x86_64-linux-gnu libimg.so.1 libimg.so.1.2.3; ln -s libimg.so.1.2.3 "
+     "$R/usr/lib/x86_64-linux-gnu/libimg.so.1; lib /usr/lib/x86_64-linux-gnu libz.so.1 libz.so.1; cache",
+     "/usr/lib/x86_64-linux-gnu", "/usr/lib/i386-linux-gnu"},
+    // Ubuntu-like: /lib and /usr/lib apart, i386 configured too; both driver folders configured.
+    {"ubuntu_like", "/lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib /usr/lib",
+     "mkdir -p $R/etc/ld.so.conf.d $R/lib/x86_64-linux-gnu $R/usr/lib/i386-linux-gnu; "
+     "echo bookworm/sid > $R/etc/debian_version; echo \"include /etc/ld.so.conf.d/*.conf\" > "
+     "$R/etc/ld.so.conf; printf \"/lib/x86_64-linux-gnu\\n/usr/lib/x86_64-linux-gnu\\n\" > "
+     "$R/etc/ld.so.conf.d/x86_64-linux-gnu.conf; printf \"/lib/i386-linux-gnu\\n/usr/lib/i386-linux-gnu\\n\" "
+     "> "
+     "$R/etc/ld.so.conf.d/i386-linux-gnu.conf; lib /lib/x86_64-linux-gnu libc.so.6 libc.so.6; "
+     "lib /usr/lib/i386-linux-gnu libimg.so.1 libimg.so.1 -m32; cache",
+     "/usr/lib/x86_64-linux-gnu", "/usr/lib/i386-linux-gnu"},
+    // RHEL: lib64 system folders, a relative include; the driver into the system folders.
+    {"rhel_lib64", "/lib /lib64 /libx32 /usr/lib /usr/lib64 /usr/libx32",
+     "mkdir -p $R/etc/ld.so.conf.d $R/usr/lib64 $R/usr/lib; ln -s usr/lib64 $R/lib64; ln -s usr/lib $R/lib; "
+     "echo \"include ld.so.conf.d/*.conf\" > $R/etc/ld.so.conf; lib /usr/lib64 libimg.so.1 libimg.so.1.0; "
+     "ln -s libimg.so.1.0 $R/usr/lib64/libimg.so.1; cache",
+     "/usr/lib64", "/usr/lib"},
+    // Extra folders named in ld.so.conf itself; the driver into a folder of its own.
+    {"extra_dirs", "/lib /lib64 /libx32 /usr/lib /usr/lib64 /usr/libx32",
+     "mkdir -p $R/etc/ld.so.conf.d $R/usr/lib64 $R/opt/img/lib; "
+     "printf \"/opt/img/lib\\ninclude /etc/ld.so.conf.d/*.conf\\n\" > $R/etc/ld.so.conf; "
+     "echo /opt/other/lib > $R/etc/ld.so.conf.d/other.conf; lib /opt/img/lib libimg.so.1 libimg.so.1; "
+     "lib /opt/other/lib libother.so.2 libother.so.2; cache",
+     "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib"},
+    // glibc-hwcaps: an image library with an x86-64-v2 build beside it.
+    {"glibc_hwcaps", "/lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib /usr/lib",
+     "mkdir -p $R/etc/ld.so.conf.d $R/usr/lib; ln -s usr/lib $R/lib; echo 12.5 > $R/etc/debian_version; "
+     "echo \"include /etc/ld.so.conf.d/*.conf\" > $R/etc/ld.so.conf; "
+     "printf \"/lib/x86_64-linux-gnu\\n/usr/lib/x86_64-linux-gnu\\n\" > "
+     "$R/etc/ld.so.conf.d/x86_64-linux-gnu.conf; lib /usr/lib/x86_64-linux-gnu libimg.so.1 libimg.so.1; "
+     "lib /usr/lib/x86_64-linux-gnu/glibc-hwcaps/x86-64-v2 libimg.so.1 libimg.so.1; cache",
+     "/usr/lib/x86_64-linux-gnu", "/usr/local/nvidia/lib"},
+};
+
+// The driver as a runtime and create-symlinks leave it in $R: each library file and its SONAME link (and
+// libcuda.so, the development link), dated now.
+std::string driver_script(const std::string& dir64, const std::string& dir32) {
+  return "lib " + dir64 + " libcuda.so.1 libcuda.so.535.104.05; ln -s libcuda.so.535.104.05 $R" + dir64 +
+         "/libcuda.so.1; ln -s libcuda.so.1 $R" + dir64 + "/libcuda.so; lib " + dir64 +
+         " libnvidia-ml.so.1 libnvidia-ml.so.535.104.05; ln -s libnvidia-ml.so.535.104.05 $R" + dir64 +
+         "/libnvidia-ml.so.1; lib " + dir32 + " libcuda.so.1 libcuda.so.535.104.05 -m32; ln -s " +
+         "libcuda.so.535.104.05 $R" + dir32 + "/libcuda.so.1\n";
+}
+
+class LdCacheMergeTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "the ldconfig sandbox needs root (namespaces, pivot_root)";
+    }
+    if (::access("/sbin/ldconfig", X_OK) != 0 || std::system("cc -m32 --version >/dev/null 2>&1") != 0) {
+      GTEST_SKIP() << "no /sbin/ldconfig or no cc on this host";
+    }
+    auto ldconfig = rootfs::seal_host_program("/sbin/ldconfig");
+    ASSERT_TRUE(ldconfig) << ldconfig.error().message;
+    m_ldconfig = std::move(*ldconfig);
+  }
+
+  [[nodiscard]] std::string env(const std::string& root, const Layout& layout) const {
+    return "T=" + m_temp.path() + "; R=" + root + "; SYSTEM=\"" + layout.system + "\"\n" + k_helpers;
+  }
+
+  // The host's cache for the driver (what discovery reads): the driver in a root of its own, cached by
+  // the host ldconfig; its entries with their paths moved to the container's folders.
+  std::vector<LdCacheFact> facts(const Layout& layout) {
+    const std::string host = m_temp.path() + "/host-" + layout.name;
+    EXPECT_TRUE(sh(env(host, layout) + "mkdir -p $R/etc; " + driver_script("/h64", "/h32") +
+                   "printf \"/h64\\n/h32\\n\" > $R/etc/ld.so.conf; ldconfig -X -i -r $R"));
+    auto cache = discover::read_ld_cache(host + "/etc/ld.so.cache");
+    EXPECT_TRUE(cache) << cache.error().message;
+    std::vector<LdCacheFact> out;
+    for (const auto& entry : cache ? cache->entries : std::vector<discover::LdCacheEntry>{}) {
+      const bool is64 = entry.value.starts_with("/h64/");
+      out.push_back({entry.key, std::string(is64 ? layout.dir64 : layout.dir32) + entry.value.substr(4),
+                     entry.flags, entry.osversion});
+    }
+    return out;
+  }
+
+  // The image of `layout` with the driver added, in `root`.
+  void make(const std::string& root, const Layout& layout) {
+    ASSERT_TRUE(sh(env(root, layout) + layout.image + "\n" + driver_script(layout.dir64, layout.dir32)));
+  }
+
+  [[nodiscard]] rootfs::Root open(const std::string& path) const {
+    auto root = rootfs::Root::open(path);
+    EXPECT_TRUE(root) << root.error().message;
+    return root ? std::move(*root) : rootfs::Root{};
+  }
+
+  // update-ldcache with the merge as the hook runs it; what the merge said.
+  MergeOutcome merge(const std::string& path, const Layout& layout, const std::vector<LdCacheFact>& facts) {
+    MergeOutcome outcome;
+    const auto root = open(path);
+    const auto writer = [&](const rootfs::Root& r, const rootfs::LdScan& scan) -> Result<bool> {
+      GPUCTK_TRY_ASSIGN(outcome, merge_ld_cache(r, scan, facts));
+      return outcome.merged;
+    };
+    auto r =
+        rootfs::update_ld_cache_with(root, {layout.dir64, layout.dir32}, writer,
+                                     [&]() -> Result<UniqueFd> { return UniqueFd(::dup(m_ldconfig.get())); });
+    EXPECT_TRUE(r) << r.error().message;
+    return outcome;
+  }
+
+  test::TempDir m_temp;
+  UniqueFd m_ldconfig;
+};
+
+// The first entry of `key` for `flags` outside glibc-hwcaps, as the loader takes it ("" if none).
+std::string lookup(const discover::LdCache& cache, const std::string& key, uint32_t flags) {
+  for (const auto& entry : cache.entries) {
+    if (entry.key == key && entry.flags == flags && entry.hwcap == 0) {
+      return entry.value;
+    }
+  }
+  return "";
+}
+
+TEST_F(LdCacheMergeTest, DifferentialAgainstTheSandboxedLdconfig) {
+  for (const auto& layout : k_layouts) {
+    SCOPED_TRACE(layout.name);
+    const auto driver = facts(layout);
+    ASSERT_EQ(driver.size(), 4u);  // libcuda.so.1 x2, libcuda.so, libnvidia-ml.so.1
+    const std::string a = m_temp.path() + "/" + layout.name + "-ldconfig";
+    const std::string b = m_temp.path() + "/" + layout.name + "-merge";
+    make(a, layout);
+    ASSERT_TRUE(sh("cp -a " + a + " " + b));
+    {
+      const auto root = open(a);
+      auto r = rootfs::update_ld_cache(root, {layout.dir64, layout.dir32}, m_ldconfig);
+      ASSERT_TRUE(r) << r.error().message;
+    }
+    const auto outcome = merge(b, layout, driver);
+    ASSERT_TRUE(outcome.merged) << outcome.reason;
+    EXPECT_EQ(outcome.added, 4u);
+    const auto expected = read_file(a + "/etc/ld.so.cache");
+    const auto merged = read_file(b + "/etc/ld.so.cache");
+    ASSERT_TRUE(expected && merged);
+    const auto want = discover::parse_ld_cache(*expected);
+    const auto got = discover::parse_ld_cache(*merged);
+    ASSERT_TRUE(want && got);
+    for (const auto& entry : want->entries) {
+      for (const uint32_t flags : {0x0303u, 0x0003u, 0x0001u}) {
+        EXPECT_EQ(lookup(*got, entry.key, flags), lookup(*want, entry.key, flags)) << entry.key;
+      }
+    }
+    EXPECT_EQ(got->entries, want->entries);
+    const auto listing = [](const std::string& root) {
+      const auto out = output_of("/sbin/ldconfig -p -C " + root + "/etc/ld.so.cache");
+      return out.substr(out.find('\n'));  // the first line names the file
+    };
+    EXPECT_EQ(listing(b), listing(a));
+    EXPECT_NE(listing(a).find("libcuda.so.1 (libc6,x86-64) => "), std::string::npos);
+    EXPECT_EQ(*merged, *expected);  // the image's cache and the fallback come from one ldconfig
+    EXPECT_EQ(read_file(b + "/etc/ld.so.conf.d/00-gpuctk-driver.conf").value_or("missing"),
+              read_file(a + "/etc/ld.so.conf.d/00-gpuctk-driver.conf").value_or("missing"));
+  }
+}
+
+// Each case breaks the Debian image one way; the merge must leave the cache to ldconfig, saying why.
+struct Fallback {
+  const char* name;
+  const char* script;  // run in $R after the image and the driver are made
+  const char* reason;  // the start of the reason
+};
+
+const Fallback k_fallbacks[] = {
+    {"no_cache", "rm $R/etc/ld.so.cache", "/etc/ld.so.cache: "},
+    {"cache_is_a_link", "ln -sf /etc/passwd $R/etc/ld.so.cache", "/etc/ld.so.cache is not a regular file"},
+    {"cache_is_a_fifo", "rm $R/etc/ld.so.cache; mkfifo $R/etc/ld.so.cache",
+     "/etc/ld.so.cache is not a regular file"},
+    {"cache_is_huge", "truncate -s 70M $R/etc/ld.so.cache", "/etc/ld.so.cache is larger than 67108864 bytes"},
+    {"cache_truncated", "truncate -s 100 $R/etc/ld.so.cache; touch -d @1600000100 $R/etc/ld.so.cache",
+     "ld.so.cache: "},
+    {"old_format",
+     "printf \"ld.so-1.7.0\\0\\0\\0\\0\\0\" > $R/etc/ld.so.cache; touch -d @1600000100 $R/etc/ld.so.cache",
+     "/etc/ld.so.cache is not in the new format alone"},
+    {"stale_conf", "touch $R/etc/ld.so.conf.d/libc.conf",
+     "/etc/ld.so.cache is older than /etc/ld.so.conf.d/"},
+    {"stale_library", "lib /usr/lib/x86_64-linux-gnu libnew.so.1 libnew.so.1",
+     "/lib/x86_64-linux-gnu/\"libnew.so.1\" is new since /etc/ld.so.cache"},
+    {"deleted_library", "rm $R/usr/lib/x86_64-linux-gnu/libz.so.1",
+     "/etc/ld.so.cache lists /lib/x86_64-linux-gnu/\"libz.so.1\", which is gone"},
+    {"cuda_compat", "echo /usr/local/cuda/compat > $R/etc/ld.so.conf.d/00-gpuctk-compat.conf",
+     "/etc/ld.so.conf.d/00-gpuctk-compat.conf exists"},
+    {"clash",
+     "lib /usr/local/lib libcuda.so.1 libcuda.so.1; touch -d @1600000000 $R/usr/local/lib "
+     "$R/usr/local/lib/libcuda.so.1; cache",
+     "\"libcuda.so.1\" is both "},
+    {"foreign_include",
+     "echo \"include /opt/*.conf\" >> $R/etc/ld.so.conf; touch -d @1600000000 $R/etc/ld.so.conf",
+     "/etc/ld.so.conf includes \"/opt/*.conf\""},
+    {"hwcap_index_out_of_range",
+     "python3 -c \"import sys,struct; p=sys.argv[1]; b=bytearray(open(p,\\\"rb\\\").read()); "
+     "struct.pack_into(\\\"<Q\\\", b, 48+16, (1<<62)|99); open(p,\\\"wb\\\").write(b)\" $R/etc/ld.so.cache; "
+     "touch -d @1600000100 $R/etc/ld.so.cache",
+     ""},
+};
+
+TEST_F(LdCacheMergeTest, WhatCannotBeProvenIsLeftToLdconfig) {
+  const Layout& debian = k_layouts[0];
+  const auto driver = facts(debian);
+  for (const auto& fallback : k_fallbacks) {
+    SCOPED_TRACE(fallback.name);
+    const std::string root = m_temp.path() + "/" + fallback.name;
+    make(root, debian);
+    ASSERT_TRUE(sh(env(root, debian) + fallback.script));
+    const auto outcome = merge(root, debian, driver);
+    EXPECT_FALSE(outcome.merged);
+    EXPECT_TRUE(outcome.reason.starts_with(fallback.reason)) << outcome.reason;
+    // ldconfig ran instead: a cache that lists the driver, as a regular file.
+    struct stat st {};
+    ASSERT_EQ(::lstat((root + "/etc/ld.so.cache").c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode));
+    const auto cache = discover::read_ld_cache(root + "/etc/ld.so.cache");
+    ASSERT_TRUE(cache) << cache.error().message;
+    EXPECT_NE(lookup(*cache, "libcuda.so.1", 0x0303), "");
+  }
+  // No facts (an older spec): ldconfig.
+  const std::string root = m_temp.path() + "/no_facts";
+  make(root, debian);
+  const auto outcome = merge(root, debian, {});
+  EXPECT_FALSE(outcome.merged);
+  EXPECT_EQ(outcome.reason, "no --ld-cache-entry (the spec does not carry the driver's cache entries)");
+}
 
 TEST(LdCacheFacts, ParsedAndBounded) {
   auto facts = parse_ld_cache_facts({"0x303:0x0:libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1",
