@@ -281,13 +281,16 @@ constexpr HookRow k_hooks[] = {
      k_create_symlinks_options, prepare_create_symlinks},
     // The linker cache: must run after the links and the compat drop-in it lists.
     {"update-ldcache",
-     "createContainer hook: add library directories to the container's linker cache (sandboxed host "
-     "ldconfig)",
+     "createContainer hook: add library directories to the container's linker cache (the image's cache "
+     "merged, or a sandboxed host ldconfig)",
      "A createContainer hook: reads the OCI state on stdin. Folders the image's own configuration does not "
      "name go in an /etc/ld.so.conf.d drop-in of the container, then ldconfig runs in new namespaces, "
      "pivoted into the container root made read-only, as an unprivileged user of its own user namespace, "
      "with no capability and a seccomp allow-list, and the cache it made is installed. A musl image "
-     "(/lib/ld-musl-<arch>.so.1) gets them in /etc/ld-musl-<arch>.path instead, and no ldconfig run.",
+     "(/lib/ld-musl-<arch>.so.1) gets them in /etc/ld-musl-<arch>.path instead, and no ldconfig run. With "
+     "--ld-cache-entry values and config ld-cache: merge (the default), a glibc image's own ld.so.cache "
+     "gets those entries in-process instead of the ldconfig run, where that is proven to give ldconfig's "
+     "cache (the debug log says which and why).",
      k_update_ldcache_options, prepare_update_ldcache},
     // CUDA forward compatibility: a drop-in the linker cache then lists first.
     {"enable-cuda-compat",

@@ -20,11 +20,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "discover/ld_cache.hpp"
 #include "hook/config.hpp"
 #include "hook/container_hooks.hpp"
 #include "rootfs/ld_cache_update.hpp"
@@ -499,6 +501,104 @@ TEST_P(HostileImageTest, UpdateLdcacheWhosePathsAreSymlinksOut) {
 
 namespace gpuctk::rootfs {
 namespace {
+
+// update-ldcache's in-process merge (hook/ld_cache_merge.hpp) reads the image's /etc/ld.so.cache: links
+// out of the root, a FIFO, a huge, truncated or malformed file, entries whose paths lead out of the root.
+// The hook never reads or changes anything outside the root, never hangs, and either merges (the
+// image's own entries are kept as they are: only the image's loader reads them) or leaves the cache to
+// ldconfig, with its reason in the log; nothing fails.
+TEST_P(HostileImageTest, MergeOfAHostileCacheNeverLeavesTheRoot) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  const auto libz = read_file("/lib/x86_64-linux-gnu/libz.so.1");
+  if (!libz) {
+    GTEST_SKIP() << "no /lib/x86_64-linux-gnu/libz.so.1 on this host to use as the driver's library";
+  }
+  const std::string log = m_image.m_scratch.path() + "/merge.log";
+  m_image.set_config("log-level: debug\nlog-file: " + log + "\n");
+  // A valid cache of `entries` (the writer H20 made), dated after everything else.
+  const auto cache_of = [](std::vector<discover::LdCacheEntry> entries) {
+    discover::LdCache cache;
+    for (auto& entry : entries) {
+      discover::insert_ld_cache_entry(cache, std::move(entry));
+    }
+    return discover::serialize_ld_cache(cache).value_or("");
+  };
+  const auto entry = [](std::string key, std::string value) {
+    return discover::LdCacheEntry{.key = std::move(key), .value = std::move(value), .flags = 0x303};
+  };
+  std::string hwcap = cache_of({entry("libimg.so.1", "/usr/lib/libimg.so.1")});
+  hwcap[48 + 16 + 7] = 0x40;  // entry 0's hwcap: a glibc-hwcaps index (0) the file has no name for
+  hwcap[48 + 16] = 7;
+  struct Case {
+    std::string name;
+    std::function<void(const std::string& path)> make;
+  };
+  const std::vector<Case> cases = {
+      {"link to the sentinel",
+       [&](const std::string& p) { make_host_link(m_image.m_sentinel + "/etc/passwd", p); }},
+      {"link to /proc/self/root",
+       [](const std::string& p) { make_host_link("/proc/self/root/etc/ld.so.cache", p); }},
+      {"link dotdot",
+       [](const std::string& p) { make_host_link("../../../../../../../../etc/ld.so.cache", p); }},
+      {"fifo", [](const std::string& p) { ASSERT_EQ(::mkfifo(p.c_str(), 0644), 0); }},
+      {"huge",
+       [](const std::string& p) {
+         write_host_file(p, "glibc-ld.so.cache1.1");
+         ASSERT_EQ(::truncate(p.c_str(), 70 << 20), 0);
+       }},
+      {"truncated",
+       [&](const std::string& p) {
+         write_host_file(p, cache_of({entry("libimg.so.1", "/usr/lib/libimg.so.1")}).substr(0, 60));
+       }},
+      {"hwcap index out of range", [&](const std::string& p) { write_host_file(p, hwcap); }},
+      {"entries pointing outside",
+       [&](const std::string& p) {
+         write_host_file(p,
+                         cache_of({entry("libsentinel.so.1",
+                                         m_image.m_sentinel + "/usr/lib/x86_64-linux-gnu/libsentinel.so.1"),
+                                   entry("libpasswd.so.1", "/proc/self/root/etc/passwd"),
+                                   entry("libdotdot.so.1", "/../../../../etc/passwd")}));
+       }},
+  };
+  std::string report;
+  for (const auto& c : cases) {
+    m_image.reset_root();
+    write_host_file(m_image.m_root + "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+    write_host_file(m_image.m_root + k_triplet_dir + "/libz.so.1", *libz, 0755);
+    ASSERT_EQ(std::system(("find " + m_image.m_root + " -exec touch -h -d @1600000000 {} +").c_str()), 0);
+    c.make(m_image.m_root + "/etc/ld.so.cache");
+    const std::string before_outside = m_image.outside();
+    std::filesystem::remove(log);
+    const auto outcome =
+        hook_outcome(m_image.hook({"update-ldcache", "--folder", k_triplet_dir, "--ld-cache-entry",
+                                   std::string("0x303:0x0:libz.so.1:") + k_triplet_dir + "/libz.so.1"}));
+    EXPECT_EQ(m_image.outside(), before_outside) << c.name;
+    const std::string text = read_file(log).value_or("");
+    const auto at = text.find("update-ldcache: ");
+    const std::string said =
+        at == std::string::npos ? "no log line" : text.substr(at, text.find('\n', at) - at);
+    const auto cache = discover::read_ld_cache(m_image.m_root + "/etc/ld.so.cache");
+    report +=
+        c.name + ": " + outcome + "; " + said + "; cache lists libz.so.1: " +
+        (cache && std::ranges::any_of(cache->entries, [](const auto& e) { return e.key == "libz.so.1"; })
+             ? "yes"
+             : "no") +
+        "\n";
+  }
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(link to the sentinel: ok; update-ldcache: ldconfig: /etc/ld.so.cache is not a regular file; cache lists libz.so.1: yes
+link to /proc/self/root: ok; update-ldcache: ldconfig: /etc/ld.so.cache is not a regular file; cache lists libz.so.1: yes
+link dotdot: ok; update-ldcache: ldconfig: /etc/ld.so.cache is not a regular file; cache lists libz.so.1: yes
+fifo: ok; update-ldcache: ldconfig: /etc/ld.so.cache is not a regular file; cache lists libz.so.1: yes
+huge: ok; update-ldcache: ldconfig: /etc/ld.so.cache is larger than 67108864 bytes; cache lists libz.so.1: yes
+truncated: ok; update-ldcache: ldconfig: ld.so.cache: 1 entries of 24 bytes at offset 48 do not fit the file (size 60); cache lists libz.so.1: yes
+hwcap index out of range: ok; update-ldcache: ldconfig: ld.so.cache: entry 0: glibc-hwcaps index 7 outside the 0 glibc-hwcaps subdirectories; cache lists libz.so.1: yes
+entries pointing outside: ok; update-ldcache: merge: 1 entries added to the image's linker cache in <root>; cache lists libz.so.1: yes
+)x");
+}
 
 // CVE-2024-0132/0133 (TOCTOU, host files created through a root the hook cannot write): a read-only
 // root. Run in a child in a private mount namespace; the hooks fail with one line and leave nothing.
