@@ -264,14 +264,16 @@ class Merge {
   // Every directory ldconfig scans, under its first name, with the facts' files.
   Result<Why> check_directories() {
     std::vector<std::pair<std::string, bool>> dirs;  // path, added
-    for (const auto& dir : m_scan.configured) {
-      dirs.emplace_back(dir, false);
+    const auto is_added = [&](const std::string& dir) {
+      return std::ranges::find(m_scan.added, dir) != m_scan.added.end();
+    };
+    for (const auto& dir : m_scan.order) {
+      dirs.emplace_back(dir, is_added(dir));
     }
-    for (const auto& dir : m_scan.added) {
-      dirs.emplace_back(dir, true);
-    }
-    for (const auto& dir : m_scan.system) {
-      dirs.emplace_back(dir, false);
+    for (const auto* list : {&m_scan.configured, &m_scan.added, &m_scan.system}) {
+      for (const auto& dir : *list) {
+        dirs.emplace_back(dir, is_added(dir));  // met before through `order` when it is given
+      }
     }
     // The facts' files (their paths followed inside the root), by directory identity.
     for (const auto& fact : m_facts) {
@@ -298,6 +300,7 @@ class Merge {
       if (!m_canonical.emplace(id_of(st), dir).second) {
         continue;  // met before under another name: ldconfig scans it once
       }
+      m_rank.emplace(id_of(st), m_rank.size());
       if (auto why = check_hwcaps(*fd, dir)) {
         return why;
       }
@@ -375,9 +378,11 @@ class Merge {
     return std::nullopt;
   }
 
-  // The facts' entries, where ldconfig would put them.
+  // The facts' entries, where ldconfig would put them: in the order of their directories, so that two
+  // of one SONAME (Debian's packages: nvidia/current and the multiarch folder's link to it) come as
+  // ldconfig meets them.
   Result<Why> add_facts() {
-    std::vector<discover::LdCacheEntry> adding;
+    std::vector<std::pair<size_t, discover::LdCacheEntry>> adding;
     for (const auto& fact : m_facts) {
       auto fd = rootfs::open_image_path(m_root, fact.path, O_PATH);
       struct stat st {};
@@ -394,27 +399,32 @@ class Merge {
                                    .flags = fact.flags,
                                    .osversion = fact.osversion,
                                    .hwcap = 0};
-      const auto same_key = [&](const discover::LdCacheEntry& e) {
-        return e.key == entry.key && e.flags == entry.flags;
-      };
       bool present = false;
-      for (const auto* list : {&m_cache.entries, &adding}) {
-        for (const auto& e : *list) {
-          if (!same_key(e)) {
-            continue;
-          }
-          if (e.value != entry.value || e.hwcap != 0) {
-            return Why(quote(entry.key) + " is both " + e.value + " and " + entry.value +
-                       ": which one the loader finds depends on the order of the folders");
-          }
-          present = true;
+      for (const auto& e : m_cache.entries) {
+        if (e.key != entry.key || e.flags != entry.flags) {
+          continue;
         }
+        if (e.value != entry.value || e.hwcap != 0) {
+          return Why(quote(entry.key) + " is both " + e.value + " and " + entry.value +
+                     ": which one the loader finds depends on the order of the folders");
+        }
+        present = true;
+      }
+      const size_t rank = m_rank.at(canonical->first);
+      for (const auto& [other_rank, other] : adding) {
+        if (other_rank == rank && other.key == entry.key && other.flags == entry.flags &&
+            other.value != entry.value) {
+          return Why(quote(entry.key) + " is both " + other.value + " and " + entry.value +
+                     " in one folder: ldconfig keeps one of them");
+        }
+        present = present || other == entry;
       }
       if (!present) {
-        adding.push_back(std::move(entry));
+        adding.emplace_back(rank, std::move(entry));
       }
     }
-    for (auto& entry : adding) {
+    std::ranges::stable_sort(adding, {}, &std::pair<size_t, discover::LdCacheEntry>::first);
+    for (auto& [rank, entry] : adding) {
       discover::insert_ld_cache_entry(m_cache, std::move(entry));
       ++m_added;
     }
@@ -427,6 +437,7 @@ class Merge {
   discover::LdCache m_cache;
   struct timespec m_cache_time {};
   std::map<FileId, std::string> m_canonical;  // a scanned directory's first name
+  std::map<FileId, size_t> m_rank;            // the order ldconfig scans the directories in
   std::set<FileId> m_fact_files;
   size_t m_added = 0;
 };

@@ -347,7 +347,15 @@ Result<void> update_ld_cache_with(const Root& root, const std::vector<std::strin
     return undo(r.error());
   }
   if (writer) {
-    auto written = writer(root, LdScan{.configured = *known, .added = added, .system = system});
+    // The configuration again, now with the drop-in: where its folders come decides ties.
+    auto order = configured_library_dirs(root, k_ld_so_conf, std::vector<FileId>{});
+    if (!order) {
+      return undo(order.error());
+    }
+    order->insert(order->end(), added.begin(), added.end());
+    order->insert(order->end(), system.begin(), system.end());
+    auto written = writer(
+        root, LdScan{.configured = *known, .added = added, .system = system, .order = std::move(*order)});
     if (!written) {
       return undo(written.error());
     }

@@ -72,6 +72,9 @@ struct LdScan {
                                         // driver drop-in left out (the CUDA compat one is the image's)
   std::vector<std::string> added;       // the folders the drop-in names (none of the image's)
   std::vector<std::string> system;      // the image's system directories that exist, last
+  // Every directory of the run in the order ldconfig meets them: the configuration as it reads it with
+  // the drop-in written (its folders where its name sorts), the drop-in's folders again, the system ones.
+  std::vector<std::string> order;
 };
 // Installs the cache in place of the ldconfig run and returns true, or returns false (it has logged
 // why) and ldconfig runs; an error stops update-ldcache as ldconfig's would. Called after the drop-in

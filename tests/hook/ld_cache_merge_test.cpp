@@ -82,6 +82,10 @@ struct Layout {
   const char* image;   // builds the image in $R (helpers above), ends with `cache`
   const char* dir64;   // where the runtime mounts the 64-bit driver libraries
   const char* dir32;   // and the 32-bit ones
+  // Debian's packages: a folder the image configures gets a libcuda.so.1 link to dir64's (as the host
+  // has it through /etc/alternatives), relative to it; none when null.
+  const char* link_dir = nullptr;
+  const char* link_target = nullptr;
 };
 
 const Layout k_layouts[] = {
@@ -125,13 +129,27 @@ const Layout k_layouts[] = {
      "$R/etc/ld.so.conf.d/x86_64-linux-gnu.conf; lib /usr/lib/x86_64-linux-gnu libimg.so.1 libimg.so.1; "
      "lib /usr/lib/x86_64-linux-gnu/glibc-hwcaps/x86-64-v2 libimg.so.1 libimg.so.1; cache",
      "/usr/lib/x86_64-linux-gnu", "/usr/local/nvidia/lib"},
+    // Debian's driver packages: the libraries in nvidia/current (a new folder), libcuda.so.1 also in the
+    // multiarch folder as a link there: two entries of one SONAME, in ldconfig's folder order.
+    {"debian_packaged", "/lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib /usr/lib",
+     "mkdir -p $R/etc/ld.so.conf.d $R/usr/lib; ln -s usr/lib $R/lib; echo 12.5 > $R/etc/debian_version; "
+     "echo \"include /etc/ld.so.conf.d/*.conf\" > $R/etc/ld.so.conf; "
+     "printf \"/lib/x86_64-linux-gnu\\n/usr/lib/x86_64-linux-gnu\\n\" > "
+     "$R/etc/ld.so.conf.d/x86_64-linux-gnu.conf; lib /usr/lib/x86_64-linux-gnu libimg.so.1 libimg.so.1; "
+     "cache",
+     "/usr/lib/x86_64-linux-gnu/nvidia/current", "/usr/lib/i386-linux-gnu/nvidia/current",
+     "/usr/lib/x86_64-linux-gnu", "nvidia/current/libcuda.so.1"},
 };
 
 // The driver as a runtime and create-symlinks leave it in $R: each library file and its SONAME link (and
 // libcuda.so, the development link), dated now.
-std::string driver_script(const std::string& dir64, const std::string& dir32) {
-  return "lib " + dir64 + " libcuda.so.1 libcuda.so.535.104.05; ln -s libcuda.so.535.104.05 $R" + dir64 +
-         "/libcuda.so.1; ln -s libcuda.so.1 $R" + dir64 + "/libcuda.so; lib " + dir64 +
+std::string driver_script(const std::string& dir64, const std::string& dir32, const char* link_dir,
+                          const char* link_target) {
+  const std::string link = link_dir == nullptr ? std::string()
+                                               : std::string("mkdir -p $R") + link_dir + "; ln -s " +
+                                                     link_target + " $R" + link_dir + "/libcuda.so.1; ";
+  return link + "lib " + dir64 + " libcuda.so.1 libcuda.so.535.104.05; ln -s libcuda.so.535.104.05 $R" +
+         dir64 + "/libcuda.so.1; ln -s libcuda.so.1 $R" + dir64 + "/libcuda.so; lib " + dir64 +
          " libnvidia-ml.so.1 libnvidia-ml.so.535.104.05; ln -s libnvidia-ml.so.535.104.05 $R" + dir64 +
          "/libnvidia-ml.so.1; lib " + dir32 + " libcuda.so.1 libcuda.so.535.104.05 -m32; ln -s " +
          "libcuda.so.535.104.05 $R" + dir32 + "/libcuda.so.1\n";
@@ -159,14 +177,16 @@ class LdCacheMergeTest : public testing::Test {
   // the host ldconfig; its entries with their paths moved to the container's folders.
   std::vector<LdCacheFact> facts(const Layout& layout) {
     const std::string host = m_temp.path() + "/host-" + layout.name;
-    EXPECT_TRUE(sh(env(host, layout) + "mkdir -p $R/etc; " + driver_script("/h64", "/h32") +
-                   "printf \"/h64\\n/h32\\n\" > $R/etc/ld.so.conf; ldconfig -X -i -r $R"));
+    EXPECT_TRUE(sh(env(host, layout) + "mkdir -p $R/etc; " +
+                   driver_script("/h64", "/h32", layout.link_dir ? "/hm" : nullptr, "../h64/libcuda.so.1") +
+                   "printf \"/hm\\n/h64\\n/h32\\n\" > $R/etc/ld.so.conf; ldconfig -X -i -r $R"));
     auto cache = discover::read_ld_cache(host + "/etc/ld.so.cache");
     EXPECT_TRUE(cache) << cache.error().message;
     std::vector<LdCacheFact> out;
     for (const auto& entry : cache ? cache->entries : std::vector<discover::LdCacheEntry>{}) {
-      const bool is64 = entry.value.starts_with("/h64/");
-      out.push_back({entry.key, std::string(is64 ? layout.dir64 : layout.dir32) + entry.value.substr(4),
+      const std::string dir = entry.value.substr(0, 4);
+      const char* to = dir == "/h64" ? layout.dir64 : dir == "/h32" ? layout.dir32 : layout.link_dir;
+      out.push_back({entry.key, std::string(to) + entry.value.substr(3 + (dir == "/hm/" ? 0 : 1)),
                      entry.flags, entry.osversion});
     }
     return out;
@@ -174,7 +194,8 @@ class LdCacheMergeTest : public testing::Test {
 
   // The image of `layout` with the driver added, in `root`.
   void make(const std::string& root, const Layout& layout) {
-    ASSERT_TRUE(sh(env(root, layout) + layout.image + "\n" + driver_script(layout.dir64, layout.dir32)));
+    ASSERT_TRUE(sh(env(root, layout) + layout.image + "\n" +
+                   driver_script(layout.dir64, layout.dir32, layout.link_dir, layout.link_target)));
   }
 
   [[nodiscard]] rootfs::Root open(const std::string& path) const {
@@ -216,7 +237,8 @@ TEST_F(LdCacheMergeTest, DifferentialAgainstTheSandboxedLdconfig) {
   for (const auto& layout : k_layouts) {
     SCOPED_TRACE(layout.name);
     const auto driver = facts(layout);
-    ASSERT_EQ(driver.size(), 4u);  // libcuda.so.1 x2, libcuda.so, libnvidia-ml.so.1
+    // libcuda.so.1 x2, libcuda.so, libnvidia-ml.so.1 (and the multiarch folder's libcuda.so.1)
+    ASSERT_EQ(driver.size(), layout.link_dir ? 5u : 4u);
     const std::string a = m_temp.path() + "/" + layout.name + "-ldconfig";
     const std::string b = m_temp.path() + "/" + layout.name + "-merge";
     make(a, layout);
@@ -228,7 +250,7 @@ TEST_F(LdCacheMergeTest, DifferentialAgainstTheSandboxedLdconfig) {
     }
     const auto outcome = merge(b, layout, driver);
     ASSERT_TRUE(outcome.merged) << outcome.reason;
-    EXPECT_EQ(outcome.added, 4u);
+    EXPECT_EQ(outcome.added, driver.size());
     const auto expected = read_file(a + "/etc/ld.so.cache");
     const auto merged = read_file(b + "/etc/ld.so.cache");
     ASSERT_TRUE(expected && merged);
