@@ -16,6 +16,7 @@
 #include "discover/nvidia_caps.hpp"
 #include "discover/nvml.hpp"
 #include "util/file.hpp"
+#include "util/path.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::discover {
@@ -92,12 +93,47 @@ std::vector<LibraryCacheEntry> library_cache_entries(const std::string& driver_r
     const std::string& mounted = it->second->container_path;
     const std::string beside =
         mounted.substr(0, mounted.rfind('/') + 1) + lib.path.substr(lib.path.rfind('/') + 1);
-    for (const auto& path : {beside, lib.path}) {
+    // The host's folder under the name the spec uses (merged /usr: the cache says /lib/x86_64-linux-gnu).
+    const auto host_dir = resolver.resolve(lib.path.substr(0, lib.path.rfind('/')));
+    const std::string real =
+        host_dir ? strip_root(driver_root, *host_dir) + lib.path.substr(lib.path.rfind('/')) : lib.path;
+    for (const auto& path : {beside, lib.path, real}) {
       if (path == mounted || links.contains(path)) {
         out.push_back({lib.soname, path, lib.flags, lib.osversion});
       }
     }
   }
+  // The development links the spec makes (libnvidia-ml.so -> libnvidia-ml.so.1, libcuda.so ->
+  // nvidia/current/libcuda.so.<version>): the container's ldconfig lists a link named "lib<x>.so" under its
+  // own name when the SONAME of the library it leads to (through the spec's links, lexically, as the
+  // kernel follows them) starts with that name, whether or not the host has the link.
+  std::map<std::string, std::string> targets;  // link -> the path it names
+  for (const auto& link : inv.library_links) {
+    const std::string dir = link.link.substr(0, link.link.rfind('/') + 1);
+    targets.emplace(link.link, clean_path(link.target.starts_with('/') ? link.target : dir + link.target));
+  }
+  std::map<std::string, const LibraryCacheEntry*> by_file;  // mounted file -> an entry of its SONAME
+  for (const auto& entry : out) {
+    std::string path = entry.path;
+    for (int hops = 0; hops < 8 && targets.contains(path); ++hops) {
+      path = targets.at(path);
+    }
+    by_file.emplace(path, &entry);
+  }
+  std::vector<LibraryCacheEntry> dev;
+  for (const auto& link : inv.library_links) {
+    const std::string name = link.link.substr(link.link.rfind('/') + 1);
+    std::string path = link.link;
+    for (int hops = 0; hops < 8 && targets.contains(path); ++hops) {
+      path = targets.at(path);
+    }
+    const auto it = by_file.find(path);
+    if (name.starts_with("lib") && name.ends_with(".so") && it != by_file.end() &&
+        it->second->soname.starts_with(name)) {
+      dev.push_back({name, link.link, it->second->flags, it->second->osversion});
+    }
+  }
+  out.insert(out.end(), dev.begin(), dev.end());
   std::ranges::sort(out);
   out.erase(std::ranges::unique(out).begin(), out.end());
   return out;
