@@ -87,10 +87,10 @@ std::string name_of(std::string_view path) {
   return std::string(path.substr(path.rfind('/') + 1));
 }
 
-// A name ldconfig may take a library from (it looks at "lib*.so*" and "ld-*.so*"; any "*.so*" is
-// looked at here).
+// A name ldconfig takes a library from: "lib*" or "ld-*" (the loader) with ".so" in it; it ignores every
+// other name (nvidia-drm_gbm.so, a regular xyz.so.1: checked against glibc 2.36's ldconfig).
 bool library_name(std::string_view name) {
-  return !name.starts_with('.') && name.find(".so") != std::string_view::npos;
+  return (name.starts_with("lib") || name.starts_with("ld-")) && name.find(".so") != std::string_view::npos;
 }
 
 // Stops the merge with `why`.
@@ -282,7 +282,13 @@ class Merge {
       if (!fd || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
         continue;  // nothing there: ldconfig finds nothing either
       }
-      m_fact_files.insert(id_of(st));
+      // A SONAME link (its name is the SONAME): in its folder, ldconfig takes it over every other name
+      // that leads to the same library (checked against glibc 2.36's ldconfig).
+      if (name_of(fact.path) == fact.soname) {
+        if (auto dir = rootfs::directory_id(m_root, dir_of(fact.path))) {
+          m_soname_links.emplace(std::pair{*dir, id_of(st)}, fact.soname);
+        }
+      }
     }
     // The image's entries by the directory their path names.
     std::map<std::string, std::vector<std::string>, std::less<>> cached;
@@ -363,7 +369,7 @@ class Merge {
         return dir + "/" + quote(name) + " cannot be examined";
       }
       const bool is_new = added || st.st_dev != dir_st.st_dev || newer(st.st_mtim, m_cache_time);
-      if (is_new && !(S_ISREG(st.st_mode) && m_fact_files.contains(id_of(st)))) {
+      if (is_new && !hidden_by_soname_link(dir, name, id_of(dir_st))) {
         return dir + "/" + quote(name) + " is new since " + k_ld_cache + " and none of the driver's entries";
       }
     }
@@ -376,6 +382,19 @@ class Merge {
       }
     }
     return std::nullopt;
+  }
+
+  // Whether ldconfig takes nothing from `name` in the folder `dir` (identity `dir_id`): it leads, inside
+  // the root, to a driver library whose SONAME link is in that folder, and it is not a development link
+  // ("lib<x>.so" with the SONAME starting with it), which ldconfig lists under its own name.
+  bool hidden_by_soname_link(const std::string& dir, const std::string& name, FileId dir_id) {
+    auto fd = rootfs::open_image_path(m_root, dir + "/" + name, O_PATH);
+    struct stat st {};
+    if (!fd || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return false;
+    }
+    const auto it = m_soname_links.find(std::pair{dir_id, id_of(st)});
+    return it != m_soname_links.end() && !(name.ends_with(".so") && it->second.starts_with(name));
   }
 
   // The facts' entries, where ldconfig would put them: in the order of their directories, so that two
@@ -438,7 +457,7 @@ class Merge {
   struct timespec m_cache_time {};
   std::map<FileId, std::string> m_canonical;  // a scanned directory's first name
   std::map<FileId, size_t> m_rank;            // the order ldconfig scans the directories in
-  std::set<FileId> m_fact_files;
+  std::map<std::pair<FileId, FileId>, std::string> m_soname_links;  // (folder, library) -> SONAME
   size_t m_added = 0;
 };
 

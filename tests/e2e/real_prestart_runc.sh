@@ -4,7 +4,8 @@
 # `cdi generate` writes with default options; the hook injects live into the created container, where a
 # glibc image holding the real CUDA 11.8 runtime gets cudaErrorNoDevice from the real libcuda.so.1, the
 # real nvidia-smi fails only at the driver and the linker cache lists the mounted libcuda.so.1; without the
-# request the runtime gets cudaErrorInsufficientDriver. The host's mount table is the same afterwards.
+# request the runtime gets cudaErrorInsufficientDriver. The linker cache is the image's own merged with the
+# spec's driver entries (no ldconfig run), as the log says. The host's mount table is the same afterwards.
 #   usage: real_prestart_runc.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
@@ -29,6 +30,10 @@ run() {  # run NAME ENV: `runc run` of a prestart bundle on the image; prints ru
 
 out=$(run gpu0 NVIDIA_VISIBLE_DEVICES=0) || e2e_fail "runc run with the prestart hook failed: $out"
 e2e_check_real_gpu "$out" "runc hooks.prestart" 0
+# The image's glibc cache (e2e_real_cuda_rootfs made it) was merged with the spec's driver entries, not
+# rebuilt by ldconfig (config ld-cache: merge, the default; issue 24): the debug log says so.
+grep -q "update-ldcache: merge: [1-9][0-9]* entries added to the image's linker cache" "$LAB/gpuctk.log" ||
+  e2e_fail "update-ldcache did not merge the image's cache: $(grep 'update-ldcache' "$LAB/gpuctk.log")"
 e2e_expect_mounts_unchanged "$LAB/mountinfo.before" "runc hooks.prestart"
 
 out=$(run none "") || e2e_fail "runc run with the prestart hook and no request failed: $out"

@@ -144,15 +144,23 @@ const Layout k_layouts[] = {
 // The driver as a runtime and create-symlinks leave it in $R: each library file and its SONAME link (and
 // libcuda.so, the development link), dated now.
 std::string driver_script(const std::string& dir64, const std::string& dir32, const char* link_dir,
-                          const char* link_target) {
+                          const char* link_target, bool container = true) {
   const std::string link = link_dir == nullptr ? std::string()
                                                : std::string("mkdir -p $R") + link_dir + "; ln -s " +
                                                      link_target + " $R" + link_dir + "/libcuda.so.1; ";
+  // The development link create-symlinks makes whether or not the host has it (not in the host's cache).
+  // And a link ldconfig ignores for its name (Debian's GBM backend in nvidia/current).
+  const std::string dev_link =
+      container
+          ? "ln -s libnvidia-ml.so.1 $R" + dir64 + "/libnvidia-ml.so; ln -s " + "libnvidia-ml.so.1 $R" +
+                dir64 + "/nvidia-drm_gbm.so; ln -s libcuda.so.535.104.05 $R" + dir64 + "/libcuda.so.535.999; "
+          : "";
   return link + "lib " + dir64 + " libcuda.so.1 libcuda.so.535.104.05; ln -s libcuda.so.535.104.05 $R" +
          dir64 + "/libcuda.so.1; ln -s libcuda.so.1 $R" + dir64 + "/libcuda.so; lib " + dir64 +
          " libnvidia-ml.so.1 libnvidia-ml.so.535.104.05; ln -s libnvidia-ml.so.535.104.05 $R" + dir64 +
-         "/libnvidia-ml.so.1; lib " + dir32 + " libcuda.so.1 libcuda.so.535.104.05 -m32; ln -s " +
-         "libcuda.so.535.104.05 $R" + dir32 + "/libcuda.so.1\n";
+         "/libnvidia-ml.so.1; " + dev_link + "lib " + dir32 +
+         " libcuda.so.1 libcuda.so.535.104.05 -m32; ln -s " + "libcuda.so.535.104.05 $R" + dir32 +
+         "/libcuda.so.1\n";
 }
 
 class LdCacheMergeTest : public testing::Test {
@@ -177,9 +185,10 @@ class LdCacheMergeTest : public testing::Test {
   // the host ldconfig; its entries with their paths moved to the container's folders.
   std::vector<LdCacheFact> facts(const Layout& layout) {
     const std::string host = m_temp.path() + "/host-" + layout.name;
-    EXPECT_TRUE(sh(env(host, layout) + "mkdir -p $R/etc; " +
-                   driver_script("/h64", "/h32", layout.link_dir ? "/hm" : nullptr, "../h64/libcuda.so.1") +
-                   "printf \"/hm\\n/h64\\n/h32\\n\" > $R/etc/ld.so.conf; ldconfig -X -i -r $R"));
+    EXPECT_TRUE(
+        sh(env(host, layout) + "mkdir -p $R/etc; " +
+           driver_script("/h64", "/h32", layout.link_dir ? "/hm" : nullptr, "../h64/libcuda.so.1", false) +
+           "printf \"/hm\\n/h64\\n/h32\\n\" > $R/etc/ld.so.conf; ldconfig -X -i -r $R"));
     auto cache = discover::read_ld_cache(host + "/etc/ld.so.cache");
     EXPECT_TRUE(cache) << cache.error().message;
     std::vector<LdCacheFact> out;
@@ -188,6 +197,12 @@ class LdCacheMergeTest : public testing::Test {
       const char* to = dir == "/h64" ? layout.dir64 : dir == "/h32" ? layout.dir32 : layout.link_dir;
       out.push_back({entry.key, std::string(to) + entry.value.substr(3 + (dir == "/hm/" ? 0 : 1)),
                      entry.flags, entry.osversion});
+      // The development link the container has and the host lacks, as discovery adds it (the SONAME it
+      // leads to starts with its name): ldconfig lists it under its own name.
+      if (entry.key == "libnvidia-ml.so.1") {
+        out.push_back({"libnvidia-ml.so", std::string(layout.dir64) + "/libnvidia-ml.so", entry.flags,
+                       entry.osversion});
+      }
     }
     return out;
   }
@@ -237,8 +252,9 @@ TEST_F(LdCacheMergeTest, DifferentialAgainstTheSandboxedLdconfig) {
   for (const auto& layout : k_layouts) {
     SCOPED_TRACE(layout.name);
     const auto driver = facts(layout);
-    // libcuda.so.1 x2, libcuda.so, libnvidia-ml.so.1 (and the multiarch folder's libcuda.so.1)
-    ASSERT_EQ(driver.size(), layout.link_dir ? 5u : 4u);
+    // libcuda.so.1 x2, libcuda.so, libnvidia-ml.so.1, libnvidia-ml.so (and the multiarch folder's
+    // libcuda.so.1)
+    ASSERT_EQ(driver.size(), layout.link_dir ? 6u : 5u);
     const std::string a = m_temp.path() + "/" + layout.name + "-ldconfig";
     const std::string b = m_temp.path() + "/" + layout.name + "-merge";
     make(a, layout);
