@@ -121,6 +121,16 @@ TEST(Discover, T4InNvmlModeReadsTheManifestThroughTheMockNvml) {
       inv->library_links.end());
   // Sorted by container path, no duplicates.
   EXPECT_TRUE(std::ranges::is_sorted(inv->files, {}, &DriverFile::container_path));
+  // The host cache's entries for what is mounted, with its flags (libc6 + x86-64, libc6 alone for the
+  // 32-bit library) and the container path of the SONAME link or development link the spec makes.
+  for (const auto& want :
+       {LibraryCacheEntry{"libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", 0x303, 0},
+        LibraryCacheEntry{"libcuda.so.1", "/usr/lib/i386-linux-gnu/libcuda.so.1", 0x3, 0},
+        LibraryCacheEntry{"libcuda.so", "/usr/lib/x86_64-linux-gnu/libcuda.so", 0x303, 0}}) {
+    EXPECT_NE(std::ranges::find(inv->library_cache_entries, want), inv->library_cache_entries.end())
+        << want.soname << " " << want.path;
+  }
+  EXPECT_TRUE(std::ranges::is_sorted(inv->library_cache_entries));
 }
 
 TEST(Discover, NvmlAndProcAgreeOnFullGpus) {

@@ -20,6 +20,7 @@
 
 #include "discover/ld_cache.hpp"
 #include "hook/container_hooks.hpp"
+#include "hook/hook_table.hpp"
 #include "rootfs/ld_cache_update.hpp"
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
@@ -356,6 +357,44 @@ TEST_F(LdCacheMergeTest, WhatCannotBeProvenIsLeftToLdconfig) {
   const auto outcome = merge(root, debian, {});
   EXPECT_FALSE(outcome.merged);
   EXPECT_EQ(outcome.reason, "no --ld-cache-entry (the spec does not carry the driver's cache entries)");
+}
+
+// The hook as the spec runs it: config ld-cache picks the way, the debug log says which.
+TEST_F(LdCacheMergeTest, TheHookMergesUnlessTheConfigSaysLdconfig) {
+  const Layout& debian = k_layouts[0];
+  HookArgs args;
+  for (const char* dir : {debian.dir64, debian.dir32}) {
+    args.add("--folder", dir);
+  }
+  for (const auto& fact : facts(debian)) {
+    char value[64];
+    std::snprintf(value, sizeof value, "0x%x:0x%x:", fact.flags, fact.osversion);
+    args.add("--ld-cache-entry", value + fact.soname + ":" + fact.path);
+  }
+  for (const auto mode : {LdCacheMode::merge, LdCacheMode::ldconfig}) {
+    const bool merge = mode == LdCacheMode::merge;
+    const std::string root_path = m_temp.path() + (merge ? "/hook-merge" : "/hook-ldconfig");
+    make(root_path, debian);
+    Config config;
+    config.ld_cache = mode;
+    auto log = Log::open(root_path + ".log", LogLevel::debug);
+    ASSERT_TRUE(log) << log.error().message;
+    auto body = prepare_hook(*find_hook("update-ldcache"), args, config, *log);
+    ASSERT_TRUE(body) << body.error().message;
+    const auto root = open(root_path);
+    auto done = (*body)(root, config, *log);
+    ASSERT_TRUE(done) << done.error().message;
+    const std::string text = read_file(root_path + ".log").value_or("");
+    EXPECT_NE(
+        text.find(merge ? "debug: update-ldcache: merge: 5 entries added to the image's linker cache in " +
+                              root_path + "\n"
+                        : std::string("debug: update-ldcache: ldconfig (config ld-cache: ldconfig)\n")),
+        std::string::npos)
+        << text;
+    const auto cache = discover::read_ld_cache(root_path + "/etc/ld.so.cache");
+    ASSERT_TRUE(cache) << cache.error().message;
+    EXPECT_EQ(lookup(*cache, "libcuda.so.1", 0x0303), "/lib/x86_64-linux-gnu/libcuda.so.1");
+  }
 }
 
 TEST(LdCacheFacts, ParsedAndBounded) {
