@@ -411,6 +411,9 @@ Inventory without_libraries32(const Inventory& inventory) {
   }
   std::erase_if(out.library_links,
                 [&](const discover::Symlink& link) { return dropped.contains(link.link); });
+  std::erase_if(out.library_cache_entries, [&](const discover::LibraryCacheEntry& entry) {
+    return dropped.contains(entry.path) || dirs32.contains(parent_path(entry.path));
+  });
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "hook/capability_filter.hpp"
 
+#include <string>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -42,8 +44,27 @@ void CapabilityFilter::apply(cdi::ContainerEdits& edits) {
                 [](const cdi::Hook& h) { return cdi::is_create_symlinks_hook(h) && h.args.size() == 3; });
 }
 
+namespace {
+
+// The path of a container-start hook's "--ld-cache-entry FLAGS:OSVERSION:SONAME:PATH" value (after its
+// third ':'; hook/ld_cache_merge.hpp), or "" when it has not four fields.
+std::string ld_cache_entry_path(std::string_view value) {
+  size_t at = 0;
+  for (int field = 0; field < 3; ++field) {
+    at = value.find(':', at);
+    if (at == std::string_view::npos) {
+      return {};
+    }
+    ++at;
+  }
+  return clean_path(value.substr(at));
+}
+
+}  // namespace
+
 // A create-symlinks hook's "--link <target>::<link>" pairs (from args[3]); a link whose target is a
-// dropped file, directly or through other dropped links, goes too.
+// dropped file, directly or through other dropped links, goes too, and so does a container-start hook's
+// "--ld-cache-entry" for a dropped file or link (the merge would find nothing there anyway).
 void CapabilityFilter::drop_links(cdi::Hook& hook) {
   struct Link {
     size_t index;        // of the "<target>::<link>" argument
@@ -51,8 +72,13 @@ void CapabilityFilter::drop_links(cdi::Hook& hook) {
     std::string path;
   };
   std::vector<Link> links;
+  std::vector<std::pair<size_t, std::string>> entries;  // index of each --ld-cache-entry value, its path
   for (size_t i = 3; i + 1 < hook.args.size(); i += 2) {
     const auto& pair = hook.args[i + 1];
+    if (hook.args[i] == "--ld-cache-entry") {
+      entries.emplace_back(i + 1, ld_cache_entry_path(pair));
+      continue;
+    }
     const auto sep = pair.find("::");
     if (sep == std::string::npos) {
       continue;
@@ -79,11 +105,16 @@ void CapabilityFilter::drop_links(cdi::Hook& hook) {
       removed.insert(link.index);
     }
   }
+  for (const auto& [index, path] : entries) {
+    if (m_dropped.contains(path)) {
+      removed.insert(index);
+    }
+  }
   std::vector<std::string> kept;
   kept.reserve(hook.args.size());
   for (size_t i = 0; i < hook.args.size(); ++i) {
     if (i >= 3 && removed.contains(i + 1)) {
-      ++i;  // the "--link" flag and its pair
+      ++i;  // the "--link" or "--ld-cache-entry" flag and its value
       continue;
     }
     kept.push_back(std::move(hook.args[i]));

@@ -97,8 +97,9 @@ TEST_F(InjectTest, CapabilitiesFilterDriverFiles) {
   EXPECT_FALSE(has_mount(with32, "/usr/bin/nvidia-smi"));
 }
 
-// Every "--link" argument of the config's create-symlinks hooks that mentions `name`.
-std::vector<std::string> links_naming(const ordered_json& config, std::string_view name) {
+// Every argument of the config's createContainer hooks (--link, --ld-cache-entry values) that mentions
+// `name`.
+std::vector<std::string> hook_args_naming(const ordered_json& config, std::string_view name) {
   std::vector<std::string> out;
   for (const auto& hook : config["hooks"]["createContainer"]) {
     for (const auto& arg : hook["args"]) {
@@ -115,11 +116,11 @@ TEST_F(InjectTest, ALinkWithDotDotIntoADroppedFileIsDroppedToo) {
   const std::string gbm = "../libnvidia-allocator.so.1::/usr/lib/x86_64-linux-gnu/gbm/nvidia-drm_gbm.so";
   auto compute = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute"});
   ASSERT_TRUE(inject(compute));
-  ASSERT_EQ(links_naming(compute, "nvidia-drm_gbm.so"), std::vector<std::string>{gbm});
+  ASSERT_EQ(hook_args_naming(compute, "nvidia-drm_gbm.so"), std::vector<std::string>{gbm});
   auto utility = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=utility"});
   ASSERT_TRUE(inject(utility));
   EXPECT_FALSE(has_mount(utility, "/usr/lib/x86_64-linux-gnu/libnvidia-allocator.so.535.183.01"));
-  EXPECT_EQ(links_naming(utility, "nvidia-drm_gbm.so"), std::vector<std::string>{})
+  EXPECT_EQ(hook_args_naming(utility, "nvidia-drm_gbm.so"), std::vector<std::string>{})
       << "the link would dangle in the container";
 }
 
@@ -172,7 +173,8 @@ TEST_F(InjectTest, WithoutAnInstalledSpecTheSpecIsBuiltInMemory) {
 }
 
 // The default spec leaves the 32-bit libraries out (cdi::BuildOptions::libraries32), the in-memory one
-// keeps them for the capability filter: compat32 gets them with their links, any other request neither.
+// keeps them for the capability filter: compat32 gets them with their links and linker cache entries, any
+// other request none of them.
 TEST_F(InjectTest, TheInMemorySpecHasThe32BitLibrariesForCompat32Only) {
   auto with32 = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute,compat32"});
   auto result = inject(with32);
@@ -180,14 +182,15 @@ TEST_F(InjectTest, TheInMemorySpecHasThe32BitLibrariesForCompat32Only) {
   EXPECT_EQ(result->spec_source, "in-memory spec (driver 535.183.01)");
   EXPECT_TRUE(has_mount(with32, "/usr/lib/i386-linux-gnu/libcuda.so.535.183.01"));
   EXPECT_TRUE(has_mount(with32, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"));
-  EXPECT_EQ(links_naming(with32, "/usr/lib/i386-linux-gnu/libcuda.so.1"),
-            (std::vector<std::string>{"libcuda.so.535.183.01::/usr/lib/i386-linux-gnu/libcuda.so.1"}));
+  EXPECT_EQ(hook_args_naming(with32, "/usr/lib/i386-linux-gnu/libcuda.so.1"),
+            (std::vector<std::string>{"libcuda.so.535.183.01::/usr/lib/i386-linux-gnu/libcuda.so.1",
+                                      "0x3:0x0:libcuda.so.1:/usr/lib/i386-linux-gnu/libcuda.so.1"}));
 
   auto without = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute"});
   ASSERT_TRUE(inject(without));
   EXPECT_FALSE(has_mount(without, "/usr/lib/i386-linux-gnu/libcuda.so.535.183.01"));
   EXPECT_TRUE(has_mount(without, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01"));
-  EXPECT_EQ(links_naming(without, "/usr/lib/i386-linux-gnu/libcuda.so.1"), std::vector<std::string>{});
+  EXPECT_EQ(hook_args_naming(without, "/usr/lib/i386-linux-gnu/libcuda.so.1"), std::vector<std::string>{});
 }
 
 TEST_F(InjectTest, StaleSpecIsReplacedByAnInMemoryOne) {
