@@ -10,6 +10,7 @@
 #include "discover/device_nodes.hpp"
 #include "discover/driver_files.hpp"
 #include "discover/driver_version.hpp"
+#include "discover/elf_library.hpp"
 #include "discover/gpu_information.hpp"
 #include "discover/host_fs.hpp"
 #include "discover/ld_cache.hpp"
@@ -101,6 +102,42 @@ std::vector<LibraryCacheEntry> library_cache_entries(const std::string& driver_r
       if (path == mounted || links.contains(path)) {
         out.push_back({lib.soname, path, lib.flags, lib.osversion});
       }
+    }
+  }
+  // A mounted 64-bit library the host's cache does not list (VDPAU's driver in vdpau/, a folder no
+  // ld.so.conf names): its own SONAME and flags (elf_library.hpp), when the container gets the file at
+  // <its folder>/<SONAME>: the file itself or a link the spec makes there (whose target, in the same
+  // folder, is the file). That is the entry the container's ldconfig would make for it.
+  std::set<std::string> listed;  // container paths of mounted files the entries above name
+  for (const auto& entry : out) {
+    listed.insert(entry.path);
+  }
+  std::map<std::string, std::string> link_target;  // link -> its target's path, in its folder
+  for (const auto& link : inv.library_links) {
+    if (link.target.find('/') == std::string::npos) {
+      link_target.emplace(link.link, link.link.substr(0, link.link.rfind('/') + 1) + link.target);
+    }
+  }
+  for (const auto& file : inv.files) {
+    if (file.kind != FileKind::library) {
+      continue;
+    }
+    const std::string dir = file.container_path.substr(0, file.container_path.rfind('/') + 1);
+    const auto facts = native_library_facts(file.host_path);
+    if (!facts) {
+      continue;
+    }
+    const std::string path = dir + facts->soname;
+    if (listed.contains(path)) {
+      continue;
+    }
+    std::string end = path;
+    for (int hops = 0; hops < 8 && link_target.contains(end); ++hops) {
+      end = link_target.at(end);
+    }
+    if (end == file.container_path) {
+      out.push_back({facts->soname, path, facts->flags, 0});
+      listed.insert(path);
     }
   }
   // The development links the spec makes (libnvidia-ml.so -> libnvidia-ml.so.1, libcuda.so ->
