@@ -28,6 +28,16 @@
 #                     against podman-m0 this is what one spec costs it to parse, in each format
 #   podman-m0-all     podman-m0 with every spec of this benchmark in /etc/cdi (5 files, 4 of them gpuctk's
 #                     DGX spec in some shape): what the specs a start does not use cost it
+#   podman-glibc-none, podman-glibc-gpu0, podman-glibc-gpu0-ldc   a glibc image with a linker cache of its
+#                     own (imported into podman, so every container starts from a fresh overlay, as from a
+#                     registry image): busybox, the host's glibc and GPUCTK_BENCH_GLIBC_LIBS (default 150)
+#                     more of the host's libraries in a merged-/usr Debian layout, its ld.so.cache made by
+#                     ldconfig; GPU 0 with the default `ld-cache: merge` (issue 24 cut 2) and with the spec's
+#                     hooks run under a config saying `ld-cache: ldconfig` (the sandboxed ldconfig, as
+#                     before), same spec otherwise
+#   prestart-glibc-gpu0, prestart-glibc-gpu0-ldc, runc-glibc-none   the same image for runc (a fresh
+#                     overlay of it mounted as the bundle's root before each start, outside the timing)
+# GPUCTK_BENCH_ONLY="VARIANT..." runs only those variants (the summary lines whose variants all ran).
 # Each podman variant runs with only the spec files it names in /etc/cdi (put in place before its timed
 # start; /var/run/cdi stays empty), so no variant pays for another's spec.
 # "GPU adds" lines subtract the no-device median of the same engine. Then where the time goes: the spec's
@@ -57,6 +67,24 @@ for applet in $("$root/rootfs/bin/busybox" --list); do
   [ "$applet" = busybox ] || ln -sf busybox "$root/rootfs/bin/$applet"
 done
 mkdir -p "$root/cdi"  # every spec file; use_specs puts a variant's into /etc/cdi
+# The glibc image (see above): merged /usr, Debian's multiarch folder, the host's libraries (regular files,
+# smallest first, the C library and the loader always), busybox, and its own ld.so.cache.
+glibc=$root/glibc
+mkdir -p "$glibc"/usr/{bin,lib/x86_64-linux-gnu,lib64} "$glibc"/{proc,sys,dev,tmp,etc/ld.so.conf.d,run}
+ln -s usr/bin "$glibc/bin"
+ln -s usr/lib "$glibc/lib"
+ln -s usr/lib64 "$glibc/lib64"
+cp "$busybox" "$glibc/usr/bin/busybox"
+ln -s busybox "$glibc/usr/bin/true"
+echo 12.0 >"$glibc/etc/debian_version"
+echo "include /etc/ld.so.conf.d/*.conf" >"$glibc/etc/ld.so.conf"
+host_libs=/usr/lib/x86_64-linux-gnu
+cp -L "$host_libs/libc.so.6" "$host_libs/ld-linux-x86-64.so.2" "$glibc/usr/lib/x86_64-linux-gnu/"
+ln -s ../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$glibc/usr/lib64/ld-linux-x86-64.so.2"
+find "$host_libs" -maxdepth 1 -type f -name 'lib*.so.*' -printf '%s %p\n' | sort -n |
+  head -n "${GPUCTK_BENCH_GLIBC_LIBS:-150}" | cut -d' ' -f2 | xargs cp -t "$glibc/usr/lib/x86_64-linux-gnu/"
+/sbin/ldconfig -r "$glibc"
+tar -C "$glibc" -cf "$root/glibc.tar" .
 "$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --output "$root/cdi/nvidia.yaml" \
   2>/dev/null
 "$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --disable-hook all \
@@ -101,7 +129,8 @@ s = yaml.safe_load(open(src))
 s["kind"] = kind
 order = ["create-symlinks", "enable-cuda-compat", "update-ldcache", "disable-device-node-modification"]
 step_of = {"--link": order[0], "--host-driver-version": order[1], "--host-cuda-version": order[1],
-           "--cuda-compat-container-root": order[1], "--ldconfig-path": order[2], "--folder": order[2]}
+           "--cuda-compat-container-root": order[1], "--ldconfig-path": order[2], "--folder": order[2],
+           "--ld-cache-entry": order[2]}
 def split(hook):
     if hook["args"][2] != "container-start":
         return [hook]
@@ -123,6 +152,20 @@ PY
 mkdir -p "$root/spec-5hk"
 split_hooks "$root/cdi/nvidia.yaml" "$root/cdi/split.json" gpuctk-5hooks.example/gpu
 split_hooks "$root/cdi/nvidia.yaml" "$root/spec-5hk/nvidia.json" nvidia.com/gpu
+# The default spec under another kind, its hooks told (GPUCTK_CONFIG) to run the sandboxed ldconfig.
+cat >"$root/ldconfig.yaml" <<YAML
+ld-cache: ldconfig
+YAML
+python3 - "$root/cdi/nvidia.yaml" "$root/cdi/ldconfig.json" "$root/ldconfig.yaml" <<'PY'
+import json, sys, yaml
+src, dst, config = sys.argv[1:]
+s = yaml.safe_load(open(src))
+s["kind"] = "gpuctk-ldconfig.example/gpu"
+for edits in [s["containerEdits"]] + [d["containerEdits"] for d in s["devices"]]:
+    for hook in edits.get("hooks", []):
+        hook["env"] = hook.get("env", []) + ["GPUCTK_CONFIG=" + config]
+json.dump(s, open(dst, "w"), indent=1)
+PY
 cat >"$root/gpuctk.yaml" <<YAML
 spec-dirs: [$root/spec]
 driver-root: $root/host
@@ -130,22 +173,25 @@ dev-root: $root/host
 hook-path: $gpuctk
 YAML
 sed "s|spec-dirs: \[$root/spec\]|spec-dirs: [$root/spec-5hk]|" "$root/gpuctk.yaml" >"$root/gpuctk-5hk.yaml"
+{ cat "$root/gpuctk.yaml"; echo "ld-cache: ldconfig"; } >"$root/gpuctk-ldc.yaml"
 ln -s "$gpuctk" "$root/bin/gpuctk-runtime"
 podman=(podman --root "$root/podman/root" --runroot "$root/podman/runroot" --cgroup-manager=cgroupfs
   --events-backend=file --runtime runc)
 cleanup() {
+  local dir
+  for dir in "$root"/*-glibc-*/rootfs; do umount "$dir" 2>/dev/null || true; done
   umount "$root/podman/root/overlay" 2>/dev/null || true
   rm -rf "$root"
   for dir in "${made[@]}"; do umount "$dir" && rmdir "$dir"; done
 }
 trap cleanup EXIT
 
-# bundle NAME ENV HOOK [CONFIG]: a runc bundle running /bin/true with ENV added, and the prestart hook
-# (with gpuctk's CONFIG, default $root/gpuctk.yaml) when HOOK=1.
+# bundle NAME ENV HOOK [CONFIG [ROOTFS]]: a runc bundle running /bin/true on ROOTFS (default the busybox
+# root) with ENV added, and the prestart hook (with gpuctk's CONFIG, default $root/gpuctk.yaml) when HOOK=1.
 bundle() {
   mkdir -p "$root/$1"
   (cd "$root/$1" && runc spec)
-  python3 - "$root/$1/config.json" "$root/rootfs" "$gpuctk" "${4:-$root/gpuctk.yaml}" "$2" "$3" <<'PY'
+  python3 - "$root/$1/config.json" "${5:-$root/rootfs}" "$gpuctk" "${4:-$root/gpuctk.yaml}" "$2" "$3" <<'PY'
 import json, sys
 path, rootfs, gpuctk, config, env, hook = sys.argv[1:]
 c = json.load(open(path))
@@ -185,6 +231,20 @@ json.dump(c, open(path, "w"))
 PY
 }
 for n in "${mounts_n[@]}"; do synth_bundle "runc-m$n" "$n" 0; done
+# The glibc image's runc bundles: a fresh overlay of it as their root before each start (fresh_root).
+bundle runc-glibc-none "" 0 "$root/gpuctk.yaml" "$root/runc-glibc-none/rootfs"
+bundle prestart-glibc-gpu0 NVIDIA_VISIBLE_DEVICES=0 1 "$root/gpuctk.yaml" "$root/prestart-glibc-gpu0/rootfs"
+bundle prestart-glibc-gpu0-ldc NVIDIA_VISIBLE_DEVICES=0 1 "$root/gpuctk-ldc.yaml" \
+  "$root/prestart-glibc-gpu0-ldc/rootfs"
+# fresh_root BUNDLE: the glibc image as BUNDLE's root, on an overlay with an empty upper layer.
+fresh_root() {
+  local dir=$root/$1
+  umount "$dir/rootfs" 2>/dev/null || true
+  rm -rf "$dir/upper" "$dir/work"
+  mkdir -p "$dir/upper" "$dir/work" "$dir/rootfs"
+  mount -t overlay gpuctk-bench-glibc -o "lowerdir=$glibc,upperdir=$dir/upper,workdir=$dir/work" "$dir/rootfs"
+}
+"${podman[@]}" import "$root/glibc.tar" localhost/gpuctk-bench-glibc >/dev/null
 for n in "${nodes_n[@]}"; do synth_bundle "runc-n$n" 0 "$n"; done
 
 podman_run() { "${podman[@]}" run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 "$@"; }
@@ -203,6 +263,14 @@ declare -A cmd=(
   [podman-fmt-yaml]="podman_run --device gpuctk-synth.example/entries=m0 --rootfs $root/rootfs /bin/true"
   [podman-fmt-json]="podman_run --device gpuctk-synth.example/entries=m0 --rootfs $root/rootfs /bin/true"
 )
+declare -A prep=()  # what a variant needs before each start, outside the timing
+for v in runc-glibc-none prestart-glibc-gpu0 prestart-glibc-gpu0-ldc; do
+  prep[$v]="fresh_root $v"
+  cmd[$v]="runc run --bundle $root/$v bench-\$RANDOM"
+done
+cmd[podman-glibc-none]="podman_run localhost/gpuctk-bench-glibc /bin/true"
+cmd[podman-glibc-gpu0]="podman_run --device nvidia.com/gpu=0 localhost/gpuctk-bench-glibc /bin/true"
+cmd[podman-glibc-gpu0-ldc]="podman_run --device gpuctk-ldconfig.example/gpu=0 localhost/gpuctk-bench-glibc /bin/true"
 cmd[podman-m0-all]="podman_run --device gpuctk-synth.example/entries=m0 --rootfs $root/rootfs /bin/true"
 # The spec files (of $root/cdi) each podman variant finds in /etc/cdi.
 declare -A specs=(
@@ -210,6 +278,7 @@ declare -A specs=(
   [podman-gpu0-c32]=compat32.yaml [podman-all]=nvidia.yaml [podman-fmt-yaml]="synth.json format.yaml"
   [podman-fmt-json]="synth.json format.json"
   [podman-m0-all]="nvidia.yaml split.json nohooks.yaml compat32.yaml synth.json"
+  [podman-glibc-gpu0]=nvidia.yaml [podman-glibc-gpu0-ldc]=ldconfig.json
 )
 # use_specs FILE...: /etc/cdi holds exactly these files of $root/cdi.
 use_specs() {
@@ -218,7 +287,9 @@ use_specs() {
   for f in "$@"; do cp "$root/cdi/$f" /etc/cdi/; done
 }
 order=(podman-none podman-gpu0 podman-gpu0-5hk podman-gpu0-nohk podman-gpu0-c32 podman-all runc-none shim-gpu0
-  shim-gpu0-5hk prestart-gpu0 prestart-gpu0-5hk podman-fmt-yaml podman-fmt-json podman-m0-all)
+  shim-gpu0-5hk prestart-gpu0 prestart-gpu0-5hk podman-fmt-yaml podman-fmt-json podman-m0-all
+  podman-glibc-none podman-glibc-gpu0 podman-glibc-gpu0-ldc runc-glibc-none prestart-glibc-gpu0
+  prestart-glibc-gpu0-ldc)
 for n in "${mounts_n[@]}"; do
   cmd[podman-m$n]="podman_run --device gpuctk-synth.example/entries=m$n --rootfs $root/rootfs /bin/true"
   specs[podman-m$n]=synth.json
@@ -231,6 +302,13 @@ for n in "${nodes_n[@]}"; do
   cmd[runc-n$n]="runc run --bundle $root/runc-n$n bench-\$RANDOM"
   order+=("podman-n$n" "runc-n$n")
 done
+if [ -n "${GPUCTK_BENCH_ONLY:-}" ]; then
+  read -r -a only <<<"$GPUCTK_BENCH_ONLY"
+  for v in "${only[@]}"; do
+    [ -n "${cmd[$v]:-}" ] || { echo "bench/start_cost.sh: no variant \"$v\"" >&2; exit 2; }
+  done
+  order=("${only[@]}")
+fi
 # settle: waits (up to 2 s) until the last podman start's leftovers have ended (conmon, and the `podman
 # container cleanup` it runs after the container exited), so that they do not overlap the next timed start.
 settle() {
@@ -244,6 +322,7 @@ settle() {
 for v in "${order[@]}"; do
   # shellcheck disable=SC2086 # a list of file names
   use_specs ${specs[$v]:-}
+  eval "${prep[$v]:-}"
   out=$(eval "${cmd[$v]}" 2>&1) || { echo "bench/start_cost.sh: $v failed: $out" >&2; exit 1; }
 done
 : >"$root/times"
@@ -251,6 +330,7 @@ for ((r = 0; r < rounds; r++)); do
   for v in "${order[@]}"; do
     # shellcheck disable=SC2086 # a list of file names
     use_specs ${specs[$v]:-}
+    eval "${prep[$v]:-}"
     settle
     start=$(date +%s%N)
     eval "${cmd[$v]}" >/dev/null 2>&1
@@ -268,21 +348,30 @@ med = {v: statistics.median(t) for v, t in times.items()}
 mounts_n, nodes_n = [int(n) for n in sys.argv[2].split()], [int(n) for n in sys.argv[3].split()]
 for v in sys.argv[4:]:
     print(f"{v:18} {med[v]:8.1f} / {max(times[v]):8.1f}")
+def diff(label, v, base, word):
+    if v in med and base in med:
+        print(f"{label}: {v:18} {med[v] - med[base]:+7.1f} ms {word} {base}")
 for v, base in (("podman-gpu0", "podman-none"), ("podman-gpu0-5hk", "podman-none"),
                 ("podman-gpu0-nohk", "podman-none"), ("podman-all", "podman-none"), ("shim-gpu0", "runc-none"),
-                ("shim-gpu0-5hk", "runc-none"), ("prestart-gpu0", "runc-none"), ("prestart-gpu0-5hk", "runc-none")):
-    print(f"GPU adds: {v:18} {med[v] - med[base]:+7.1f} ms over {base}")
+                ("shim-gpu0-5hk", "runc-none"), ("prestart-gpu0", "runc-none"), ("prestart-gpu0-5hk", "runc-none"),
+                ("podman-glibc-gpu0", "podman-glibc-none"), ("podman-glibc-gpu0-ldc", "podman-glibc-none"),
+                ("prestart-glibc-gpu0", "runc-glibc-none"), ("prestart-glibc-gpu0-ldc", "runc-glibc-none")):
+    diff("GPU adds", v, base, "over")
 for v, old in (("podman-gpu0", "podman-gpu0-5hk"), ("shim-gpu0", "shim-gpu0-5hk"), ("prestart-gpu0", "prestart-gpu0-5hk")):
-    print(f"one hook process: {v:18} {med[v] - med[old]:+7.1f} ms against {old}")
-print(f"no 32-bit libraries: podman-gpu0 {med['podman-gpu0'] - med['podman-gpu0-c32']:+7.1f} ms against podman-gpu0-c32")
+    diff("one hook process", v, old, "against")
+diff("no 32-bit libraries", "podman-gpu0", "podman-gpu0-c32", "against")
+for v, old in (("podman-glibc-gpu0", "podman-glibc-gpu0-ldc"), ("prestart-glibc-gpu0", "prestart-glibc-gpu0-ldc")):
+    diff("merged linker cache", v, old, "against")
 for v in ("podman-fmt-yaml", "podman-fmt-json", "podman-m0-all"):
-    print(f"specs parsed: {v:18} {med[v] - med['podman-m0']:+7.1f} ms over podman-m0")
+    diff("specs parsed", v, "podman-m0", "over")
 # Least-squares slope of the medians over N: what one more entry costs.
 def slope(prefix, ns):
     ys = [med[f"{prefix}{n}"] for n in ns]
     mx, my = sum(ns) / len(ns), sum(ys) / len(ys)
     return sum((x - mx) * (y - my) for x, y in zip(ns, ys)) / sum((x - mx) ** 2 for x in ns)
 for engine in ("podman", "runc"):
+    if not all(f"{engine}-{k}{n}" in med for k, ns in (("m", mounts_n), ("n", nodes_n)) for n in ns):
+        continue
     print(f"per bind mount:  {engine:6} {slope(engine + '-m', mounts_n) * 1000:7.0f} us "
           f"(N = {' '.join(map(str, mounts_n))})")
     print(f"per device node: {engine:6} {slope(engine + '-n', nodes_n) * 1000:7.0f} us "
