@@ -34,7 +34,7 @@
 #                     more of the host's libraries in a merged-/usr Debian layout, its ld.so.cache made by
 #                     ldconfig; GPU 0 with the default `ld-cache: merge` (issue 24 cut 2) and with the spec's
 #                     hooks run under a config saying `ld-cache: ldconfig` (the sandboxed ldconfig, as
-#                     before), same spec otherwise
+#                     before), same spec otherwise; podman-glibc-gpu0-nohk the spec without hooks
 #   prestart-glibc-gpu0, prestart-glibc-gpu0-ldc, runc-glibc-none   the same image for runc (a fresh
 #                     overlay of it mounted as the bundle's root before each start, outside the timing)
 # GPUCTK_BENCH_ONLY="VARIANT..." runs only those variants (the summary lines whose variants all ran).
@@ -271,6 +271,7 @@ done
 cmd[podman-glibc-none]="podman_run localhost/gpuctk-bench-glibc /bin/true"
 cmd[podman-glibc-gpu0]="podman_run --device nvidia.com/gpu=0 localhost/gpuctk-bench-glibc /bin/true"
 cmd[podman-glibc-gpu0-ldc]="podman_run --device gpuctk-ldconfig.example/gpu=0 localhost/gpuctk-bench-glibc /bin/true"
+cmd[podman-glibc-gpu0-nohk]="podman_run --device gpuctk-nohooks.example/gpu=0 localhost/gpuctk-bench-glibc /bin/true"
 cmd[podman-m0-all]="podman_run --device gpuctk-synth.example/entries=m0 --rootfs $root/rootfs /bin/true"
 # The spec files (of $root/cdi) each podman variant finds in /etc/cdi.
 declare -A specs=(
@@ -278,7 +279,7 @@ declare -A specs=(
   [podman-gpu0-c32]=compat32.yaml [podman-all]=nvidia.yaml [podman-fmt-yaml]="synth.json format.yaml"
   [podman-fmt-json]="synth.json format.json"
   [podman-m0-all]="nvidia.yaml split.json nohooks.yaml compat32.yaml synth.json"
-  [podman-glibc-gpu0]=nvidia.yaml [podman-glibc-gpu0-ldc]=ldconfig.json
+  [podman-glibc-gpu0]=nvidia.yaml [podman-glibc-gpu0-ldc]=ldconfig.json [podman-glibc-gpu0-nohk]=nohooks.yaml
 )
 # use_specs FILE...: /etc/cdi holds exactly these files of $root/cdi.
 use_specs() {
@@ -288,7 +289,7 @@ use_specs() {
 }
 order=(podman-none podman-gpu0 podman-gpu0-5hk podman-gpu0-nohk podman-gpu0-c32 podman-all runc-none shim-gpu0
   shim-gpu0-5hk prestart-gpu0 prestart-gpu0-5hk podman-fmt-yaml podman-fmt-json podman-m0-all
-  podman-glibc-none podman-glibc-gpu0 podman-glibc-gpu0-ldc runc-glibc-none prestart-glibc-gpu0
+  podman-glibc-none podman-glibc-gpu0 podman-glibc-gpu0-ldc podman-glibc-gpu0-nohk runc-glibc-none prestart-glibc-gpu0
   prestart-glibc-gpu0-ldc)
 for n in "${mounts_n[@]}"; do
   cmd[podman-m$n]="podman_run --device gpuctk-synth.example/entries=m$n --rootfs $root/rootfs /bin/true"
@@ -355,6 +356,7 @@ for v, base in (("podman-gpu0", "podman-none"), ("podman-gpu0-5hk", "podman-none
                 ("podman-gpu0-nohk", "podman-none"), ("podman-all", "podman-none"), ("shim-gpu0", "runc-none"),
                 ("shim-gpu0-5hk", "runc-none"), ("prestart-gpu0", "runc-none"), ("prestart-gpu0-5hk", "runc-none"),
                 ("podman-glibc-gpu0", "podman-glibc-none"), ("podman-glibc-gpu0-ldc", "podman-glibc-none"),
+                ("podman-glibc-gpu0-nohk", "podman-glibc-none"),
                 ("prestart-glibc-gpu0", "runc-glibc-none"), ("prestart-glibc-gpu0-ldc", "runc-glibc-none")):
     diff("GPU adds", v, base, "over")
 for v, old in (("podman-gpu0", "podman-gpu0-5hk"), ("shim-gpu0", "shim-gpu0-5hk"), ("prestart-gpu0", "prestart-gpu0-5hk")):
