@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "discover/ld_cache.hpp"
+#include "fixtures/builder/test_support.hpp"
 #include "hook/container_hooks.hpp"
 #include "hook/hook_table.hpp"
 #include "rootfs/ld_cache_update.hpp"
@@ -48,21 +49,6 @@ testing::AssertionResult sh(const std::string& script) {
     return testing::AssertionFailure() << "script failed (" << status << "): " << script << "\n" << out;
   }
   return testing::AssertionSuccess();
-}
-
-std::string output_of(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    return out;
-  }
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-    out.append(buffer, n);
-  }
-  ::pclose(pipe);
-  return out;
 }
 
 // Shell functions for the scripts: `lib DIR SONAME FILE [-m32]` builds a shared library in the root $R,
@@ -281,7 +267,8 @@ TEST_F(LdCacheMergeTest, DifferentialAgainstTheSandboxedLdconfig) {
     }
     EXPECT_EQ(got->entries, want->entries);
     const auto listing = [](const std::string& root) {
-      const auto out = output_of("/sbin/ldconfig -p -C " + root + "/etc/ld.so.cache");
+      const auto out = fixture::test::capture("/sbin/ldconfig -p -C " + root + "/etc/ld.so.cache")
+                           .value_or("ldconfig -p failed\n");
       return out.substr(out.find('\n'));  // the first line names the file
     };
     EXPECT_EQ(listing(b), listing(a));
