@@ -35,8 +35,10 @@
 #                     ldconfig; GPU 0 with the default `ld-cache: merge` (issue 24 cut 2) and with the spec's
 #                     hooks run under a config saying `ld-cache: ldconfig` (the sandboxed ldconfig, as
 #                     before), same spec otherwise; podman-glibc-gpu0-nohk the spec without hooks
-#   prestart-glibc-gpu0, prestart-glibc-gpu0-ldc, runc-glibc-none   the same image for runc (a fresh
-#                     overlay of it mounted as the bundle's root before each start, outside the timing)
+#   prestart-glibc-gpu0, prestart-glibc-gpu0-ldc, shim-glibc-gpu0, shim-glibc-gpu0-ldc, runc-glibc-none
+#                     the same image for runc and the shim (a fresh overlay of it mounted as the bundle's
+#                     root before each start, outside the timing); the shim's -ldc variant injects the
+#                     same spec with its hooks told `ld-cache: ldconfig`
 # GPUCTK_BENCH_ONLY="VARIANT..." runs only those variants (the summary lines whose variants all ran).
 # Each podman variant runs with only the spec files it names in /etc/cdi (put in place before its timed
 # start; /var/run/cdi stays empty), so no variant pays for another's spec.
@@ -156,16 +158,21 @@ split_hooks "$root/cdi/nvidia.yaml" "$root/spec-5hk/nvidia.json" nvidia.com/gpu
 cat >"$root/ldconfig.yaml" <<YAML
 ld-cache: ldconfig
 YAML
-python3 - "$root/cdi/nvidia.yaml" "$root/cdi/ldconfig.json" "$root/ldconfig.yaml" <<'PY'
+ldconfig_spec() {  # ldconfig_spec OUT KIND
+  python3 - "$root/cdi/nvidia.yaml" "$1" "$root/ldconfig.yaml" "$2" <<'PY'
 import json, sys, yaml
-src, dst, config = sys.argv[1:]
+src, dst, config, kind = sys.argv[1:]
 s = yaml.safe_load(open(src))
-s["kind"] = "gpuctk-ldconfig.example/gpu"
+s["kind"] = kind
 for edits in [s["containerEdits"]] + [d["containerEdits"] for d in s["devices"]]:
     for hook in edits.get("hooks", []):
         hook["env"] = hook.get("env", []) + ["GPUCTK_CONFIG=" + config]
 json.dump(s, open(dst, "w"), indent=1)
 PY
+}
+ldconfig_spec "$root/cdi/ldconfig.json" gpuctk-ldconfig.example/gpu
+mkdir -p "$root/spec-ldc"  # the shim's spec directory for shim-glibc-gpu0-ldc
+ldconfig_spec "$root/spec-ldc/nvidia.json" nvidia.com/gpu
 cat >"$root/gpuctk.yaml" <<YAML
 spec-dirs: [$root/spec]
 driver-root: $root/host
@@ -174,6 +181,7 @@ hook-path: $gpuctk
 YAML
 sed "s|spec-dirs: \[$root/spec\]|spec-dirs: [$root/spec-5hk]|" "$root/gpuctk.yaml" >"$root/gpuctk-5hk.yaml"
 { cat "$root/gpuctk.yaml"; echo "ld-cache: ldconfig"; } >"$root/gpuctk-ldc.yaml"
+sed "s|spec-dirs: \[$root/spec\]|spec-dirs: [$root/spec-ldc]|" "$root/gpuctk.yaml" >"$root/gpuctk-shim-ldc.yaml"
 ln -s "$gpuctk" "$root/bin/gpuctk-runtime"
 podman=(podman --root "$root/podman/root" --runroot "$root/podman/runroot" --cgroup-manager=cgroupfs
   --events-backend=file --runtime runc)
@@ -236,6 +244,8 @@ bundle runc-glibc-none "" 0 "$root/gpuctk.yaml" "$root/runc-glibc-none/rootfs"
 bundle prestart-glibc-gpu0 NVIDIA_VISIBLE_DEVICES=0 1 "$root/gpuctk.yaml" "$root/prestart-glibc-gpu0/rootfs"
 bundle prestart-glibc-gpu0-ldc NVIDIA_VISIBLE_DEVICES=0 1 "$root/gpuctk-ldc.yaml" \
   "$root/prestart-glibc-gpu0-ldc/rootfs"
+bundle shim-glibc-gpu0 NVIDIA_VISIBLE_DEVICES=0 0 "$root/gpuctk.yaml" "$root/shim-glibc-gpu0/rootfs"
+bundle shim-glibc-gpu0-ldc NVIDIA_VISIBLE_DEVICES=0 0 "$root/gpuctk.yaml" "$root/shim-glibc-gpu0-ldc/rootfs"
 # fresh_root BUNDLE: the glibc image as BUNDLE's root, on an overlay with an empty upper layer.
 fresh_root() {
   local dir=$root/$1
@@ -264,10 +274,12 @@ declare -A cmd=(
   [podman-fmt-json]="podman_run --device gpuctk-synth.example/entries=m0 --rootfs $root/rootfs /bin/true"
 )
 declare -A prep=()  # what a variant needs before each start, outside the timing
-for v in runc-glibc-none prestart-glibc-gpu0 prestart-glibc-gpu0-ldc; do
+for v in runc-glibc-none prestart-glibc-gpu0 prestart-glibc-gpu0-ldc shim-glibc-gpu0 shim-glibc-gpu0-ldc; do
   prep[$v]="fresh_root $v"
   cmd[$v]="runc run --bundle $root/$v bench-\$RANDOM"
 done
+cmd[shim-glibc-gpu0]="env GPUCTK_CONFIG=$root/gpuctk.yaml $root/bin/gpuctk-runtime run --bundle $root/shim-glibc-gpu0 bench-\$RANDOM"
+cmd[shim-glibc-gpu0-ldc]="env GPUCTK_CONFIG=$root/gpuctk-shim-ldc.yaml $root/bin/gpuctk-runtime run --bundle $root/shim-glibc-gpu0-ldc bench-\$RANDOM"
 cmd[podman-glibc-none]="podman_run localhost/gpuctk-bench-glibc /bin/true"
 cmd[podman-glibc-gpu0]="podman_run --device nvidia.com/gpu=0 localhost/gpuctk-bench-glibc /bin/true"
 cmd[podman-glibc-gpu0-ldc]="podman_run --device gpuctk-ldconfig.example/gpu=0 localhost/gpuctk-bench-glibc /bin/true"
@@ -290,7 +302,7 @@ use_specs() {
 order=(podman-none podman-gpu0 podman-gpu0-5hk podman-gpu0-nohk podman-gpu0-c32 podman-all runc-none shim-gpu0
   shim-gpu0-5hk prestart-gpu0 prestart-gpu0-5hk podman-fmt-yaml podman-fmt-json podman-m0-all
   podman-glibc-none podman-glibc-gpu0 podman-glibc-gpu0-ldc podman-glibc-gpu0-nohk runc-glibc-none prestart-glibc-gpu0
-  prestart-glibc-gpu0-ldc)
+  prestart-glibc-gpu0-ldc shim-glibc-gpu0 shim-glibc-gpu0-ldc)
 for n in "${mounts_n[@]}"; do
   cmd[podman-m$n]="podman_run --device gpuctk-synth.example/entries=m$n --rootfs $root/rootfs /bin/true"
   specs[podman-m$n]=synth.json
@@ -357,12 +369,14 @@ for v, base in (("podman-gpu0", "podman-none"), ("podman-gpu0-5hk", "podman-none
                 ("shim-gpu0-5hk", "runc-none"), ("prestart-gpu0", "runc-none"), ("prestart-gpu0-5hk", "runc-none"),
                 ("podman-glibc-gpu0", "podman-glibc-none"), ("podman-glibc-gpu0-ldc", "podman-glibc-none"),
                 ("podman-glibc-gpu0-nohk", "podman-glibc-none"),
-                ("prestart-glibc-gpu0", "runc-glibc-none"), ("prestart-glibc-gpu0-ldc", "runc-glibc-none")):
+                ("prestart-glibc-gpu0", "runc-glibc-none"), ("prestart-glibc-gpu0-ldc", "runc-glibc-none"),
+                ("shim-glibc-gpu0", "runc-glibc-none"), ("shim-glibc-gpu0-ldc", "runc-glibc-none")):
     diff("GPU adds", v, base, "over")
 for v, old in (("podman-gpu0", "podman-gpu0-5hk"), ("shim-gpu0", "shim-gpu0-5hk"), ("prestart-gpu0", "prestart-gpu0-5hk")):
     diff("one hook process", v, old, "against")
 diff("no 32-bit libraries", "podman-gpu0", "podman-gpu0-c32", "against")
-for v, old in (("podman-glibc-gpu0", "podman-glibc-gpu0-ldc"), ("prestart-glibc-gpu0", "prestart-glibc-gpu0-ldc")):
+for v, old in (("podman-glibc-gpu0", "podman-glibc-gpu0-ldc"), ("prestart-glibc-gpu0", "prestart-glibc-gpu0-ldc"),
+               ("shim-glibc-gpu0", "shim-glibc-gpu0-ldc")):
     diff("merged linker cache", v, old, "against")
 for v in ("podman-fmt-yaml", "podman-fmt-json", "podman-m0-all"):
     diff("specs parsed", v, "podman-m0", "over")

@@ -33,9 +33,10 @@ imports gogo.proto for Go code generation only): both are left out of the copy t
           --log-dir DIR          the pod's log directory
           --expect LINE          the output must hold this line (repeatable), else exit 1
           --timeout SECONDS      for the container to exit (default 60)
-    cri.py ... soak --cycles N --form "POD OPTIONS" [--form ...] -- COMMAND...
+    cri.py ... soak --cycles N --form "POD OPTIONS" [--form ...] [--times FILE] -- COMMAND...
         N pods one after another, the forms taken in turn (each a shell-quoted pod option list, with its
-        own --expect lines); --name is NAME-<cycle>. Prints one line per 100 cycles and the total time.
+        own --expect lines); --name is NAME-<cycle>. Prints one line per 100 cycles and the total time;
+        with --times, writes "<form index> <milliseconds>" to FILE for each pod's whole life (bench/).
     cri.py ... state
         "sandboxes N" and "containers N": what the runtime still lists.
     cri.py ... handlers
@@ -296,16 +297,23 @@ def main(argv):
         soak.add_argument("--cycles", type=int, required=True)
         soak.add_argument("--form", action="append", required=True)
         soak.add_argument("--name", required=True)
+        soak.add_argument("--times")
         s = soak.parse_args(rest)
+        times = open(s.times, "w", encoding="utf-8") if s.times else None
         start = time.monotonic()
         for cycle in range(s.cycles):
             form = s.form[cycle % len(s.form)]
             options = pod_parser().parse_args(shlex.split(form) + ["--name", f"{s.name}-{cycle}"])
+            began = time.monotonic()
             _, code = run_pod(cri, options, command)
+            if times:
+                times.write(f"{cycle % len(s.form)} {(time.monotonic() - began) * 1000:.3f}\n")
             if code != 0:
                 raise CriError(f"pod {options.name} ({form}): the container exited {code}")
             if (cycle + 1) % 100 == 0:
                 print(f"soak: {cycle + 1} pods in {time.monotonic() - start:.1f} s", flush=True)
+        if times:
+            times.close()
         print(f"soak: {s.cycles} pods, {len(s.form)} forms, {time.monotonic() - start:.1f} s")
 
 
