@@ -105,12 +105,25 @@ std::vector<LibraryCacheEntry> library_cache_entries(const std::string& driver_r
     }
   }
   // A mounted 64-bit library the host's cache does not list (VDPAU's driver in vdpau/, a folder no
-  // ld.so.conf names): its own SONAME and flags (elf_library.hpp), when the container gets the file at
+  // ld.so.conf names): its own SONAME and flags (elf_library.hpp; osversion 0, see abi_tags_ignored below
+  // for a library with an ABI tag note), when the container gets the file at
   // <its folder>/<SONAME>: the file itself or a link the spec makes there (whose target, in the same
   // folder, is the file). That is the entry the container's ldconfig would make for it.
   std::set<std::string> listed;  // container paths of mounted files the entries above name
   for (const auto& entry : out) {
     listed.insert(entry.path);
+  }
+  // Whether the ldconfig that wrote the host's cache ignores GNU ABI tag notes (glibc 2.36's writes
+  // osversion 0 for every entry): its native libc.so.6 carries the note and is listed with osversion 0.
+  // Then a tagged library's entry is known too; otherwise such a library gets none (ldconfig decides).
+  bool abi_tags_ignored = false;
+  for (const auto& lib : cache) {
+    if (lib.soname == "libc.so.6" && !lib.is_32bit && lib.osversion == 0) {
+      const auto host = resolver.resolve(lib.path);
+      const auto libc = host ? native_library_facts(*host) : std::nullopt;
+      abi_tags_ignored = libc && libc->abi_tag;
+      break;
+    }
   }
   std::map<std::string, std::string> link_target;  // link -> its target's path, in its folder
   for (const auto& link : inv.library_links) {
@@ -124,10 +137,12 @@ std::vector<LibraryCacheEntry> library_cache_entries(const std::string& driver_r
     }
     const std::string dir = file.container_path.substr(0, file.container_path.rfind('/') + 1);
     const auto facts = native_library_facts(file.host_path);
-    if (!facts) {
+    if (!facts || (facts->abi_tag && !abi_tags_ignored)) {
       continue;
     }
-    const std::string path = dir + facts->soname;
+    // Without a SONAME, ldconfig lists the file under its own name.
+    const std::string soname = facts->soname.empty() ? file.container_path.substr(dir.size()) : facts->soname;
+    const std::string path = dir + soname;
     if (listed.contains(path)) {
       continue;
     }
@@ -136,7 +151,7 @@ std::vector<LibraryCacheEntry> library_cache_entries(const std::string& driver_r
       end = link_target.at(end);
     }
     if (end == file.container_path) {
-      out.push_back({facts->soname, path, facts->flags, 0});
+      out.push_back({soname, path, facts->flags, 0});
       listed.insert(path);
     }
   }

@@ -79,14 +79,16 @@ std::optional<ElfLibraryFacts> native_library_facts(const std::string& path) {
     return std::nullopt;
   }
   const Elf64_Phdr* dynamic = nullptr;
+  bool abi_tag = false;
   for (const auto& phdr : phdrs) {
     if (phdr.p_type == PT_DYNAMIC) {
       dynamic = &phdr;
     } else if (phdr.p_type == PT_NOTE) {
       const auto tagged = has_abi_tag(fd.get(), phdr);
-      if (!tagged || *tagged) {
+      if (!tagged) {
         return std::nullopt;
       }
+      abi_tag = abi_tag || *tagged;
     }
   }
   if (dynamic == nullptr || dynamic->p_filesz > k_max_segment) {
@@ -111,7 +113,15 @@ std::optional<ElfLibraryFacts> native_library_facts(const std::string& path) {
       soname = dyn.d_un.d_val;
     }
   }
-  if (!strtab || !strsz || !soname || *soname >= *strsz) {
+  const auto arch = native_arch();
+  if (!arch) {
+    return std::nullopt;
+  }
+  const uint32_t flags = static_cast<uint32_t>(*arch) | static_cast<uint32_t>(LibType::elf_libc6);
+  if (!soname) {
+    return ElfLibraryFacts{"", flags, abi_tag};  // ldconfig lists it under its file name
+  }
+  if (!strtab || !strsz || *soname >= *strsz) {
     return std::nullopt;
   }
   // The string table's file offset: through the loadable segment that holds its address.
@@ -140,12 +150,7 @@ std::optional<ElfLibraryFacts> native_library_facts(const std::string& path) {
   if (name.find('/') != std::string::npos) {
     return std::nullopt;
   }
-  const auto arch = native_arch();
-  if (!arch) {
-    return std::nullopt;
-  }
-  return ElfLibraryFacts{std::move(name),
-                         static_cast<uint32_t>(*arch) | static_cast<uint32_t>(LibType::elf_libc6)};
+  return ElfLibraryFacts{std::move(name), flags, abi_tag};
 }
 
 }  // namespace gpuctk::discover

@@ -87,19 +87,25 @@ TEST_F(ElfLibraryTest, AreWhatLdconfigListsTheLibraryUnder) {
   }
 }
 
-// ldconfig lists a library without a SONAME under its file name, and reads a GNU ABI tag note into an
-// entry's osversion (glibc 2.36's writes 0 there anyway; older ones the tag's kernel version): the merge
-// would need what is not read here, so neither gives facts. The same library without the note does.
-TEST_F(ElfLibraryTest, NoneWithoutASonameOrWithAnAbiTag) {
+// ldconfig lists a library without a SONAME under its file name: facts without a SONAME. A GNU ABI tag note
+// is said (an older ldconfig made it the entry's osversion; glibc 2.36's writes 0, as it does here).
+TEST_F(ElfLibraryTest, WithoutASonameAndWithAnAbiTag) {
   const auto unnamed = library("libunnamed.so.3", "int h(void) { return 3; }", "");
-  EXPECT_EQ(native_library_facts(unnamed), std::nullopt);
-  ASSERT_TRUE(ldconfig_entry("libunnamed.so.3")) << "ldconfig lists it under its file name";
+  const uint32_t flags = static_cast<uint32_t>(*native_arch()) | static_cast<uint32_t>(LibType::elf_libc6);
+  EXPECT_EQ(native_library_facts(unnamed), (ElfLibraryFacts{"", flags, false}));
+  const auto listed = ldconfig_entry("libunnamed.so.3");
+  ASSERT_TRUE(listed) << "ldconfig lists it under its file name";
+  EXPECT_EQ(listed->flags, flags);
   const std::string code = "int t(void) { return 4; }\n";
   const std::string note =
       "__asm__(\".pushsection .note.ABI-tag,\\\"a\\\",@note\\n.p2align 2\\n.long 4\\n.long 16\\n.long "
       "1\\n.asciz \\\"GNU\\\"\\n.long 0\\n.long 3\\n.long 2\\n.long 0\\n.popsection\\n\");\n";
   const auto tagged = library("libtagged.so.4.0", note + code, "-Wl,-soname,libtagged.so.4");
-  EXPECT_EQ(native_library_facts(tagged), std::nullopt);
+  EXPECT_EQ(native_library_facts(tagged), (ElfLibraryFacts{"libtagged.so.4", flags, true}));
+  const auto entry = ldconfig_entry("libtagged.so.4");
+  ASSERT_TRUE(entry);
+  EXPECT_EQ(entry->flags, flags);
+  EXPECT_EQ(entry->osversion, 0u) << "glibc 2.36's ldconfig writes no osversion";
   const auto plain = library("libplain.so.4.0", code, "-Wl,-soname,libplain.so.4");
   EXPECT_EQ(native_library_facts(plain),
             (ElfLibraryFacts{"libplain.so.4", static_cast<uint32_t>(*native_arch()) |
