@@ -28,10 +28,7 @@ rounds=${3:-30}
 e2e_init
 command -v runc >/dev/null || e2e_skip "runc is not installed"
 engines_python_check
-engines_fetch sid
-engines_real_host "$gpuctk" "$fixture"
-engines_probe_image
-engines_pause_image
+engines_containerd_lab "$gpuctk" "$fixture" sid  # sets $c, containerd's directory (configured)
 # The variants' specs beside the default one (other kinds).
 cat >"$LAB/ldconfig.yaml" <<YAML
 ld-cache: ldconfig
@@ -49,8 +46,6 @@ PY
 "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
   --disable-hook all --vendor gpuctk-nohooks.example --output "$LAB/cdi/nohooks.yaml" 2>/dev/null ||
   e2e_fail "cdi generate --disable-hook all failed"
-c=$LAB/containerd
-engines_containerd_config "$c"
 out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" \
   --runtime-path "$LAB/bin/gpuctk-runtime" --cdi 2>&1) || e2e_fail "runtime configure failed: $out"
 engines_containerd_start "$c"
