@@ -275,19 +275,22 @@ class Merge {
         dirs.emplace_back(dir, is_added(dir));  // met before through `order` when it is given
       }
     }
-    // The facts' files (their paths followed inside the root), by directory identity.
+    // The facts' files (their paths followed inside the root) and folders, resolved once for every check
+    // below (nothing in the root changes in between: the container does not run yet).
     for (const auto& fact : m_facts) {
+      Resolved& resolved =
+          m_resolved.emplace_back(Resolved{.fact = &fact, .dir = std::nullopt, .regular = false});
+      resolved.dir = rootfs::directory_id(m_root, dir_of(fact.path));
       auto fd = rootfs::open_image_path(m_root, fact.path, O_PATH);
       struct stat st {};
       if (!fd || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
         continue;  // nothing there: ldconfig finds nothing either
       }
+      resolved.regular = true;
       // A SONAME link (its name is the SONAME): in its folder, ldconfig takes it over every other name
       // that leads to the same library (checked against glibc 2.36's ldconfig).
-      if (name_of(fact.path) == fact.soname) {
-        if (auto dir = rootfs::directory_id(m_root, dir_of(fact.path))) {
-          m_soname_links.emplace(std::pair{*dir, id_of(st)}, fact.soname);
-        }
+      if (name_of(fact.path) == fact.soname && resolved.dir) {
+        m_soname_links.emplace(std::pair{*resolved.dir, id_of(st)}, fact.soname);
       }
     }
     // The image's entries by the directory their path names.
@@ -355,9 +358,9 @@ class Merge {
       return why;
     }
     std::set<std::string> fact_names;
-    for (const auto& fact : m_facts) {
-      if (auto id = rootfs::directory_id(m_root, dir_of(fact.path)); id && *id == id_of(dir_st)) {
-        fact_names.insert(name_of(fact.path));
+    for (const auto& resolved : m_resolved) {
+      if (resolved.dir && *resolved.dir == id_of(dir_st)) {
+        fact_names.insert(name_of(resolved.fact->path));
       }
     }
     for (const auto& name : names) {
@@ -402,13 +405,11 @@ class Merge {
   // ldconfig meets them.
   Result<Why> add_facts() {
     std::vector<std::pair<size_t, discover::LdCacheEntry>> adding;
-    for (const auto& fact : m_facts) {
-      auto fd = rootfs::open_image_path(m_root, fact.path, O_PATH);
-      struct stat st {};
-      if (!fd || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    for (const auto& [fact_ptr, dir, regular] : m_resolved) {
+      if (!regular) {
         continue;
       }
-      const auto dir = rootfs::directory_id(m_root, dir_of(fact.path));
+      const LdCacheFact& fact = *fact_ptr;
       const auto canonical = dir ? m_canonical.find(*dir) : m_canonical.end();
       if (canonical == m_canonical.end()) {
         continue;  // not in a scanned directory
@@ -458,6 +459,12 @@ class Merge {
   std::map<FileId, std::string> m_canonical;  // a scanned directory's first name
   std::map<FileId, size_t> m_rank;            // the order ldconfig scans the directories in
   std::map<std::pair<FileId, FileId>, std::string> m_soname_links;  // (folder, library) -> SONAME
+  struct Resolved {
+    const LdCacheFact* fact = nullptr;
+    std::optional<FileId> dir;  // its folder, when that resolves inside the root
+    bool regular = false;       // its path leads to a regular file
+  };
+  std::vector<Resolved> m_resolved;  // each fact, in order
   size_t m_added = 0;
 };
 
