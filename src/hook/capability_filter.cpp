@@ -1,13 +1,13 @@
 #include "hook/capability_filter.hpp"
 
 #include <string>
-#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "cdi/spec_builder.hpp"
 #include "discover/driver_files.hpp"
+#include "hook/ld_cache_merge.hpp"
 #include "util/path.hpp"
 
 namespace gpuctk::hook {
@@ -44,24 +44,6 @@ void CapabilityFilter::apply(cdi::ContainerEdits& edits) {
                 [](const cdi::Hook& h) { return cdi::is_create_symlinks_hook(h) && h.args.size() == 3; });
 }
 
-namespace {
-
-// The path of a container-start hook's "--ld-cache-entry FLAGS:OSVERSION:SONAME:PATH" value (after its
-// third ':'; hook/ld_cache_merge.hpp), or "" when it has not four fields.
-std::string ld_cache_entry_path(std::string_view value) {
-  size_t at = 0;
-  for (int field = 0; field < 3; ++field) {
-    at = value.find(':', at);
-    if (at == std::string_view::npos) {
-      return {};
-    }
-    ++at;
-  }
-  return clean_path(value.substr(at));
-}
-
-}  // namespace
-
 // A create-symlinks hook's "--link <target>::<link>" pairs (from args[3]); a link whose target is a
 // dropped file, directly or through other dropped links, goes too, and so does a container-start hook's
 // "--ld-cache-entry" for a dropped file or link (the merge would find nothing there anyway).
@@ -76,7 +58,9 @@ void CapabilityFilter::drop_links(cdi::Hook& hook) {
   for (size_t i = 3; i + 1 < hook.args.size(); i += 2) {
     const auto& pair = hook.args[i + 1];
     if (hook.args[i] == "--ld-cache-entry") {
-      entries.emplace_back(i + 1, ld_cache_entry_path(pair));
+      // Its path as the hook reads it (hook/ld_cache_merge.hpp); a value the hook would refuse names none.
+      auto facts = parse_ld_cache_facts({pair});
+      entries.emplace_back(i + 1, facts && !facts->empty() ? facts->front().path : std::string());
       continue;
     }
     const auto sep = pair.find("::");
