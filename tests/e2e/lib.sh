@@ -5,19 +5,36 @@ set -euo pipefail
 
 e2e_fail() {
   echo "FAIL: $*" >&2
+  e2e_said=1
   exit 1
 }
 
 # Prints the reason and exits 77 (ctest's SKIP_RETURN_CODE for these tests): a skip is never a pass.
 e2e_skip() {
   echo "SKIP: $*" >&2
+  e2e_said=1
   exit 77
 }
+
+# A command that fails outside e2e_fail (set -e, pipefail) still ends the test with one line naming it:
+# the ERR trap (inherited by functions: set -E) notes the failing line, and e2e_run_cleanups prints it
+# when the test exits non-zero without having said why.
+set -E
+e2e_said=
+e2e_failed_at=
+e2e_note_failure() {
+  local status=$1 line=$2 file=$3
+  e2e_failed_at="$(basename "$file"):$line: $(sed -n "${line}{s/^[[:space:]]*//;p}" "$file") (exit status $status)"
+}
+trap 'e2e_note_failure $? "$LINENO" "${BASH_SOURCE[0]}"' ERR
 
 e2e_cleanups=()
 e2e_cleanup_add() { e2e_cleanups+=("$1"); }
 e2e_run_cleanups() {
-  local i
+  local status=$? i
+  if [ "$status" -ne 0 ] && [ -z "$e2e_said" ]; then
+    echo "FAIL: ${e2e_failed_at:-exit status $status without a reason}" >&2
+  fi
   for ((i = ${#e2e_cleanups[@]} - 1; i >= 0; i--)); do
     eval "${e2e_cleanups[$i]}" >/dev/null 2>&1 || true
   done
