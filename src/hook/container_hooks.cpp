@@ -43,15 +43,14 @@ std::vector<std::string> regular_files(UniqueFd dir) {
   return names;
 }
 
-// The note of the compat library `name` in the folder `dir_fd`, or why it could not be read.
+// The note of the compat library `name` in the folder `dir_fd`, or why it could not be read. The name
+// was a regular file when the folder was listed; what is there now (the image may have swapped in a
+// device node or a FIFO) is opened only when it still is one.
 Result<std::optional<CudaCompatNote>> read_compat_note(int dir_fd, const std::string& name) {
-  UniqueFd file(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  GPUCTK_TRY_ASSIGN(const auto file, open_regular_at(dir_fd, name, "open"));
   struct stat st {};
-  if (!file || ::fstat(file.get(), &st) != 0) {
+  if (::fstat(file.get(), &st) != 0) {
     return fail_errno("open", errno);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return fail("not a regular file");
   }
   if (st.st_size > k_max_compat_library) {
     return fail(std::to_string(st.st_size) + " bytes, more than the limit of " +

@@ -159,15 +159,16 @@ FdOrErrno resolve(const Root& root, std::string_view path, int flags, FollowLast
 }
 
 // Whether `name` in `dir` is a regular file (not a link) with exactly `content` and permission bits `mode`.
+// Anything but a regular file there is never opened (open_regular_at), only replaced by the caller.
 bool holds(int dir, const std::string& name, std::string_view content, mode_t mode) {
-  UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const auto fd = open_regular_at(dir, name, name);
   struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode ||
+  if (!fd || ::fstat(fd->get(), &st) != 0 || (st.st_mode & 07777) != mode ||
       static_cast<uint64_t>(st.st_size) != content.size()) {
     return false;
   }
   std::string existing(content.size() + 1, '\0');
-  const ssize_t n = ::pread(fd.get(), existing.data(), existing.size(), 0);
+  const ssize_t n = ::pread(fd->get(), existing.data(), existing.size(), 0);
   return n == static_cast<ssize_t>(content.size()) &&
          std::string_view(existing.data(), content.size()) == content;
 }

@@ -86,9 +86,10 @@ struct Parent {
 Result<Parent> open_parent(const Root& root, std::string_view path, mode_t dir_mode);
 
 // Replaces the file at `path` with `content` (mode `mode`) atomically: a temporary file created with
-// O_EXCL | O_NOFOLLOW beside it, then renamed over it. A symlink at `path` is replaced, never followed;
-// a directory there is an error. A regular file that already holds `content` with `mode` is left
-// alone. No fsync: the file lives as long as the container. On error nothing is left behind.
+// O_EXCL | O_NOFOLLOW beside it, then renamed over it. A symlink, a device node, a FIFO or a socket at
+// `path` is replaced, never followed nor opened; a directory there is an error. A regular file that
+// already holds `content` with `mode` is left alone. No fsync: the file lives as long as the container.
+// On error nothing is left behind.
 Result<void> write_file(const Root& root, std::string_view path, std::string_view content, mode_t mode);
 
 // What create_symlink did.

@@ -15,6 +15,7 @@
 #include <span>
 
 #include "rootfs/linker_config.hpp"
+#include "util/file.hpp"
 
 namespace gpuctk::rootfs {
 
@@ -157,16 +158,10 @@ bool holds_only_foreign_libraries(const Root& root, const std::string& dir) {
     if (std::string_view(entry->d_name).find(".so") == std::string_view::npos) {
       continue;
     }
-    // Opened as a path first: nothing but a regular file is ever opened for reading.
-    const UniqueFd path(::openat(::dirfd(stream), entry->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st {};
-    if (!path || ::fstat(path.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      continue;
-    }
-    const std::string self = "/proc/self/fd/" + std::to_string(path.get());
-    const UniqueFd file(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    // Nothing but a regular file is ever opened for reading.
+    const auto file = open_regular_at(::dirfd(stream), entry->d_name, entry->d_name);
     unsigned char header[EI_NIDENT + 4]{};
-    if (!file || ::pread(file.get(), header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
+    if (!file || ::pread(file->get(), header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
         std::memcmp(header, ELFMAG, SELFMAG) != 0) {
       continue;
     }

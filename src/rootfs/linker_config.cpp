@@ -244,11 +244,7 @@ Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_
     return fail("read " + describe(root, path) + ": larger than " + std::to_string(max_size) + " bytes");
   }
   // Reopened for reading through the O_PATH fd: the file whose type was checked, nothing else.
-  const std::string self = "/proc/self/fd/" + std::to_string(fd->get());
-  const UniqueFd readable(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!readable) {
-    return fail_errno("read " + describe(root, path), errno);
-  }
+  GPUCTK_TRY_ASSIGN(const auto readable, reopen_regular(fd->get(), O_RDONLY, "read " + describe(root, path)));
   GPUCTK_TRY_ASSIGN(file.text, read_fd(readable.get(), describe(root, path), max_size));
   file.kind = FileKind::regular;
   return file;

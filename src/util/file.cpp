@@ -107,6 +107,30 @@ Result<std::string> read_file(const std::string& path, size_t max_size) {
   return read_fd(fd.get(), path, max_size);
 }
 
+Result<UniqueFd> reopen_regular(int path_fd, int flags, const std::string& what) {
+  struct stat st {};
+  if (::fstat(path_fd, &st) != 0) {
+    return fail_errno(what, errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail(what + ": not a regular file");
+  }
+  const std::string self = "/proc/self/fd/" + std::to_string(path_fd);
+  UniqueFd fd(::open(self.c_str(), flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd) {
+    return fail_errno(what, errno);
+  }
+  return fd;
+}
+
+Result<UniqueFd> open_regular_at(int dir, const std::string& name, const std::string& what) {
+  const UniqueFd path(::openat(dir, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!path) {
+    return fail_errno(what, errno);
+  }
+  return reopen_regular(path.get(), O_RDONLY, what);
+}
+
 Result<std::string> read_file_nofollow(const std::string& path, size_t max_size) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "util/error.hpp"
+#include "util/fd.hpp"
 
 namespace gpuctk {
 
@@ -52,6 +53,17 @@ int write_all(int fd, std::string_view data);
 // before a byte is read. Errors: "read /b/config.json: Too many levels of symbolic links",
 // "read /b/config.json: not a regular file", "read /b/config.json: larger than 16777216 bytes".
 Result<std::string> read_file_nofollow(const std::string& path, size_t max_size);
+
+// An fd for the file that the O_PATH fd `path_fd` names, opened again with `flags` (O_NONBLOCK, O_NOCTTY
+// and O_CLOEXEC added) through /proc/self/fd only when it is a regular file: the file opened is the one
+// whose type was checked on `path_fd`, never a name looked up again. Anything else is never opened: a
+// device node's open can have effects (a watchdog armed without its magic close reboots the node), a
+// FIFO's can block. Errors: "<what>: not a regular file", "<what>: <errno text>".
+Result<UniqueFd> reopen_regular(int path_fd, int flags, const std::string& what);
+
+// reopen_regular of `name` (one component) in the directory fd `dir`, looked up with O_PATH | O_NOFOLLOW
+// (a symlink there is "not a regular file" too) and opened O_RDONLY.
+Result<UniqueFd> open_regular_at(int dir, const std::string& name, const std::string& what);
 
 // read_file(path) given to `parse` (a function of the text returning a Result); a parse error is
 // prefixed with the path: "/proc/driver/nvidia/version: no version line".

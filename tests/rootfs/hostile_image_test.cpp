@@ -12,13 +12,17 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <regex>
@@ -191,11 +195,13 @@ class HostileImageFixture {
 
   [[nodiscard]] std::string root_digest() const { return tree_digest(m_root); }
 
+  // `limit_s`: see test::run_hook.
   [[nodiscard]] HookRun hook(const std::vector<std::string>& args,
-                             const std::vector<std::string>& env = test::clean_hook_env()) const {
+                             const std::vector<std::string>& env = test::clean_hook_env(),
+                             int limit_s = 0) const {
     std::vector<std::string> full{args.front(), "--config", m_config};
     full.insert(full.end(), args.begin() + 1, args.end());
-    return test::run_hook(full, m_bundle, m_scratch.path(), env);
+    return test::run_hook(full, m_bundle, m_scratch.path(), env, limit_s);
   }
 
   // `text` with the temporary paths replaced by <root>, <sentinel> and <base>.
@@ -1232,6 +1238,149 @@ TEST_P(HostileImageTest, ACacheTheImagesLdconfigMadeUpIsNeverInstalled) {
       report,
       R"x(silent: gpuctk: error: update-ldcache: ldconfig wrote no linker cache: /etc/.ldconfig.gpuctk-X/ld.so.cache: No such file or directory; changed: nothing
 junk: gpuctk: error: update-ldcache: ldconfig wrote /etc/.ldconfig.gpuctk-X/ld.so.cache, which is not a glibc linker cache (it starts with neither "glibc-ld.so.cache1.1" nor "ld.so-1.7.0"); not installed; changed: nothing
+)x");
+}
+
+}  // namespace
+}  // namespace gpuctk::rootfs
+
+namespace gpuctk::rootfs {
+namespace {
+
+// A node of `kind` ("char device": c 1:3, the null device, harmless to open; "fifo"; "socket") at the host
+// path `path`; "" or why it could not be made.
+std::string make_node(const std::string& path, const std::string& kind) {
+  make_host_dirs(path.substr(0, path.rfind('/')));
+  if (kind == "char device") {
+    return ::mknod(path.c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0 ? "" : "mknod failed";
+  }
+  if (kind == "fifo") {
+    return ::mkfifo(path.c_str(), 0644) == 0 ? "" : "mkfifo failed";
+  }
+  const UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (!sock || path.size() >= sizeof address.sun_path) {
+    return "no socket for " + path;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  return ::bind(sock.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0 ? ""
+                                                                                              : "bind failed";
+}
+
+// How many IN_OPEN events the inotify fd `watch` holds (read without blocking).
+int opens_seen(int watch) {
+  int opens = 0;
+  alignas(inotify_event) char events[4096];
+  for (ssize_t n; (n = ::read(watch, events, sizeof events)) > 0;) {
+    for (ssize_t at = 0; at < n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(events + at);
+      opens += (event->mask & IN_OPEN) != 0 ? 1 : 0;
+      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+    }
+  }
+  return opens;
+}
+
+// Issue 33 item 1: under `hook prestart` (and in each createContainer hook) root worked on files the image
+// ships, and opened some before it checked what they were: write_file's check for an unchanged file opened
+// an existing target (the linker cache, the CUDA compat drop-in, the driver drop-in), the compat note reader
+// opened the library by name after a stat. Opening a device node can have effects (a watchdog armed without
+// its magic close reboots the node). Here every path the hooks read or write in a root is a character
+// device (watched with inotify: it must never be opened), a FIFO (the hook must not block: each run is
+// bounded) or a socket. Each hook either replaces the node with its own file, leaves it as it is, or fails
+// with one line; nothing outside the root changes.
+TEST_P(HostileImageTest, ANodeWhereTheHooksReadOrWriteIsNeverOpened) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  const auto compat =
+      read_file(std::string(GPUCTK_SOURCE_DIR) + "/tests/data/cuda_compat/libcuda.so.575.57.08");
+  ASSERT_TRUE(compat) << compat.error().message;
+  const std::string root = m_image.m_root;
+  const std::string compat_lib = "/usr/local/cuda/compat/libcuda.so.575.57.08";
+  const std::vector<std::string> ldcache{"update-ldcache", "--folder", "/opt/driver"};
+  const std::vector<std::string> cuda_compat{"enable-cuda-compat", "--host-driver-version", "570.211.01"};
+  const auto glibc = [&] { write_host_file(root + "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n"); };
+  struct Case {
+    std::string path;
+    std::vector<std::string> hook;
+    std::function<void()> image;
+  };
+  const std::vector<Case> cases = {
+      {"/etc/ld.so.cache", ldcache, glibc},
+      // An ld.so.conf without the include: the drop-in is written all the same, and read by no one first.
+      {"/etc/ld.so.conf.d/00-gpuctk-driver.conf", ldcache,
+       [&] { write_host_file(root + "/etc/ld.so.conf", "/usr/lib\n"); }},
+      {"/etc/ld.so.conf", ldcache, [] {}},
+      {"/etc/ld.so.conf.d/00-gpuctk-compat.conf", cuda_compat,
+       [&] { write_host_file(root + compat_lib, *compat, 0755); }},
+      {compat_lib, cuda_compat, [] {}},
+      {"/etc/ld-musl-x86_64.path",
+       {"update-ldcache", "--folder", k_triplet_dir},
+       [&] { write_host_file(root + "/lib/ld-musl-x86_64.so.1", "musl", 0755); }},
+      {std::string(k_triplet_dir) + "/libnode.so.1",
+       {"update-ldcache", "--folder", k_triplet_dir},
+       [&] { write_host_file(root + "/lib/ld-musl-x86_64.so.1", "musl", 0755); }},
+      {std::string(k_triplet_dir) + "/libcuda.so",
+       {"create-symlinks", "--link", "libcuda.so.1::" + std::string(k_triplet_dir) + "/libcuda.so"},
+       [] {}},
+      {"/dev/nvidia0", {"chmod", "--mode", "666", "--path", "/dev/nvidia0"}, [] {}},
+      {"/proc/driver/nvidia/params", {"disable-device-node-modification"}, [] {}},
+  };
+  std::string report;
+  for (const auto& c : cases) {
+    for (const std::string kind : {"char device", "fifo", "socket"}) {
+      m_image.reset_root();
+      make_host_dirs(root + "/etc/ld.so.conf.d");
+      c.image();
+      ASSERT_EQ(make_node(root + c.path, kind), "") << c.path;
+      const UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+      ASSERT_TRUE(watch);
+      ASSERT_GE(::inotify_add_watch(watch.get(), (root + c.path).c_str(), IN_OPEN), 0) << c.path;
+      const std::string before_outside = m_image.outside();
+      const std::string before_root = m_image.root_digest();
+      const std::string outcome = hook_outcome(m_image.hook(c.hook, test::clean_hook_env(), 20));
+      EXPECT_EQ(m_image.outside(), before_outside) << c.path << " as " << kind;
+      const int opens = opens_seen(watch.get());
+      report += c.path + " as " + kind + " (" + c.hook.front() + "): " + outcome +
+                (opens > 0 ? "; OPENED " + std::to_string(opens) + " times" : "") +
+                "; changed: " + changed_paths(before_root, m_image.root_digest()) +
+                "; now: " + host_kind(root + c.path) + "\n";
+    }
+  }
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(/etc/ld.so.cache as char device (update-ldcache): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d/00-gpuctk-driver.conf; now: file
+/etc/ld.so.cache as fifo (update-ldcache): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d/00-gpuctk-driver.conf; now: file
+/etc/ld.so.cache as socket (update-ldcache): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d/00-gpuctk-driver.conf; now: file
+/etc/ld.so.conf.d/00-gpuctk-driver.conf as char device (update-ldcache): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d/00-gpuctk-driver.conf; now: file
+/etc/ld.so.conf.d/00-gpuctk-driver.conf as fifo (update-ldcache): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d/00-gpuctk-driver.conf; now: file
+/etc/ld.so.conf.d/00-gpuctk-driver.conf as socket (update-ldcache): ok; changed: ./etc/ld.so.cache ./etc/ld.so.conf.d/00-gpuctk-driver.conf; now: file
+/etc/ld.so.conf as char device (update-ldcache): gpuctk: error: update-ldcache: the image's linker configuration: /etc/ld.so.conf in container root <root>: not a regular file; changed: nothing; now: other
+/etc/ld.so.conf as fifo (update-ldcache): gpuctk: error: update-ldcache: the image's linker configuration: /etc/ld.so.conf in container root <root>: not a regular file; changed: nothing; now: other
+/etc/ld.so.conf as socket (update-ldcache): gpuctk: error: update-ldcache: the image's linker configuration: /etc/ld.so.conf in container root <root>: not a regular file; changed: nothing; now: other
+/etc/ld.so.conf.d/00-gpuctk-compat.conf as char device (enable-cuda-compat): ok; changed: ./etc/ld.so.conf.d/00-gpuctk-compat.conf; now: file
+/etc/ld.so.conf.d/00-gpuctk-compat.conf as fifo (enable-cuda-compat): ok; changed: ./etc/ld.so.conf.d/00-gpuctk-compat.conf; now: file
+/etc/ld.so.conf.d/00-gpuctk-compat.conf as socket (enable-cuda-compat): ok; changed: ./etc/ld.so.conf.d/00-gpuctk-compat.conf; now: file
+/usr/local/cuda/compat/libcuda.so.575.57.08 as char device (enable-cuda-compat): ok; changed: nothing; now: other
+/usr/local/cuda/compat/libcuda.so.575.57.08 as fifo (enable-cuda-compat): ok; changed: nothing; now: other
+/usr/local/cuda/compat/libcuda.so.575.57.08 as socket (enable-cuda-compat): ok; changed: nothing; now: other
+/etc/ld-musl-x86_64.path as char device (update-ldcache): gpuctk: error: update-ldcache: /etc/ld-musl-x86_64.path in container root <root>: not a regular file; changed: nothing; now: other
+/etc/ld-musl-x86_64.path as fifo (update-ldcache): gpuctk: error: update-ldcache: /etc/ld-musl-x86_64.path in container root <root>: not a regular file; changed: nothing; now: other
+/etc/ld-musl-x86_64.path as socket (update-ldcache): gpuctk: error: update-ldcache: /etc/ld-musl-x86_64.path in container root <root>: not a regular file; changed: nothing; now: other
+/usr/lib/x86_64-linux-gnu/libnode.so.1 as char device (update-ldcache): ok; changed: ./etc/ld-musl-x86_64.path; now: other
+/usr/lib/x86_64-linux-gnu/libnode.so.1 as fifo (update-ldcache): ok; changed: ./etc/ld-musl-x86_64.path; now: other
+/usr/lib/x86_64-linux-gnu/libnode.so.1 as socket (update-ldcache): ok; changed: ./etc/ld-musl-x86_64.path; now: other
+/usr/lib/x86_64-linux-gnu/libcuda.so as char device (create-symlinks): ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so; now: link
+/usr/lib/x86_64-linux-gnu/libcuda.so as fifo (create-symlinks): ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so; now: link
+/usr/lib/x86_64-linux-gnu/libcuda.so as socket (create-symlinks): ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so; now: link
+/dev/nvidia0 as char device (chmod): ok; changed: ./dev/nvidia0; now: other
+/dev/nvidia0 as fifo (chmod): ok; changed: ./dev/nvidia0; now: other
+/dev/nvidia0 as socket (chmod): ok; changed: ./dev/nvidia0; now: other
+/proc/driver/nvidia/params as char device (disable-device-node-modification): ok; changed: nothing; now: other
+/proc/driver/nvidia/params as fifo (disable-device-node-modification): ok; changed: nothing; now: other
+/proc/driver/nvidia/params as socket (disable-device-node-modification): ok; changed: nothing; now: other
 )x");
 }
 

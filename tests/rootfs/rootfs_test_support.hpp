@@ -278,14 +278,19 @@ inline std::vector<std::string> clean_hook_env() {
   return {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
 }
 
-// `gpuctk hook <args...>` with the OCI state of a container whose bundle is `bundle` on stdin.
+// `gpuctk hook <args...>` with the OCI state of a container whose bundle is `bundle` on stdin. With a
+// `limit_s`, run under timeout(1): a hook that hangs is killed then, and its exit status is 124.
 inline HookRun run_hook(const std::vector<std::string>& args, const std::string& bundle,
                         const std::string& scratch_dir,
-                        const std::vector<std::string>& env = clean_hook_env()) {
+                        const std::vector<std::string>& env = clean_hook_env(), int limit_s = 0) {
   std::vector<std::string> full{"hook"};
   full.insert(full.end(), args.begin(), args.end());
   const std::string state =
       R"({"ociVersion":"1.0.2","id":"x","status":"creating","pid":1,"bundle":")" + bundle + R"("})";
+  if (limit_s > 0) {
+    full.insert(full.begin(), {std::to_string(limit_s), GPUCTK_BINARY});
+    return run_program("/usr/bin/timeout", full, state, env, scratch_dir);
+  }
   return run_program(GPUCTK_BINARY, full, state, env, scratch_dir);
 }
 

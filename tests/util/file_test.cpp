@@ -1,8 +1,11 @@
 #include "util/file.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,6 +13,7 @@
 
 #include "support/syscall_filter.hpp"
 #include "support/temp_dir.hpp"
+#include "util/fd.hpp"
 
 namespace gpuctk {
 namespace {
@@ -159,6 +163,39 @@ TEST_F(FileTest, ReadNofollowRefusesLinksFifosAndOversizedFilesWithoutReadingThe
   ASSERT_FALSE(large);
   EXPECT_EQ(large.error().message, "read " + target + ": larger than 9 bytes");
   EXPECT_EQ(read_file_nofollow(target, 10).value(), "0123456789");
+}
+
+// open_regular_at opens nothing but a regular file: a link, a FIFO (whose open could block), a device node
+// (whose open can have effects; watched with inotify) or a socket is looked up with O_PATH and refused.
+TEST_F(FileTest, OpenRegularAtOpensNothingElse) {
+  const auto dir_path = m_dir.string();
+  ASSERT_TRUE(write_file_atomic(dir_path + "/file", "bytes", 0600));
+  ASSERT_EQ(::symlink("file", (dir_path + "/link").c_str()), 0);
+  ASSERT_EQ(::mkfifo((dir_path + "/fifo").c_str(), 0600), 0);
+  const bool root = ::geteuid() == 0;
+  const UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  ASSERT_TRUE(watch);
+  if (root) {
+    ASSERT_EQ(::mknod((dir_path + "/device").c_str(), S_IFCHR | 0600, ::makedev(1, 3)), 0);
+    ASSERT_GE(::inotify_add_watch(watch.get(), (dir_path + "/device").c_str(), IN_OPEN), 0);
+  }
+  const UniqueFd dir(::open(dir_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir);
+  std::string report;
+  for (const char* name : {"file", "link", "fifo", "device", "missing"}) {
+    if (name == std::string("device") && !root) {
+      report += "device: not a regular file\n";  // only root makes device nodes
+      continue;
+    }
+    const auto fd = open_regular_at(dir.get(), name, name);
+    report += fd ? std::string(name) + ": " + read_fd(fd->get(), name, 100).value_or("?") + "\n"
+                 : fd.error().message + "\n";
+  }
+  EXPECT_EQ(report,
+            "file: bytes\nlink: not a regular file\nfifo: not a regular file\ndevice: not a regular "
+            "file\nmissing: No such file or directory\n");
+  char events[256];
+  EXPECT_EQ(::read(watch.get(), events, sizeof events), -1) << "the device node was opened";
 }
 
 // install copies this process's executable and cdi generate writes its path into a spec: once the file
