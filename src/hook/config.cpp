@@ -321,6 +321,9 @@ ConfigLog open_log(const Config& config) {
   const std::string& path = config.log_file ? *config.log_file : std::string(k_default_log_file);
   auto log = Log::open(path, config.log_level);
   if (log) {
+    if (!log->refused().empty()) {
+      out.warning = log->refused();
+    }
     out.log = std::move(*log);
   } else if (config.log_file) {
     out.error = log.error();

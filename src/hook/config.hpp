@@ -101,7 +101,7 @@ ConfigFile read_config(const std::string& explicit_path);
 // The log `config` asks for (log-file, else k_default_log_file), at its log-level.
 struct ConfigLog {
   Log log;                             // logs nothing when it could not be opened
-  std::optional<std::string> warning;  // the default log could not be opened
+  std::optional<std::string> warning;  // the default log could not be opened, or Log::refused()
   std::optional<Error> error;          // the configured log-file could not be opened
 };
 ConfigLog open_log(const Config& config);

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <ctime>
 
+#include "util/file.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::hook {
@@ -26,17 +28,72 @@ Result<LogLevel> parse_log_level(std::string_view text) {
 
 namespace {
 
-Result<UniqueFd> open_append(const std::string& path) {
-  // O_NOFOLLOW: a link planted where the log goes (a directory others can write, such as /tmp) must not
-  // make root append to whatever it points at.
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0640));
-  if (!fd) {
-    if (errno == ELOOP) {
-      return fail("open log file " + path + ": is a symbolic link; refused (name the file itself)");
+// What open_append found: the file, or why it is not used (the hook then logs nothing).
+struct OpenedLog {
+  UniqueFd fd;
+  std::string refused;
+};
+
+// Why root must not append to a file in the folder `dir` (an fd of `dir_path`), or "" when it may: whoever
+// else can write in it can put a FIFO, a device node or a hard link to another file at the log's name.
+std::string unsafe_folder(int dir, const std::string& dir_path) {
+  struct stat st {};
+  if (::fstat(dir, &st) != 0) {
+    return "its folder " + dir_path + " cannot be examined";
+  }
+  const bool others_write = (st.st_mode & S_IWOTH) != 0 || ((st.st_mode & S_IWGRP) != 0 && st.st_gid != 0);
+  if (!others_write && (st.st_uid == 0 || st.st_uid == ::geteuid())) {
+    return "";
+  }
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return "its folder " + dir_path + " can be written by others (mode " + mode + ", owner " +
+         std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) + ")";
+}
+
+// The log file `name` in `folder` opened for appending, created 0640 when missing. What is there is looked
+// up without being opened (O_PATH): a link is an error; a FIFO (whose open would block every hook), a
+// device node (whose open can have effects) or a socket is never opened, only refused.
+Result<OpenedLog> open_in_folder(int folder, const std::string& name, const std::string& path) {
+  const std::string what = "open log file " + path;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const UniqueFd named(::openat(folder, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!named && errno == ENOENT) {
+      UniqueFd fd(::openat(folder, name.c_str(),
+                           O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0640));
+      if (fd || errno != EEXIST) {
+        return fd ? Result<OpenedLog>(OpenedLog{std::move(fd), ""}) : fail_errno(what, errno);
+      }
+      continue;  // another hook made it meanwhile: open that one
     }
+    struct stat st {};
+    if (!named || ::fstat(named.get(), &st) != 0) {
+      return fail_errno(what, errno);
+    }
+    if (S_ISLNK(st.st_mode)) {
+      return fail(what + ": is a symbolic link; refused (name the file itself)");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return OpenedLog{UniqueFd(), "log file " + path + ": not a regular file"};
+    }
+    GPUCTK_TRY_ASSIGN(auto fd, reopen_regular(named.get(), O_WRONLY | O_APPEND, what));
+    return OpenedLog{std::move(fd), ""};
+  }
+  return fail_errno(what, EEXIST);
+}
+
+Result<OpenedLog> open_append(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const UniqueFd folder(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!folder) {
     return fail_errno("open log file " + path, errno);
   }
-  return fd;
+  if (auto why = unsafe_folder(folder.get(), dir); !why.empty()) {
+    return OpenedLog{UniqueFd(), "log file " + path + ": " + why};
+  }
+  return open_in_folder(folder.get(), name, path);
 }
 
 bool same_file(const struct stat& a, const struct stat& b) {
@@ -72,12 +129,16 @@ Result<Log> Log::open(const std::string& path, LogLevel level, off_t max_size) {
   if (path.empty()) {
     return log;
   }
-  GPUCTK_TRY_ASSIGN(log.m_fd, open_append(path));
-  // Only a regular file grows (a log-file of /dev/null or a FIFO does not).
-  if (struct stat st{}; ::fstat(log.m_fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= max_size) {
-    if (rotate(path, log.m_fd.get(), max_size)) {
-      GPUCTK_TRY_ASSIGN(log.m_fd, open_append(path));
+  GPUCTK_TRY_ASSIGN(auto opened, open_append(path));
+  if (opened.fd) {
+    if (struct stat st{}; ::fstat(opened.fd.get(), &st) == 0 && st.st_size >= max_size &&
+                          rotate(path, opened.fd.get(), max_size)) {
+      GPUCTK_TRY_ASSIGN(opened, open_append(path));
     }
+  }
+  log.m_fd = std::move(opened.fd);
+  if (!opened.refused.empty()) {
+    log.m_refused = opened.refused + "; not logging (name a regular file in a folder only root can write)";
   }
   return log;
 }

@@ -36,8 +36,17 @@ class Log {
 
   // Appends to `path` (created 0640 if missing; rotated at `max_size`, see above). An empty path logs
   // nothing. A symbolic link at `path` is refused, never followed: "open log file /tmp/gpuctk.log: is a
-  // symbolic link; refused (name the file itself)".
+  // symbolic link; refused (name the file itself)". What would let someone else choose what root opens
+  // or appends to is never opened and logs nothing, with the reason in refused() (the hook warns and
+  // carries on): anything at `path` but a regular file (a FIFO would block every hook, a device node's
+  // open can have effects), or a folder that others can write (mode bits for other, for a group other
+  // than root's, or an owner other than root or this user): "log file /tmp/gpuctk.log: its folder /tmp
+  // can be written by others (mode 1777, owner 0:0); not logging (name a regular file in a folder only
+  // root can write)".
   static Result<Log> open(const std::string& path, LogLevel level, off_t max_size = k_max_log_size);
+
+  // Why open() logs nothing though it was given a path; "" when it logs to the file.
+  [[nodiscard]] const std::string& refused() const { return m_refused; }
 
   // Which container the lines are about ("container 3f2a…", "container hostname 382a12181436"): every
   // line written after this carries "<context>: " before its message (escaped like it).
@@ -59,6 +68,7 @@ class Log {
   UniqueFd m_fd;
   LogLevel m_level = LogLevel::info;
   std::string m_context;
+  std::string m_refused;
 };
 
 }  // namespace gpuctk::hook

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -168,6 +169,22 @@ TEST_F(CliHookPrecreateTest, EmptyStdinIsRefusedInOneLine) {
   const auto r = precreate(config(""), "/dev/null");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "gpuctk: error: no OCI config.json on stdin (a runtime writes it there)\n");
+}
+
+// Issue 33 item 3: a FIFO at the log path blocked every hook in its open for ever. Now it is never opened:
+// one warning, and the GPU is injected as without a log (timeout(1) ends a hook that hangs: status 124).
+TEST_F(CliHookPrecreateTest, AFifoAtTheLogPathIsAWarningNotAHang) {
+  ASSERT_EQ(::mkfifo(m_log.c_str(), 0600), 0);
+  const std::string cfg = config("");
+  const std::string in = input({"PATH=/bin"}, Json{{"cdi.k8s.io/gpu", "example.com/gpu=a"}});
+  const auto r = test::run_gpuctk({"10", GPUCTK_BINARY, "hook", "precreate", "--config", cfg}, m_dir.path(),
+                                  {.program = "/usr/bin/timeout", .stdin_path = in});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "gpuctk: warning: log file " + m_log +
+                       ": not a regular file; not logging (name a regular file in a folder only root can "
+                       "write)\n");
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(Json::parse(r.out)["process"]["env"], Json::array({"PATH=/bin", "EXAMPLE_GPU=a"}));
 }
 
 // Run by hand in a shell, a hook must not sit waiting for input that never comes.

@@ -4,13 +4,22 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <future>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/temp_dir.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -162,6 +171,108 @@ TEST(HookLog, AFullLogIsRotatedOnce) {
   again->info("one more");
   EXPECT_EQ(lines_of(read_file(path).value()).size(), 2u);
   EXPECT_EQ(lines_of(read_file(path + ".1").value()).size(), 1u);
+}
+
+// What Log::open made of `path`, run in a thread that may take at most `limit`: "logging", "refused: <why>"
+// or "error: <message>". A FIFO with no reader blocks an open for writing for ever: past the limit the test
+// opens the FIFO's read end itself, so that the thread ends, and the answer starts with "blocked".
+std::string open_within(const std::string& path, std::chrono::seconds limit) {
+  std::promise<std::string> done;
+  auto answer = done.get_future();
+  std::thread opener([&] {
+    auto log = Log::open(path, LogLevel::info);
+    done.set_value(!log                            ? "error: " + log.error().message
+                   : log->enabled(LogLevel::error) ? "logging"
+                                                   : "refused: " + log->refused());
+  });
+  std::string blocked;
+  if (answer.wait_for(limit) != std::future_status::ready) {
+    const UniqueFd reader(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    blocked = "blocked, then ";
+    answer.wait();
+  }
+  opener.join();
+  return blocked + answer.get();
+}
+
+// Issue 33 item 3: a FIFO at the log path blocked every hook in its open (O_NOFOLLOW but no O_NONBLOCK), and
+// a device node there was opened by root. Neither is opened now: the hook logs nothing and says why once
+// (the CLI prints it as a warning), at once. A device's open is watched with inotify (IN_OPEN).
+TEST(HookLog, AFifoADeviceOrASocketAtTheLogPathIsNeverOpened) {
+  const test::TempDir temp("gpuctk-log");
+  ASSERT_FALSE(temp.path().empty());
+  const std::string fifo = temp.path() + "/fifo.log";
+  const std::string device = temp.path() + "/device.log";
+  const std::string socket_path = temp.path() + "/socket.log";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const bool root = ::geteuid() == 0;
+  if (root) {
+    ASSERT_EQ(::mknod(device.c_str(), S_IFCHR | 0600, ::makedev(1, 3)), 0) << std::strerror(errno);
+  }
+  const UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(socket_path.size(), sizeof address.sun_path);
+  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  ASSERT_EQ(::bind(sock.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  const UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  ASSERT_TRUE(watch);
+  if (root) {
+    ASSERT_GE(::inotify_add_watch(watch.get(), device.c_str(), IN_OPEN), 0);
+  }
+  const std::string why =
+      ": not a regular file; not logging (name a regular file in a folder only root can write)";
+  for (const auto& path : {fifo, device, socket_path}) {
+    if (path == device && !root) {
+      continue;  // only root makes device nodes; the FIFO and the socket still run
+    }
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(open_within(path, std::chrono::seconds(5)), "refused: log file " + path + why);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << path;
+  }
+  char events[4096];
+  EXPECT_EQ(::read(watch.get(), events, sizeof events), -1) << "the device node was opened";
+  EXPECT_EQ(errno, EAGAIN);
+}
+
+// Issue 33 item 3: whoever else can write the log's folder can put a FIFO, a device node or a hard link to
+// another file at its name. Such a folder is not used: one reason, no file made, the hook carries on.
+TEST(HookLog, AFolderOthersCanWriteIsNotUsed) {
+  const test::TempDir temp("gpuctk-log");
+  ASSERT_FALSE(temp.path().empty());
+  std::string report;
+  for (const mode_t mode : {0777, 01777, 0757, 0775}) {
+    char name[16];
+    std::snprintf(name, sizeof name, "%04o", static_cast<unsigned>(mode));
+    const std::string dir = temp.path() + "/" + name;
+    ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+    ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
+    // A group other than root's (gid 0 is root's own group: as trusted as root).
+    ASSERT_EQ(::chown(dir.c_str(), ::geteuid(), ::geteuid() == 0 ? 4 : ::getegid()), 0);
+    const std::string path = dir + "/gpuctk.log";
+    auto log = Log::open(path, LogLevel::info);
+    ASSERT_TRUE(log) << log.error().message;
+    EXPECT_FALSE(log->enabled(LogLevel::error)) << path;
+    report += log->refused() + (::access(path.c_str(), F_OK) == 0 ? " (file made)" : "") + "\n";
+  }
+  const std::string owner =
+      std::to_string(::geteuid()) + ":" + std::to_string(::geteuid() == 0 ? 4 : ::getegid());
+  const std::string tail = "; not logging (name a regular file in a folder only root can write)\n";
+  const auto line = [&](const char* mode) {
+    return "log file " + temp.path() + "/" + mode + "/gpuctk.log: its folder " + temp.path() + "/" + mode +
+           " can be written by others (mode " + mode + ", owner " + owner + ")" + tail;
+  };
+  EXPECT_EQ(report, line("0777") + line("1777") + line("0757") + line("0775"));
+  // Root's own group writing is root writing: logged.
+  if (::geteuid() == 0) {
+    const std::string dir = temp.path() + "/root-group";
+    ASSERT_EQ(::mkdir(dir.c_str(), 0775), 0);
+    ASSERT_EQ(::chown(dir.c_str(), 0, 0), 0);
+    auto log = Log::open(dir + "/gpuctk.log", LogLevel::info);
+    ASSERT_TRUE(log) << log.error().message;
+    EXPECT_TRUE(log->enabled(LogLevel::error));
+    EXPECT_EQ(log->refused(), "");
+  }
 }
 
 }  // namespace
