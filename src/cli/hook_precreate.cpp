@@ -52,7 +52,7 @@ int run_with_log(const std::string& config_path,
 namespace {
 
 Result<void> precreate(hook::HookStart& start) {
-  GPUCTK_TRY_ASSIGN(auto input, read_hook_stdin("OCI config.json", SIZE_MAX));
+  GPUCTK_TRY_ASSIGN(auto input, read_hook_stdin("OCI config.json", oci::k_max_config_size));
   GPUCTK_TRY_ASSIGN(auto config, oci::parse_config(input));
   // podman passes config.json alone: the label is all there is to say which container this is.
   start.log.set_context(hook::container_label(config));

@@ -187,6 +187,27 @@ TEST_F(CliHookPrecreateTest, AFifoAtTheLogPathIsAWarningNotAHang) {
   EXPECT_EQ(Json::parse(r.out)["process"]["env"], Json::array({"PATH=/bin", "EXAMPLE_GPU=a"}));
 }
 
+// config.json on stdin is bounded as the bundle's file is (oci::k_max_config_size, 16 MiB): a document of
+// exactly the limit goes through byte for byte, one byte more fails with one line naming the limit (before
+// the limit, a 40 MiB document was read and parsed, peaking at over 200 MB).
+TEST_F(CliHookPrecreateTest, ConfigOnStdinIsBoundedAtSixteenMebibytes) {
+  const std::string cfg = config("");
+  const std::string small = read_file(input({"PATH=/bin"})).value();
+  constexpr size_t k_limit = 16 << 20;
+  ASSERT_LT(small.size(), k_limit);
+  // JSON allows any amount of white space after the document's value.
+  const std::string at_limit = m_dir.write("at-limit.json", small + std::string(k_limit - small.size(), ' '));
+  auto r = precreate(cfg, at_limit);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.size(), k_limit);
+  const std::string over = m_dir.write("over.json", small + std::string(k_limit + 1 - small.size(), ' '));
+  r = precreate(cfg, over);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "gpuctk: error: read the OCI config.json on standard input: larger than 16777216 bytes\n");
+}
+
 // Run by hand in a shell, a hook must not sit waiting for input that never comes.
 TEST_F(CliHookPrecreateTest, ATerminalOnStdinIsRefusedAtOnce) {
   UniqueFd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
