@@ -14,6 +14,7 @@
 #include "hook/hook_table.hpp"
 #include "oci/bundle.hpp"
 #include "oci/state.hpp"
+#include "rootfs/cgroup_child.hpp"
 #include "util/path.hpp"
 #include "util/process.hpp"
 #include "util/strings.hpp"
@@ -213,10 +214,16 @@ Result<void> carry_out_in_container(const LivePlan& plan, const Process& process
     GPUCTK_TRY(rootfs::attach_tree(root, plan.mounts[i].destination, trees[i], mounts));
     ++result.mounts;
   }
-  for (const auto& hook : hooks) {
-    GPUCTK_TRY(hook(state_text, root));
-    ++result.hooks;
-  }
+  // The hooks work on the image's files as root: in a child in the container's cgroups, so that its
+  // device cgroup applies to whatever they open, as it does to the runtime's createContainer hooks.
+  const auto run_hooks = [&]() -> Result<void> {
+    for (const auto& hook : hooks) {
+      GPUCTK_TRY(hook(state_text, root));
+    }
+    return {};
+  };
+  GPUCTK_TRY(sandbox_cgroup ? rootfs::run_in_cgroup(*sandbox_cgroup, run_hooks) : run_hooks());
+  result.hooks += hooks.size();
   if (log.enabled(LogLevel::debug)) {
     log.write(LogLevel::debug, "prestart: " + std::to_string(result.nodes) + " device nodes made, " +
                                    std::to_string(result.mounts) + " mounts, " +

@@ -19,8 +19,10 @@
 //      over an empty file); driver files, sockets and directories bind-mounted with their options
 //      (read-only, nosuid, nodev) onto targets resolved inside the container root;
 //   5. the spec's createContainer hooks run there (create-symlinks, update-ldcache: the linker cache),
-//      as the runtime would have run them, with the state on stdin; gpuctk's own start the programs
-//      they sandbox (ldconfig) in the container's cgroups, as the runtime's createContainer hooks are.
+//      as the runtime would have run them, with the state on stdin; gpuctk's own run in a child placed
+//      in the container's cgroups (rootfs/cgroup_child.hpp), so that its device cgroup applies to what
+//      they open in the image, and start the programs they sandbox (ldconfig) there too, as the
+//      runtime's createContainer hooks are.
 // What cannot change after create is not done: environment variables stay what the image and the pod
 // set (NVIDIA_VISIBLE_DEVICES is not rewritten to "void" as at precreate), and additional groups are
 // not added; both are logged. Edits that would be wrong to leave out (netDevices, intelRdt, hooks of

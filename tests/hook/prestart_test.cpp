@@ -721,5 +721,56 @@ devices:
   EXPECT_EQ(outcome, "/bin/sh: v2 " + opened(cgroups.v2()) + ", v1 " + opened(cgroups.v1()));
 }
 
+// Issue 33: gpuctk's own createContainer hooks work on the image's files as host root. They run in a child
+// placed in the container's cgroups (v2: CLONE_INTO_CGROUP; v1: the devices cgroup.procs), so that its
+// device cgroup applies to whatever they open: here the hook answers with the cgroups it runs in.
+TEST_F(Prestart, OwnHooksRunInTheContainersCgroups) {
+  ASSERT_EQ(::geteuid(), 0U)
+      << "this test needs root (CI runs the suite as root): it makes cgroups and enters a mount namespace";
+  ASSERT_TRUE(test::can_unshare_mounts()) << "this test needs unshare(CLONE_NEWNS)";
+  const test::TestCgroups cgroups;
+  if (cgroups.v2().empty() && cgroups.v1().empty()) {
+    GTEST_SKIP() << "no cgroup hierarchy to make a test cgroup in";
+  }
+  write_spec(R"(cdiVersion: "0.5.0"
+kind: nvidia.com/gpu
+devices:
+- name: "0"
+  containerEdits:
+    hooks:
+    - hookName: createContainer
+      path: /bin/sh
+      args: [sh, -c, "true"]
+      env: [PATH=/bin]
+)");
+  write_config({"NVIDIA_VISIBLE_DEVICES=0"});
+  const FakeContainer container;
+  ASSERT_TRUE(container.ready());
+  ASSERT_TRUE(cgroups.move_into(container.pid()));
+  const std::string state_text = state("\"pid\":" + std::to_string(container.pid()) + ",");
+  const std::string outcome = test::in_child([&]() -> std::string {
+    const auto prepare = [](const oci::HookCommand&, const SandboxCgroupRef&) -> Result<ContainerHook> {
+      return ContainerHook([](std::string_view, const rootfs::Root&) -> Result<void> {
+        return fail("cgroups: " + read_file("/proc/self/cgroup").value_or("<unreadable>"));
+      });
+    };
+    const auto result = prestart(state_text, m_cfg, Log{}, prepare);
+    return result ? "ok" : result.error().message;
+  });
+  ASSERT_TRUE(outcome.starts_with("cgroups: ")) << outcome;
+  // The lines of the hierarchies the test made a cgroup in, as /proc/self/cgroup lists them.
+  const std::string name = "/gpuctk-sandbox-test-" + std::to_string(::getpid());
+  std::string placed;
+  const std::string lines = outcome.substr(9);
+  for (const auto line : split(lines, '\n')) {
+    if (line.starts_with("0::") || line.find(":devices:") != std::string_view::npos) {
+      placed += std::string(line.substr(line.find(':', line.find(':') + 1) + 1)) + "\n";
+    }
+  }
+  const std::string expected =
+      (cgroups.v2().empty() ? "" : name + "\n") + (cgroups.v1().empty() ? "" : name + "\n");
+  EXPECT_EQ(placed, expected) << outcome;
+}
+
 }  // namespace
 }  // namespace gpuctk::hook
