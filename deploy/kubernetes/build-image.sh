@@ -28,12 +28,26 @@ fi
 
 work=$(mktemp -d /tmp/gpuctk-image.XXXXXX)
 container=
+# buildah (containers/image) keeps a blob-info cache in /var/lib/containers/cache whatever --root says: what
+# it makes there that was not there before is removed afterwards (a fresh machine has no such folder).
+made_by_buildah=()
+for path in /var/lib/containers /var/lib/containers/cache /var/lib/containers/cache/blob-info-cache-v1.boltdb; do
+  [ -e "$path" ] || made_by_buildah+=("$path")
+done
 cleanup() {
   if [ -n "$container" ]; then
     buildah "${store[@]}" rm "$container" >/dev/null 2>&1 || true
   fi
   # vfs layers are plain directories; buildah's own unshare is not needed as root.
   rm -rf "$work"
+  local i
+  for ((i = ${#made_by_buildah[@]} - 1; i >= 0; i--)); do
+    if [ -d "${made_by_buildah[$i]}" ]; then
+      rmdir "${made_by_buildah[$i]}" 2>/dev/null || true
+    else
+      rm -f "${made_by_buildah[$i]}"
+    fi
+  done
 }
 trap cleanup EXIT
 store=(--storage-driver vfs --root "$work/storage" --runroot "$work/runroot")
