@@ -145,12 +145,13 @@ Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& conf
   return body_of([folders, host, limits, facts = std::move(facts)](
                      const rootfs::Root& root, const Config& cfg, const Log& lg) -> Result<void> {
     // The merge where the config allows it; its reason for leaving the cache to ldconfig in the debug log.
-    const auto merge = [&](const rootfs::Root& r, const rootfs::LdScan& scan) -> Result<bool> {
+    const auto merge = [&](const rootfs::Root& r, const rootfs::LdScan& scan,
+                           rootfs::ImageBudget& budget) -> Result<bool> {
       if (cfg.ld_cache != LdCacheMode::merge) {
         lg.write(LogLevel::debug, "update-ldcache: ldconfig (config ld-cache: ldconfig)");
         return false;
       }
-      GPUCTK_TRY_ASSIGN(const auto outcome, merge_ld_cache(r, scan, facts));
+      GPUCTK_TRY_ASSIGN(const auto outcome, merge_ld_cache(r, scan, facts, budget));
       if (outcome.merged) {
         lg.write(LogLevel::debug, "update-ldcache: merge: " + std::to_string(outcome.added) +
                                       " entries added to the image's linker cache in " + r.path());

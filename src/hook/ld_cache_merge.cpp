@@ -102,14 +102,22 @@ struct NotProven {
 // proven, or nothing.
 class Merge {
  public:
-  Merge(const rootfs::Root& root, const rootfs::LdScan& scan, const std::vector<LdCacheFact>& facts)
-      : m_root(root), m_scan(scan), m_facts(facts) {}
+  Merge(const rootfs::Root& root, const rootfs::LdScan& scan, const std::vector<LdCacheFact>& facts,
+        rootfs::ImageBudget& budget)
+      : m_root(root), m_scan(scan), m_facts(facts), m_budget(budget) {}
 
   Result<MergeOutcome> run() {
     MergeOutcome out;
-    if (auto why = prove(); !why) {
+    auto why = prove();
+    if (auto spent = m_budget.check(); !spent) {
+      // Whatever was decided, some read failed for the budget, not for the image: nothing is proven.
+      out.reason = spent.error().message;
+      return out;
+    }
+    if (!why) {
       return std::unexpected(why.error());
-    } else if (*why) {
+    }
+    if (*why) {
       out.reason = std::move(**why);
       return out;
     }
@@ -162,7 +170,7 @@ class Merge {
       return std::string(k_ld_cache) + " is larger than " + std::to_string(rootfs::k_scratch_size) + " bytes";
     }
     m_cache_time = st.st_mtim;
-    auto file = rootfs::read_image_file(m_root, k_ld_cache, rootfs::k_scratch_size);
+    auto file = rootfs::read_image_file(m_root, k_ld_cache, rootfs::k_scratch_size, m_budget);
     if (!file) {
       return file.error().message;
     }
@@ -189,14 +197,14 @@ class Merge {
 
   // The date of `path` (links followed inside the root), or why it cannot be used.
   Why check_file_date(std::string_view path, bool required) {
-    auto file = rootfs::read_image_file(m_root, path, rootfs::k_max_conf_size);
+    auto file = rootfs::read_image_file(m_root, path, rootfs::k_max_conf_size, m_budget);
     if (!file) {
       return file.error().message;
     }
     if (file->kind != rootfs::FileKind::regular) {
       return required ? Why(std::string(path) + " is not a regular file") : std::nullopt;
     }
-    auto fd = rootfs::open_image_path(m_root, path, O_PATH);
+    auto fd = rootfs::open_image_path(m_root, path, O_PATH, m_budget);
     struct stat st {};
     if (!fd || ::fstat(fd->get(), &st) != 0) {
       return std::string(path) + " cannot be examined";
@@ -218,7 +226,7 @@ class Merge {
     if (auto why = check_file_date(rootfs::k_ld_so_conf, true)) {
       return why;
     }
-    auto dir = rootfs::open_image_path(m_root, k_ld_conf_dir, O_RDONLY | O_DIRECTORY);
+    auto dir = rootfs::open_image_path(m_root, k_ld_conf_dir, O_RDONLY | O_DIRECTORY, m_budget);
     if (!dir) {
       return std::nullopt;  // nothing is included from it
     }
@@ -239,8 +247,8 @@ class Merge {
     return std::nullopt;
   }
 
-  // The names in the directory `fd` (bounded), which it takes.
-  static Why list(UniqueFd fd, std::vector<std::string>& names) {
+  // The names in the directory `fd` (bounded, each spent from the budget), which it takes.
+  Why list(UniqueFd fd, std::vector<std::string>& names) {
     DIR* stream = ::fdopendir(fd.get());
     if (stream == nullptr) {
       return std::string("a directory cannot be listed");
@@ -248,6 +256,10 @@ class Merge {
     fd.release();
     Why why;
     while (const dirent* entry = ::readdir(stream)) {
+      if (!m_budget.spend(rootfs::ImageWork::entries, 1)) {
+        why = m_budget.check().error().message;
+        break;
+      }
       if (names.size() >= k_max_scan_entries) {
         why = "a directory holds more than " + std::to_string(k_max_scan_entries) + " entries";
         break;
@@ -280,8 +292,8 @@ class Merge {
     for (const auto& fact : m_facts) {
       Resolved& resolved =
           m_resolved.emplace_back(Resolved{.fact = &fact, .dir = std::nullopt, .regular = false});
-      resolved.dir = rootfs::directory_id(m_root, dir_of(fact.path));
-      auto fd = rootfs::open_image_path(m_root, fact.path, O_PATH);
+      resolved.dir = rootfs::directory_id(m_root, dir_of(fact.path), m_budget);
+      auto fd = rootfs::open_image_path(m_root, fact.path, O_PATH, m_budget);
       struct stat st {};
       if (!fd || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
         continue;  // nothing there: ldconfig finds nothing either
@@ -300,8 +312,12 @@ class Merge {
         cached[dir_of(entry.value)].push_back(name_of(entry.value));
       }
     }
+    std::set<std::string_view> resolved;  // a path met again leads where it led: nothing changes meanwhile
     for (const auto& [dir, added] : dirs) {
-      auto fd = rootfs::open_image_path(m_root, dir, O_RDONLY | O_DIRECTORY);
+      if (!resolved.insert(dir).second) {
+        continue;
+      }
+      auto fd = rootfs::open_image_path(m_root, dir, O_RDONLY | O_DIRECTORY, m_budget);
       struct stat st {};
       if (!fd || ::fstat(fd->get(), &st) != 0) {
         continue;  // no directory there: ldconfig skips it
@@ -372,7 +388,7 @@ class Merge {
         return dir + "/" + quote(name) + " cannot be examined";
       }
       const bool is_new = added || st.st_dev != dir_st.st_dev || newer(st.st_mtim, m_cache_time);
-      if (is_new && !hidden_by_soname_link(dir, name, id_of(dir_st))) {
+      if (is_new && !hidden_by_soname_link(dir, name, st, id_of(dir_st))) {
         return dir + "/" + quote(name) + " is new since " + k_ld_cache + " and none of the driver's entries";
       }
     }
@@ -387,13 +403,20 @@ class Merge {
     return std::nullopt;
   }
 
-  // Whether ldconfig takes nothing from `name` in the folder `dir` (identity `dir_id`): it leads, inside
-  // the root, to a driver library whose SONAME link is in that folder, and it is not a development link
-  // ("lib<x>.so" with the SONAME starting with it), which ldconfig lists under its own name.
-  bool hidden_by_soname_link(const std::string& dir, const std::string& name, FileId dir_id) {
-    auto fd = rootfs::open_image_path(m_root, dir + "/" + name, O_PATH);
-    struct stat st {};
-    if (!fd || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  // Whether ldconfig takes nothing from `name` in the folder `dir` (identity `dir_id`; `entry`: the
+  // name's own stat, not followed): it leads, inside the root, to a driver library whose SONAME link is
+  // in that folder, and it is not a development link ("lib<x>.so" with the SONAME starting with it),
+  // which ldconfig lists under its own name. Only a link is resolved: a regular file is where it leads.
+  bool hidden_by_soname_link(const std::string& dir, const std::string& name, const struct stat& entry,
+                             FileId dir_id) {
+    struct stat st = entry;
+    if (S_ISLNK(entry.st_mode)) {
+      auto fd = rootfs::open_image_path(m_root, dir + "/" + name, O_PATH, m_budget);
+      if (!fd || ::fstat(fd->get(), &st) != 0) {
+        return false;
+      }
+    }
+    if (!S_ISREG(st.st_mode)) {
       return false;
     }
     const auto it = m_soname_links.find(std::pair{dir_id, id_of(st)});
@@ -454,6 +477,7 @@ class Merge {
   const rootfs::Root& m_root;
   const rootfs::LdScan& m_scan;
   const std::vector<LdCacheFact>& m_facts;
+  rootfs::ImageBudget& m_budget;
   discover::LdCache m_cache;
   struct timespec m_cache_time {};
   std::map<FileId, std::string> m_canonical;  // a scanned directory's first name
@@ -471,8 +495,8 @@ class Merge {
 }  // namespace
 
 Result<MergeOutcome> merge_ld_cache(const rootfs::Root& root, const rootfs::LdScan& scan,
-                                    const std::vector<LdCacheFact>& facts) {
-  return Merge(root, scan, facts).run();
+                                    const std::vector<LdCacheFact>& facts, rootfs::ImageBudget& budget) {
+  return Merge(root, scan, facts, budget).run();
 }
 
 Result<std::vector<LdCacheFact>> parse_ld_cache_facts(const std::vector<std::string>& values) {

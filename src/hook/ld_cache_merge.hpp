@@ -62,9 +62,12 @@ struct MergeOutcome {
 //     winner would depend on the order ldconfig meets the folders).
 // A fact whose path does not lead, inside the root, to a regular file is left out (ldconfig finds
 // nothing there either); one whose directory is not scanned too. Its paths are named as ldconfig would
-// name them: under the first scanned name of the directory (merged /usr: /lib/x86_64-linux-gnu). Errors
-// (the cache could not be written, a directory of the image could not be read): one line.
+// name them: under the first scanned name of the directory (merged /usr: /lib/x86_64-linux-gnu).
+// Everything it reads of the image is spent from `budget` (rootfs/image_budget.hpp: the start's, with
+// the sandboxed ldconfig's deadline); a spent budget is a reason too (its line), never a merge made on
+// what it could not read. Errors (the cache could not be written, a directory of the image could not be
+// read): one line.
 Result<MergeOutcome> merge_ld_cache(const rootfs::Root& root, const rootfs::LdScan& scan,
-                                    const std::vector<LdCacheFact>& facts);
+                                    const std::vector<LdCacheFact>& facts, rootfs::ImageBudget& budget);
 
 }  // namespace gpuctk::hook

@@ -59,8 +59,13 @@ std::expected<std::string, int> read_link_at(int dir, const char* name) {
   return text;
 }
 
-// The portable resolution: see the file comment of in_root.hpp.
-FdOrErrno walk_in_root(int root_fd, std::string_view path, int flags, FollowLast follow) {
+// What walk_in_root answers when `budget` is spent (ImageBudget::check() says why).
+constexpr int k_budget_spent = ECANCELED;
+
+// The portable resolution: see the file comment of in_root.hpp. Each link's components are charged to
+// `budget` (if any) before they are walked.
+FdOrErrno walk_in_root(int root_fd, std::string_view path, int flags, FollowLast follow,
+                       ImageBudget* budget) {
   std::deque<std::string> todo;
   for (const auto part : split(path, '/')) {
     if (!part.empty()) {
@@ -103,6 +108,9 @@ FdOrErrno walk_in_root(int root_fd, std::string_view path, int flags, FollowLast
         stack.clear();  // absolute: from the container's root, never the host's
       }
       const auto parts = split(text, '/');
+      if (budget != nullptr && !budget->spend(ImageWork::components, parts.size())) {
+        return std::unexpected(k_budget_spent);
+      }
       for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
         if (!it->empty()) {
           todo.emplace_front(*it);
@@ -146,7 +154,8 @@ bool openat2_unusable(int err, int root_fd) {
   return !probe && (probe.error() == ENOSYS || probe.error() == EPERM || probe.error() == EINVAL);
 }
 
-FdOrErrno resolve(const Root& root, std::string_view path, int flags, FollowLast follow) {
+FdOrErrno resolve(const Root& root, std::string_view path, int flags, FollowLast follow,
+                  ImageBudget* budget = nullptr) {
   const int all_flags = flags | (follow == FollowLast::no ? O_NOFOLLOW : 0);
   if (root.resolver() == Resolver::automatic && !g_no_openat2) {
     auto fd = openat2_in_root(root.fd(), path, all_flags);
@@ -155,7 +164,7 @@ FdOrErrno resolve(const Root& root, std::string_view path, int flags, FollowLast
     }
     g_no_openat2 = true;
   }
-  return walk_in_root(root.fd(), path, flags, follow);
+  return walk_in_root(root.fd(), path, flags, follow, budget);
 }
 
 // Whether `name` in `dir` is a regular file (not a link) with exactly `content` and permission bits `mode`.
@@ -228,6 +237,25 @@ Result<UniqueFd> open_in_root(const Root& root, std::string_view path, int flags
   GPUCTK_TRY(split_container_path(path));
   auto fd = resolve(root, path, flags, follow);
   if (!fd) {
+    return fail_errno(describe(root, path), fd.error());
+  }
+  return std::move(*fd);
+}
+
+Result<UniqueFd> open_image_path(const Root& root, std::string_view path, int flags, ImageBudget& budget) {
+  if (path.find('\0') != std::string_view::npos) {
+    return fail(quote(path) + ": contains a NUL byte");
+  }
+  if (path.size() >= PATH_MAX) {
+    return fail(quote(path.substr(0, 64)) + "...: longer than PATH_MAX");
+  }
+  if (!budget.spend(ImageWork::resolutions, 1) ||
+      !budget.spend(ImageWork::components, split(path, '/').size())) {
+    return budget.exhausted();
+  }
+  auto fd = resolve(root, path, flags, FollowLast::yes, &budget);
+  if (!fd) {
+    GPUCTK_TRY(budget.check());  // the walk stopped for the budget, not for the path
     return fail_errno(describe(root, path), fd.error());
   }
   return std::move(*fd);

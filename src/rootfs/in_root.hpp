@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rootfs/image_budget.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -65,6 +66,17 @@ Result<std::vector<std::string_view>> split_container_path(std::string_view path
 // install::resolve_in_node_root_clamped resolve trusted host trees to a string), this is the one for a
 // tree someone else controls and may change while gpuctk works: a container's root.
 Result<UniqueFd> open_in_root(const Root& root, std::string_view path, int flags, FollowLast follow);
+
+// `path`, as the image names it, opened inside `root` (O_CLOEXEC added) the way a program whose root
+// directory is the container root and whose working directory is "/" opens it (ldconfig in its
+// sandbox): a relative path starts at "/", "." and ".." are allowed, and the whole path is ONE
+// resolution, as the kernel makes it (openat2 with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, or the walk
+// above): at most 40 symlinks for the whole path (a 41st is ELOOP), ".." the parent of the directory
+// reached so far (after the links that led there; ".." of "/" is "/"), an absolute link from the root,
+// nothing ever outside it. Spends one resolution and the path's components of `budget` (the walk: also
+// every component of every link it expands). Errors: a spent budget (its line), a path with a NUL byte
+// or longer than PATH_MAX, else open_in_root's, naming `path`. Trust: none, as open_in_root.
+Result<UniqueFd> open_image_path(const Root& root, std::string_view path, int flags, ImageBudget& budget);
 
 // The directory `dir` inside `root`, created (with `mode`, and any missing parents) as needed; returns
 // an O_PATH directory fd. An existing non-directory, or a dangling symlink, is an error.

@@ -92,23 +92,29 @@ Result<std::vector<std::string>> checked_folders(const std::vector<std::string>&
 
 // The members of `folders` that are none of `known` (paths of the image, compared as the directories
 // they lead to, or as text where there is none), nor an earlier member: what the loader does not search
-// yet.
-std::vector<std::string> new_folders(const Root& root, const std::vector<std::string>& folders,
-                                     const std::vector<std::string>& known) {
+// yet. Each distinct path is resolved once (the root does not change meanwhile: the container does not
+// run yet). Errors: a spent `budget`.
+Result<std::vector<std::string>> new_folders(const Root& root, const std::vector<std::string>& folders,
+                                             const std::vector<std::string>& known, ImageBudget& budget) {
   std::set<FileId> ids;
+  std::set<std::string_view> resolved;
   for (const auto& dir : known) {
-    if (auto id = directory_id(root, dir)) {
+    if (!resolved.insert(dir).second) {
+      continue;
+    }
+    if (auto id = directory_id(root, dir, budget)) {
       ids.insert(*id);
     }
   }
   std::vector<std::string> out;
   for (const auto& folder : folders) {
-    const auto id = directory_id(root, folder);
+    const auto id = directory_id(root, folder, budget);
     if (id ? !ids.insert(*id).second : std::ranges::find(known, folder) != known.end()) {
       continue;
     }
     out.push_back(folder);
   }
+  GPUCTK_TRY(budget.check());
   return out;
 }
 
@@ -318,14 +324,19 @@ Result<void> update_ld_cache_with(const Root& root, const std::vector<std::strin
       ours.push_back(*id);
     }
   }
-  auto known = configured_library_dirs(root, k_ld_so_conf, ours);
+  ImageBudget budget(limits.deadline);
+  auto known = configured_library_dirs(root, k_ld_so_conf, ours, budget);
   if (!known) {
     return undo(known.error());
   }
   const auto system = image_system_dirs(root);
   std::vector<std::string> searched = *known;
   searched.insert(searched.end(), system.begin(), system.end());
-  const auto added = new_folders(root, unique, searched);
+  auto found = new_folders(root, unique, searched, budget);
+  if (!found) {
+    return undo(found.error());
+  }
+  const auto& added = *found;
   std::string text;
   for (const auto& folder : added) {
     text.append(folder).append("\n");
@@ -343,14 +354,15 @@ Result<void> update_ld_cache_with(const Root& root, const std::vector<std::strin
   }
   if (writer) {
     // The configuration again, now with the drop-in: where its folders come decides ties.
-    auto order = configured_library_dirs(root, k_ld_so_conf, std::vector<FileId>{});
+    auto order = configured_library_dirs(root, k_ld_so_conf, std::vector<FileId>{}, budget);
     if (!order) {
       return undo(order.error());
     }
     order->insert(order->end(), added.begin(), added.end());
     order->insert(order->end(), system.begin(), system.end());
     auto written = writer(
-        root, LdScan{.configured = *known, .added = added, .system = system, .order = std::move(*order)});
+        root, LdScan{.configured = *known, .added = added, .system = system, .order = std::move(*order)},
+        budget);
     if (!written) {
       return undo(written.error());
     }
@@ -379,14 +391,16 @@ Result<void> update_ld_cache_with(const Root& root, const std::vector<std::strin
   return {};
 }
 
-Result<bool> update_musl_path(const Root& root, const std::vector<std::string>& folders) {
+Result<bool> update_musl_path(const Root& root, const std::vector<std::string>& folders,
+                              std::chrono::milliseconds deadline) {
   GPUCTK_TRY_ASSIGN(const auto unique, checked_folders(folders));
   if (!is_dir_in_root(root, "/etc")) {
     return fail(
         "the container has no /etc directory, so its musl path file cannot be updated (container root " +
         root.path() + ")");
   }
-  GPUCTK_TRY_ASSIGN(const auto file, read_image_file(root, k_musl_path_file, k_max_conf_size));
+  ImageBudget budget(deadline);
+  GPUCTK_TRY_ASSIGN(const auto file, read_image_file(root, k_musl_path_file, k_max_conf_size, budget));
   if (file.kind == FileKind::directory) {
     return fail(std::string(k_musl_path_file) + " in container root " + root.path() + ": is a directory");
   }
@@ -397,7 +411,8 @@ Result<bool> update_musl_path(const Root& root, const std::vector<std::string>& 
     known.emplace_back(dir);
   }
   std::vector<std::string> added;
-  for (auto& folder : new_folders(root, unique, known)) {
+  GPUCTK_TRY_ASSIGN(auto fresh, new_folders(root, unique, known, budget));
+  for (auto& folder : fresh) {
     if (!holds_only_foreign_libraries(root, folder)) {
       added.push_back(std::move(folder));
     }
@@ -443,7 +458,7 @@ Result<void> update_library_search(const Root& root, const std::vector<std::stri
         root, folders, writer, [&]() -> Result<UniqueFd> { return std::move(ldconfig); }, limits));
   }
   if (libc == ImageLibc::musl || libc == ImageLibc::glibc_and_musl) {
-    GPUCTK_TRY(update_musl_path(root, folders));
+    GPUCTK_TRY(update_musl_path(root, folders, limits.deadline));
   }
   return {};
 }

@@ -78,10 +78,14 @@ struct LdScan {
 };
 // Installs the cache in place of the ldconfig run and returns true, or returns false (it has logged
 // why) and ldconfig runs; an error stops update-ldcache as ldconfig's would. Called after the drop-in
-// and a missing /etc/ld.so.conf are written; its error removes them as ldconfig's does.
-using LdCacheWriter = std::function<Result<bool>(const Root& root, const LdScan& scan)>;
+// and a missing /etc/ld.so.conf are written; its error removes them as ldconfig's does. What it reads of
+// the image it spends from `budget`, the start's (rootfs/image_budget.hpp), what is left of it.
+using LdCacheWriter = std::function<Result<bool>(const Root& root, const LdScan& scan, ImageBudget& budget)>;
 
-// update_ld_cache with `writer` tried first; `open_ldconfig` is called only when ldconfig runs.
+// update_ld_cache with `writer` tried first; `open_ldconfig` is called only when ldconfig runs. What is
+// read of the image in-process (its configuration, the folders compared, the writer's reads) spends one
+// ImageBudget with `limits.deadline`: spent, it is the error (before anything but a missing
+// /etc/ld.so.conf is written) or, in the writer, its reason to leave the cache to ldconfig.
 using LdconfigOpener = std::function<Result<UniqueFd>()>;
 Result<void> update_ld_cache_with(const Root& root, const std::vector<std::string>& folders,
                                   const LdCacheWriter& writer, const LdconfigOpener& open_ldconfig,
@@ -93,8 +97,9 @@ Result<void> update_ld_cache_with(const Root& root, const std::vector<std::strin
 // driver's 32-bit ones) is left out: musl stops at the first file of a wanted name and cannot load it.
 // Replaced atomically (a symlink there is replaced, never followed out of the root). Returns whether the file
 // changed (nothing to add: untouched). Errors: a root without /etc, bad folders (as above), a path file that
-// is a directory, not a regular file or larger than k_max_conf_size.
-Result<bool> update_musl_path(const Root& root, const std::vector<std::string>& folders);
+// is a directory, not a regular file or larger than k_max_conf_size, a spent ImageBudget of `deadline`.
+Result<bool> update_musl_path(const Root& root, const std::vector<std::string>& folders,
+                              std::chrono::milliseconds deadline = k_sandbox_deadline);
 
 // The C libraries an image's programs load with, from the loaders it holds (k_glibc_loader,
 // k_musl_loader; links followed inside the root).

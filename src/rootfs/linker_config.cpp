@@ -4,12 +4,10 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <climits>
 #include <map>
 #include <set>
 
@@ -22,33 +20,6 @@ namespace {
 
 std::string describe(const Root& root, std::string_view path) {
   return std::string(path) + " in container root " + root.path();
-}
-
-// The host path the fd `fd` was opened at, as the kernel names it.
-Result<std::string> host_path_of(int fd) {
-  std::string text(PATH_MAX, '\0');
-  const std::string self = "/proc/self/fd/" + std::to_string(fd);
-  const ssize_t n = ::readlink(self.c_str(), text.data(), text.size());
-  if (n <= 0 || static_cast<size_t>(n) >= text.size()) {
-    return fail_errno("readlink " + self, n < 0 ? errno : ENAMETOOLONG);
-  }
-  text.resize(static_cast<size_t>(n));
-  return text;
-}
-
-// The container path without symlinks, "." or ".." of the directory `path` (a clean container path):
-// where ".." of it leads is then a matter of cutting its last component.
-Result<std::string> real_directory(const Root& root, const std::string& path) {
-  GPUCTK_TRY_ASSIGN(const auto dir, open_in_root(root, path, O_PATH | O_DIRECTORY, FollowLast::yes));
-  GPUCTK_TRY_ASSIGN(const auto at, host_path_of(dir.get()));
-  GPUCTK_TRY_ASSIGN(const auto top, host_path_of(root.fd()));
-  if (at == top) {
-    return std::string("/");
-  }
-  if (!at.starts_with(top) || at[top.size()] != '/') {
-    return fail(describe(root, path) + ": resolved outside the container root");
-  }
-  return at.substr(top.size());
 }
 
 bool is_glob_pattern(std::string_view text) {
@@ -72,13 +43,15 @@ std::string_view dirname_of(std::string_view path) {
 }
 
 // The names in the directory `dir` of the image that `pattern` matches, sorted; `scanned` counts the
-// entries read against k_max_glob_entries. A directory that cannot be opened matches nothing (glob's
-// GLOB_ABORTED, which ldconfig ignores).
+// entries read against k_max_glob_entries, `budget` too. A directory that cannot be opened matches
+// nothing (glob's GLOB_ABORTED, which ldconfig ignores).
 Result<std::vector<std::string>> matching_names(const Root& root, const std::string& dir,
-                                                const std::string& pattern, size_t& scanned) {
+                                                const std::string& pattern, size_t& scanned,
+                                                ImageBudget& budget) {
   std::vector<std::string> names;
-  auto fd = open_image_path(root, dir, O_RDONLY | O_DIRECTORY);
+  auto fd = open_image_path(root, dir, O_RDONLY | O_DIRECTORY, budget);
   if (!fd) {
+    GPUCTK_TRY(budget.check());
     return names;
   }
   DIR* stream = ::fdopendir(fd->get());
@@ -87,6 +60,10 @@ Result<std::vector<std::string>> matching_names(const Root& root, const std::str
   }
   fd->release();
   while (const dirent* entry = ::readdir(stream)) {
+    if (!budget.spend(ImageWork::entries, 1)) {
+      ::closedir(stream);
+      return budget.exhausted();
+    }
     if (++scanned > k_max_glob_entries) {
       ::closedir(stream);
       return fail("include patterns scan more than " + std::to_string(k_max_glob_entries) +
@@ -105,14 +82,14 @@ Result<std::vector<std::string>> matching_names(const Root& root, const std::str
 // Reads an ld.so.conf and its includes, depth first, collecting the directories they name.
 class ConfReader {
  public:
-  ConfReader(const Root& root, std::span<const FileId> skip)
-      : m_root(root), m_skip(skip.begin(), skip.end()) {}
+  ConfReader(const Root& root, std::span<const FileId> skip, ImageBudget& budget)
+      : m_root(root), m_skip(skip.begin(), skip.end()), m_budget(budget) {}
 
   // Reads the file `path` and what it includes; returns how many files ldconfig opens for it, which
   // reads a file again each time it is included (a file included twice at each of 30 levels would keep
   // it busy for ever): more than k_max_conf_files is an error, and so is an include loop.
   Result<size_t> read(const std::string& path) {
-    GPUCTK_TRY_ASSIGN(const auto file, read_image_file(m_root, path, k_max_conf_size));
+    GPUCTK_TRY_ASSIGN(const auto file, read_image_file(m_root, path, k_max_conf_size, m_budget));
     if (file.kind != FileKind::regular || m_skip.contains(file.id)) {
       return 1;
     }
@@ -168,7 +145,7 @@ class ConfReader {
       return expand(prefix + "/" + part, parts, at + 1, out);
     }
     GPUCTK_TRY_ASSIGN(const auto names,
-                      matching_names(m_root, prefix.empty() ? "/" : prefix, part, m_scanned));
+                      matching_names(m_root, prefix.empty() ? "/" : prefix, part, m_scanned, m_budget));
     for (const auto& name : names) {
       if (out.size() == k_max_conf_files) {
         return fail("more than " + std::to_string(k_max_conf_files) + " files (at " +
@@ -185,36 +162,13 @@ class ConfReader {
   std::map<FileId, size_t> m_opens;  // files read, with what ldconfig opens for each
   std::vector<std::string> m_dirs;
   size_t m_scanned = 0;
+  ImageBudget& m_budget;
 };
 
 }  // namespace
 
-Result<UniqueFd> open_image_path(const Root& root, std::string_view path, int flags) {
-  if (path.find('\0') != std::string_view::npos) {
-    return fail(quote(path) + ": contains a NUL byte");
-  }
-  if (path.size() >= PATH_MAX) {
-    return fail(quote(path.substr(0, 64)) + "...: longer than PATH_MAX");
-  }
-  std::string resolved;  // a clean container path, "" for "/"
-  for (const auto part : split(path, '/')) {
-    if (part.empty() || part == ".") {
-      continue;
-    }
-    if (part == "..") {
-      if (!resolved.empty()) {
-        GPUCTK_TRY_ASSIGN(resolved, real_directory(root, resolved));
-        resolved.resize(resolved.rfind('/'));
-      }
-      continue;
-    }
-    resolved.append("/").append(part);
-  }
-  return open_in_root(root, resolved.empty() ? "/" : resolved, flags, FollowLast::yes);
-}
-
-std::optional<FileId> directory_id(const Root& root, std::string_view path) {
-  auto fd = open_image_path(root, path, O_PATH | O_DIRECTORY);
+std::optional<FileId> directory_id(const Root& root, std::string_view path, ImageBudget& budget) {
+  auto fd = open_image_path(root, path, O_PATH | O_DIRECTORY, budget);
   struct stat st {};
   if (!fd || ::fstat(fd->get(), &st) != 0) {
     return std::nullopt;
@@ -222,10 +176,12 @@ std::optional<FileId> directory_id(const Root& root, std::string_view path) {
   return FileId{st.st_dev, st.st_ino};
 }
 
-Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_t max_size) {
+Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_t max_size,
+                                  ImageBudget& budget) {
   ImageFile file;
-  auto fd = open_image_path(root, path, O_PATH);
+  auto fd = open_image_path(root, path, O_PATH, budget);
   if (!fd) {
+    GPUCTK_TRY(budget.check());
     return file;  // missing, a dangling link, a loop: what ldconfig and musl skip as well
   }
   struct stat st {};
@@ -242,6 +198,9 @@ Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_
   }
   if (static_cast<uint64_t>(st.st_size) > max_size) {
     return fail("read " + describe(root, path) + ": larger than " + std::to_string(max_size) + " bytes");
+  }
+  if (!budget.spend(ImageWork::bytes, static_cast<size_t>(st.st_size))) {
+    return budget.exhausted();
   }
   // Reopened for reading through the O_PATH fd: the file whose type was checked, nothing else.
   GPUCTK_TRY_ASSIGN(const auto readable, reopen_regular(fd->get(), O_RDONLY, "read " + describe(root, path)));
@@ -291,8 +250,8 @@ std::vector<LdSoConfEntry> parse_ld_so_conf(std::string_view text) {
 }
 
 Result<std::vector<std::string>> configured_library_dirs(const Root& root, std::string_view conf,
-                                                         std::span<const FileId> skip) {
-  ConfReader reader(root, skip);
+                                                         std::span<const FileId> skip, ImageBudget& budget) {
+  ConfReader reader(root, skip, budget);
   if (auto r = reader.read(std::string(conf)); !r) {
     return fail_with("the image's linker configuration", r.error());
   }

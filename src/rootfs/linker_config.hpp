@@ -35,17 +35,11 @@ struct FileId {
   auto operator<=>(const FileId&) const = default;
 };
 
-// `path` opened inside `root` the way a program whose root directory is the container root and whose
-// working directory is "/" opens it (ldconfig in its sandbox): a relative path starts at "/", symlinks
-// are followed inside the root, and ".." is the parent of the directory reached so far (after the
-// symlinks that led there, as the kernel resolves it; ".." of "/" is "/"). Errors are open_in_root's.
-Result<UniqueFd> open_image_path(const Root& root, std::string_view path, int flags);
-
 // The identity of the directory `path` (open_image_path, following links), or nullopt when there is no
-// directory there.
-std::optional<FileId> directory_id(const Root& root, std::string_view path);
+// directory there or `budget` is spent (the caller asks budget.error() before it decides on nullopt).
+std::optional<FileId> directory_id(const Root& root, std::string_view path, ImageBudget& budget);
 
-// One file of the image read for its configuration, with open_image_path.
+// One file of the image read for its configuration, with open_image_path (rootfs/in_root.hpp).
 enum class FileKind { missing, directory, regular };
 struct ImageFile {
   FileKind kind = FileKind::missing;  // missing: nothing there, a dangling link, a link loop
@@ -53,9 +47,11 @@ struct ImageFile {
   FileId id;                          // a regular file's or directory's identity
 };
 // Reads the regular file `path` (at most `max_size` bytes) without opening anything else: the type is
-// checked on an O_PATH fd first. Errors: "/etc/x.conf in container root /r: not a regular file" (a FIFO,
-// a device, a socket), "read /etc/x.conf in container root /r: larger than 65536 bytes".
-Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_t max_size);
+// checked on an O_PATH fd first; its size is spent from `budget`. Errors: "/etc/x.conf in container root
+// /r: not a regular file" (a FIFO, a device, a socket), "read /etc/x.conf in container root /r: larger
+// than 65536 bytes", a spent budget.
+Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_t max_size,
+                                  ImageBudget& budget);
 
 // The lines of one ld.so.conf file that mean something, in order, as glibc's ldconfig reads them: from
 // '#' on a line is a comment; leading blanks go; "include" and a blank start a list of glob patterns
@@ -79,9 +75,10 @@ std::vector<LdSoConfEntry> parse_ld_so_conf(std::string_view text);
 // or a directory names nothing, as for ldconfig; a relative directory line is relative to "/".
 // Errors, prefixed with "the image's linker configuration: ": the bounds above, a file that is not a
 // regular file, and an include loop ("\"/etc/a.conf\" is included while it is read (an include loop)"),
-// on which glibc's ldconfig recurses until it runs out of file descriptors or for ever.
+// on which glibc's ldconfig recurses until it runs out of file descriptors or for ever, and a spent
+// `budget` (every file and folder it opens, every byte and directory entry it reads is spent from it).
 Result<std::vector<std::string>> configured_library_dirs(const Root& root, std::string_view conf,
-                                                         std::span<const FileId> skip);
+                                                         std::span<const FileId> skip, ImageBudget& budget);
 
 // The directories of musl's path file text: separated by ':' or newlines, empty ones skipped, nothing
 // after a NUL byte (musl reads the file as one C string). Blanks are part of a directory, as for musl.

@@ -210,8 +210,9 @@ class LdCacheMergeTest : public testing::Test {
   MergeOutcome merge(const std::string& path, const Layout& layout, const std::vector<LdCacheFact>& facts) {
     MergeOutcome outcome;
     const auto root = open(path);
-    const auto writer = [&](const rootfs::Root& r, const rootfs::LdScan& scan) -> Result<bool> {
-      GPUCTK_TRY_ASSIGN(outcome, merge_ld_cache(r, scan, facts));
+    const auto writer = [&](const rootfs::Root& r, const rootfs::LdScan& scan,
+                            rootfs::ImageBudget& budget) -> Result<bool> {
+      GPUCTK_TRY_ASSIGN(outcome, merge_ld_cache(r, scan, facts, budget));
       return outcome.merged;
     };
     auto r =

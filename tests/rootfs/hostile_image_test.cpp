@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,7 @@
 #include "discover/ld_cache.hpp"
 #include "hook/config.hpp"
 #include "hook/container_hooks.hpp"
+#include "hook/ld_cache_merge.hpp"
 #include "rootfs/ld_cache_update.hpp"
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
@@ -1382,6 +1384,135 @@ TEST_P(HostileImageTest, ANodeWhereTheHooksReadOrWriteIsNeverOpened) {
 /proc/driver/nvidia/params as fifo (disable-device-node-modification): ok; changed: nothing; now: other
 /proc/driver/nvidia/params as socket (disable-device-node-modification): ok; changed: nothing; now: other
 )x");
+}
+
+// The most links one path may expand (the kernel's MAXSYMLINKS).
+constexpr int k_link_limit = 40;
+
+// A chain of k_link_limit links in `root`: /s -> <pad>l1 -> <pad>l2 -> ... -> <pad>l39 -> <pad>d, with
+// <pad> "x/../" repeated to about 4 KiB. Resolving /s expands 40 links of 4 KiB each and ends in /d;
+// anything after it in the same path that is a link is one too many.
+void make_link_chain(const std::string& root) {
+  make_host_dirs(root + "/x");
+  make_host_dirs(root + "/d");
+  std::string pad;
+  while (pad.size() < 4000) {
+    pad += "x/../";
+  }
+  std::string next = "d";
+  for (int i = k_link_limit - 1; i >= 1; --i) {
+    make_host_link(pad + next, root + "/l" + std::to_string(i));
+    next = "l" + std::to_string(i);
+  }
+  make_host_link(pad + next, root + "/s");
+}
+
+// "/s/.." `times` times: a line of the image's linker configuration.
+std::string dotdot_line(int times) {
+  std::string line;
+  for (int i = 0; i < times; ++i) {
+    line += "/s/..";
+  }
+  return line;
+}
+
+// Denial of service through the image's linker configuration (issue 33): a path is ONE resolution, as
+// for the kernel and for ldconfig in its sandbox, with 40 links in all, however many ".." it has. A
+// line "/s/../s/../opt/driver" needs 80 links: ldconfig cannot open it (ELOOP), so the image does not
+// configure /opt/driver and the drop-in names it; "/s/../opt/other" needs 40 and is /opt/other, which
+// the image configures. (Resolving each ".." on its own, as gpuctk did, counted 40 links per "..": it
+// found /opt/driver configured, left it out of the drop-in, and spent 40 links of 4 KiB per "..".)
+TEST_P(HostileImageTest, UpdateLdcacheCountsTheLinksOfAWholePathAsTheKernelDoes) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  const std::string root = m_image.m_root;
+  std::string report;
+  for (const bool cli : {false, true}) {
+    m_image.reset_root();
+    make_link_chain(root);
+    make_host_dirs(root + "/opt/driver");
+    make_host_dirs(root + "/opt/other");
+    write_host_file(root + "/etc/ld.so.conf", "/s/../s/../opt/driver\n/s/../opt/other\n");
+    const std::string before_outside = m_image.outside();
+    std::string outcome;
+    if (cli) {
+      outcome =
+          hook_outcome(m_image.hook({"update-ldcache", "--folder", "/opt/driver", "--folder", "/opt/other"}));
+    } else {
+      auto ldconfig = seal_host_program("/sbin/ldconfig");
+      ASSERT_TRUE(ldconfig) << ldconfig.error().message;
+      outcome = lib_outcome(update_ld_cache(this->root(), {"/opt/driver", "/opt/other"}, *ldconfig));
+    }
+    EXPECT_EQ(m_image.outside(), before_outside);
+    report += std::string(cli ? "cli" : "lib") + ": " + outcome +
+              "; drop-in: " + quote(read_file(root + k_ld_conf_dropin).value_or("<none>")) + "\n";
+  }
+  EXPECT_EQ(m_image.normalise(report), R"x(lib: ok; drop-in: "/opt/driver\n"
+cli: ok; drop-in: "/opt/driver\n"
+)x");
+}
+
+// The same chain under a configuration of 8 files of 16 lines of "/s/.." 816 times (4 KiB lines: the
+// kernel's PATH_MAX): resolving each ".." on its own cost 816 x 40 link expansions of 4 KiB per line,
+// minutes for this root and hours for the 16 MiB the configuration may hold. Now each distinct path is
+// one resolution, so the work counted by the start's ImageBudget stays linear in the input: a few
+// dozen resolutions for the configuration, its parse twice and the merge, and (the portable walk) one
+// expansion of the chain per distinct line. The merge over that configuration is proven or not as
+// before; the counts, not the wall time, are checked.
+TEST_P(HostileImageTest, AHostileLinkerConfigurationIsReadInLinearWork) {
+  if (::access("/sbin/ldconfig", R_OK) != 0) {
+    GTEST_SKIP() << "no /sbin/ldconfig on this host";
+  }
+  const auto libz = read_file("/lib/x86_64-linux-gnu/libz.so.1");
+  if (!libz) {
+    GTEST_SKIP() << "no /lib/x86_64-linux-gnu/libz.so.1 on this host to use as the driver's library";
+  }
+  const std::string root = m_image.m_root;
+  make_link_chain(root);
+  write_host_file(root + "/opt/driver/libz.so.1", *libz, 0755);
+  write_host_file(root + "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+  std::string file;
+  for (int line = 0; line < 16; ++line) {
+    file += dotdot_line(816) + "\n";
+  }
+  ASSERT_LT(dotdot_line(816).size(), size_t{4096});
+  for (int i = 1; i <= 8; ++i) {
+    write_host_file(root + "/etc/ld.so.conf.d/" + std::to_string(i) + ".conf", file);
+  }
+  const std::string before_outside = m_image.outside();
+  // The CLI, with ldconfig: it ends, with the driver's folder in the drop-in (no line leads anywhere).
+  EXPECT_EQ(hook_outcome(m_image.hook({"update-ldcache", "--folder", "/opt/driver"})), "ok");
+  EXPECT_EQ(read_file(root + k_ld_conf_dropin).value_or("<none>"), "/opt/driver\n");
+  // The library with the merge, on the cache that run wrote: what the parse and the merge spent.
+  auto facts = hook::parse_ld_cache_facts({"0x303:0x0:libz.so.1:/opt/driver/libz.so.1"});
+  ASSERT_TRUE(facts) << facts.error().message;
+  std::string merged = "not run";
+  std::array<size_t, 2> resolutions{};
+  std::array<size_t, 2> components{};
+  const auto writer = [&](const Root& r, const LdScan& scan, ImageBudget& budget) -> Result<bool> {
+    resolutions[0] = budget.spent(ImageWork::resolutions);
+    components[0] = budget.spent(ImageWork::components);
+    GPUCTK_TRY_ASSIGN(const auto outcome, hook::merge_ld_cache(r, scan, *facts, budget));
+    resolutions[1] = budget.spent(ImageWork::resolutions);
+    components[1] = budget.spent(ImageWork::components);
+    merged = outcome.merged ? "merged, " + std::to_string(outcome.added) + " added" : outcome.reason;
+    return outcome.merged;
+  };
+  auto r = update_ld_cache_with(this->root(), {"/opt/driver"}, writer,
+                                [] { return seal_host_program("/sbin/ldconfig"); });
+  EXPECT_TRUE(r) << r.error().message;
+  EXPECT_EQ(merged, "merged, 0 added");
+  EXPECT_EQ(m_image.outside(), before_outside);
+  // The configuration: 10 files read twice and one glob each time, the one distinct line and the folder
+  // (before: 128 x 816 resolutions). The merge: the files' dates, the folders, the fact.
+  EXPECT_LE(resolutions[0], 32U);
+  EXPECT_LE(resolutions[1] - resolutions[0], 48U);
+  // A line is 1633 components; the walk also expands the chain once per resolution of the line (40
+  // links of about 1600 components). Before: 816 x 40 x 1600 per line, 6.8e9 in all.
+  const size_t chain = GetParam() == Resolver::walk ? k_link_limit * 1700 : 0;
+  EXPECT_LE(components[0], 2 * 1700 + chain + 1000);
+  EXPECT_LE(components[1] - components[0], 2 * 1700 + chain + 1000);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rootfs/rootfs_test_support.hpp"
+#include "rootfs/sandbox.hpp"
 
 namespace gpuctk::rootfs {
 namespace {
@@ -90,7 +91,8 @@ class LinkerConfigTest : public testing::TestWithParam<Resolver> {
   }
 
   [[nodiscard]] Result<Dirs> dirs(std::span<const FileId> skip = {}) const {
-    return configured_library_dirs(open_root(), "/etc/ld.so.conf", skip);
+    ImageBudget budget(k_sandbox_deadline);
+    return configured_library_dirs(open_root(), "/etc/ld.so.conf", skip, budget);
   }
 
   [[nodiscard]] std::string error_of(const Result<Dirs>& r) const {
@@ -226,11 +228,47 @@ TEST_P(LinkerConfigTest, DotDotIsTheParentOfWhereALinkLeads) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(*r, (Dirs{"/deep", "/top"}));
   const Root root = open_root();
-  auto fd = open_image_path(root, "etc/conf-link/../../..", O_PATH | O_DIRECTORY);
+  ImageBudget budget(k_sandbox_deadline);
+  auto fd = open_image_path(root, "etc/conf-link/../../..", O_PATH | O_DIRECTORY, budget);
   ASSERT_TRUE(fd) << fd.error().message;
-  EXPECT_EQ(directory_id(root, "/"), directory_id(root, "/etc/../../etc/.."));
-  EXPECT_EQ(directory_id(root, "/missing/.."), std::nullopt);
-  EXPECT_EQ(directory_id(root, "/opt/deep"), directory_id(root, "/etc/conf-link/.."));
+  EXPECT_EQ(directory_id(root, "/", budget), directory_id(root, "/etc/../../etc/..", budget));
+  EXPECT_EQ(directory_id(root, "/missing/..", budget), std::nullopt);
+  EXPECT_EQ(directory_id(root, "/opt/deep", budget), directory_id(root, "/etc/conf-link/..", budget));
+}
+
+// A path is one resolution, as the kernel makes it: 40 links in all, whatever ".." comes between them.
+TEST_P(LinkerConfigTest, APathIsOneResolutionOfAtMostFortyLinks) {
+  make_host_dirs(at("/d"));
+  make_host_dirs(at("/x"));
+  std::string next = "d";
+  for (int i = 39; i >= 1; --i) {
+    make_host_link("x/../" + next, at("/l" + std::to_string(i)));
+    next = "l" + std::to_string(i);
+  }
+  make_host_link("x/../" + next, at("/s"));  // /s: 40 links to /d
+  const Root root = open_root();
+  ImageBudget budget(k_sandbox_deadline);
+  EXPECT_EQ(directory_id(root, "/s", budget), directory_id(root, "/d", budget));
+  EXPECT_EQ(directory_id(root, "/s/..", budget), directory_id(root, "/", budget));
+  EXPECT_EQ(directory_id(root, "s/../d/", budget), directory_id(root, "/d", budget));
+  auto fd = open_image_path(root, "/s/../s", O_PATH, budget);  // 80 links
+  ASSERT_FALSE(fd);
+  EXPECT_EQ(fd.error().message,
+            "/s/../s in container root " + m_root_path + ": Too many levels of symbolic links");
+  EXPECT_EQ(budget.spent(ImageWork::resolutions), 7U);
+  EXPECT_TRUE(budget.check());
+}
+
+// A spent budget (here: its deadline) ends the read with its one line, never "nothing there".
+TEST_P(LinkerConfigTest, ASpentBudgetEndsTheReadWithOneLine) {
+  write_host_file(at("/etc/ld.so.conf"), "include /etc/ld.so.conf.d/*.conf\n");
+  write_host_file(at("/etc/ld.so.conf.d/a.conf"), "/a\n");
+  ImageBudget past(std::chrono::milliseconds(0));
+  EXPECT_EQ(error_of(configured_library_dirs(open_root(), "/etc/ld.so.conf", {}, past)),
+            "the image's linker configuration: reading the image in-process: past its deadline of 0 s");
+  auto file = read_image_file(open_root(), "/etc/ld.so.conf", 100, past);
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error().message, "reading the image in-process: past its deadline of 0 s");
 }
 
 TEST_P(LinkerConfigTest, AFileTooLargeIsAnError) {
@@ -301,23 +339,24 @@ TEST_P(LinkerConfigTest, TooManyDirectoryLinesAreAnError) {
 
 TEST_P(LinkerConfigTest, ReadImageFileTellsMissingDirectoryAndRegularApart) {
   const Root root = open_root();
+  ImageBudget budget(k_sandbox_deadline);
   write_host_file(at("/etc/file"), "text");
   make_host_link("file", at("/etc/link"));
   make_host_link("/missing", at("/etc/dangling"));
   make_host_link("loop", at("/etc/loop"));
-  auto file = read_image_file(root, "/etc/link", 100);
+  auto file = read_image_file(root, "/etc/link", 100, budget);
   ASSERT_TRUE(file) << file.error().message;
   EXPECT_EQ(file->kind, FileKind::regular);
   EXPECT_EQ(file->text, "text");
   for (const char* missing : {"/etc/none", "/etc/dangling", "/etc/loop", "/etc/file/x"}) {
-    auto r = read_image_file(root, missing, 100);
+    auto r = read_image_file(root, missing, 100, budget);
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(r->kind, FileKind::missing) << missing;
   }
-  auto dir = read_image_file(root, "/etc", 100);
+  auto dir = read_image_file(root, "/etc", 100, budget);
   ASSERT_TRUE(dir) << dir.error().message;
   EXPECT_EQ(dir->kind, FileKind::directory);
-  auto large = read_image_file(root, "/etc/file", 3);
+  auto large = read_image_file(root, "/etc/file", 3, budget);
   ASSERT_FALSE(large);
   EXPECT_EQ(large.error().message,
             "read /etc/file in container root " + m_root_path + ": larger than 3 bytes");
