@@ -36,8 +36,9 @@ inline constexpr ImageWorkLimit k_image_work_limits[] = {
     // Those paths' components; in the portable walk (no openat2) also every component of every link text
     // it expands.
     {ImageWork::components, size_t{1} << 20, "path components"},
-    // Bytes of configuration files read (k_max_conf_files files of k_max_conf_size, and the merge's).
-    {ImageWork::bytes, size_t{1} << 25, "bytes of configuration"},
+    // Bytes of the image's files read: its configuration (at most 256 files of 64 KiB a parse, and it
+    // is parsed twice) and, in the merge, the configuration again and its linker cache (at most 64 MiB).
+    {ImageWork::bytes, size_t{1} << 27, "bytes read"},
     // Directory entries listed (include patterns, the merge's folders).
     {ImageWork::entries, size_t{1} << 20, "directory entries"},
 };
