@@ -3,7 +3,7 @@
 #   scripts/deps.sh build   compiler, CMake, the libraries and help2man (the man pages)
 #   scripts/deps.sh plugin  build + the kubelet's device plugin API (api.proto) that gpuctk-device-plugin
 #                           is generated from (-DGPUCTK_DEVICE_PLUGIN=ON), fetched once into the test cache
-#   scripts/deps.sh test    + GoogleTest, Google Benchmark, the real runtimes the end-to-end tests start,
+#   scripts/deps.sh test    + GoogleTest, Google Benchmark, Ninja and ccache, the real runtimes the end-to-end tests start,
 #                           the fuzz packages and the linters; and the device plugin's api.proto
 #   scripts/deps.sh fuzz    build + clang 16 with libFuzzer and the sanitizer runtimes (scripts/fuzz.sh)
 set -euo pipefail
@@ -21,7 +21,9 @@ build_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev lib
 # The engines suite (tests/engines): its kubelet stand-in speaks CRI with Debian's gRPC for python3 and
 # generates its stubs with grpc_tools' protoc. musl-tools: musl-gcc and musl's loader for the musl
 # (Alpine-like) image of e2e.musl_podman.
-test_packages=(libc-bin python3 runc crun podman containerd docker.io busybox-static hyperfine util-linux
+# scripts/test.sh builds with Ninja (its log and dependency records feed scripts/lint.sh's clang-tidy
+# cache) through ccache.
+test_packages=(ninja-build ccache libc-bin python3 runc crun podman containerd docker.io busybox-static hyperfine util-linux
   dpkg-dev lintian systemd buildah debootstrap python3-grpcio python3-grpc-tools musl-tools
   python3-yaml)
 # fuzz/ (gcc has no libFuzzer): clang, libFuzzer and the ASan/UBSan runtimes (libclang-rt), and

@@ -4,12 +4,14 @@
 # /run/containerd, … hold only what packages ship, and the checkout is seen under /tmp):
 #   - a warnings-as-errors release build and every test (unit, hostile-image, shell, end to end, the
 #     real-package host, the engines of Debian 13/unstable, the device plugin, the package);
-#   - the lint (scripts/lint.sh: clang-format, the layer rule, clang-tidy on what changed since a file last
-#     passed; `scripts/lint.sh --all BUILD` for the full pass);
-#   - an AddressSanitizer + UndefinedBehaviorSanitizer build running the whole suite again, its unit tests
-#     as one GoogleTest shard per core (GPUCTK_UNIT_SHARDS: a process per test costs it minutes);
+#   - the lint (scripts/lint.sh: clang-format, the layer rule, clang-tidy);
+#   - an AddressSanitizer + UndefinedBehaviorSanitizer build running the unit tests as one GoogleTest
+#     shard per core (GPUCTK_UNIT_SHARDS), the hostile-image suite, the device plugin and one end-to-end
+#     case per injection path (ctest label `asan`, tests/CMakeLists.txt);
 #   - every fuzz target for a short fixed time (scripts/fuzz.sh; GPUCTK_FUZZ_SECONDS each, default 25).
-# A test that skips fails the run unless tests/skips.allow names it for that build.
+# A test that skips fails the run unless tests/skips.allow names it for that build. Compiles go through
+# ccache (GPUCTK_CCACHE_DIR, default /var/cache/gpuctk-ccache: keyed by the compiler's content, its flags
+# and every input file, so a fresh clone only ever gets objects of the very same inputs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +46,9 @@ trap 'phase ""' EXIT
 jobs=$(nproc)
 # A golden file is compared, never rewritten, in this run.
 unset GPUCTK_UPDATE_GOLDEN
+export CCACHE_DIR=${GPUCTK_CCACHE_DIR:-/var/cache/gpuctk-ccache} CCACHE_COMPILERCHECK=content \
+  CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-6G}
+launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
 # run_suite DIR BUILD CTEST_ARGS -- CMAKE_ARGS...: configure, build, run the tests CTEST_ARGS select, then
 # fail on any skip that tests/skips.allow does not allow for BUILD (ctest counts a skip as a pass;
@@ -57,7 +62,7 @@ run_suite() {
   done
   shift
   phase "$build: configure and build"
-  cmake -S . -B "$dir" -DGPUCTK_WERROR=ON "$@" >/dev/null
+  cmake -G Ninja -S . -B "$dir" -DGPUCTK_WERROR=ON "${launcher[@]}" "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
   phase "$build: tests"
   rm -rf "$dir/ctest-junit.xml" "$dir/unit-shards"
@@ -73,9 +78,10 @@ run_suite build/test/release release -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAK
 phase "lint"
 bash scripts/lint.sh build/test/release
 echo "== ASan + UBSan build"
-# With the device plugin's daemon (plugin.kubelet, plugin.image under the sanitizers).
+# What the sanitizers add to the release run: the unit tests, the hostile-image suite, the device plugin's
+# daemon under its kubelet stand-in and one end-to-end case per injection path (label asan).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_suite build/test/asan asan -- -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF \
+  run_suite build/test/asan asan -L asan -- -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF \
   -DGPUCTK_UNIT_SHARDS="$jobs" -DGPUCTK_DEVICE_PLUGIN=ON
 phase "fuzz targets (clang 16, libFuzzer + ASan + UBSan), ${GPUCTK_FUZZ_SECONDS:-25} s each"
 GPUCTK_FUZZ_BUILD_DIR=build/test/fuzz GPUCTK_BUILD_JOBS=$jobs bash scripts/fuzz.sh all "${GPUCTK_FUZZ_SECONDS:-25}"
