@@ -8,10 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstring>
+#include <vector>
 
 #include "discover/host_fs.hpp"
 #include "install/install.hpp"
@@ -27,7 +30,7 @@ using engine::Engine;
 // What each engine's daemon is, and what a signal does to it.
 struct EngineService {
   Engine engine;
-  std::string_view daemon;  // its process's name, for messages
+  std::string_view daemon;  // its executable's file name: the only process its signal is sent to
   std::string_view unit;
   std::string_view socket;
   int signal;                      // 0: no signal makes it read its runtimes again
@@ -64,8 +67,14 @@ std::string signal_name(int sig) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-// Runs the node's systemctl with `args`, chrooted into `host_root`; its output goes where ours goes.
-Result<void> run_node_systemctl(const std::string& host_root, const std::string& unit) {
+enum class Output : uint8_t { inherit, capture };
+
+// Runs the node's systemctl with `args`, chrooted into `host_root`, with only PATH in its environment; it
+// must exit 0. Its standard output is returned with Output::capture (at most 4 KiB), else it goes where
+// ours goes.
+Result<std::string> run_node_systemctl(const std::string& host_root, const std::vector<std::string>& args,
+                                       Output output) {
+  const std::string what = join(args, " ");
   std::string systemctl;
   for (const std::string_view candidate : k_systemctl) {
     if (::access(discover::under_root(host_root, candidate).c_str(), X_OK) == 0) {
@@ -74,54 +83,141 @@ Result<void> run_node_systemctl(const std::string& host_root, const std::string&
     }
   }
   if (systemctl.empty()) {
-    return fail("restart " + unit + ": no systemctl on the node (" +
-                discover::under_root(host_root, k_systemctl[0]) + ")");
+    return fail(what + ": no systemctl on the node (" + discover::under_root(host_root, k_systemctl[0]) +
+                ")");
   }
   // Everything the child needs is made before the fork: after it the child only makes system calls.
   const std::string root = host_root.empty() ? std::string("/") : host_root;
-  std::array<const char*, 4> argv = {"systemctl", "restart", unit.c_str(), nullptr};
+  std::vector<const char*> argv = {"systemctl"};
+  for (const std::string& arg : args) {
+    argv.push_back(arg.c_str());
+  }
+  argv.push_back(nullptr);
   std::array<const char*, 2> envp = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", nullptr};
+  std::array<int, 2> pipe_fds = {-1, -1};
+  if (output == Output::capture && ::pipe2(pipe_fds.data(), O_CLOEXEC) != 0) {
+    return fail_errno(what + ": pipe", errno);
+  }
+  UniqueFd read_end(pipe_fds[0]);
+  UniqueFd write_end(pipe_fds[1]);
   const pid_t pid = ::fork();
   if (pid < 0) {
-    return fail_errno("restart " + unit + ": fork", errno);
+    return fail_errno(what + ": fork", errno);
   }
   if (pid == 0) {
-    if (::chroot(root.c_str()) == 0 && ::chdir("/") == 0) {
+    if ((write_end.get() < 0 || ::dup2(write_end.get(), STDOUT_FILENO) == STDOUT_FILENO) &&
+        ::chroot(root.c_str()) == 0 && ::chdir("/") == 0) {
       ::execve(systemctl.c_str(), const_cast<char* const*>(argv.data()),
                const_cast<char* const*>(envp.data()));
     }
     ::_exit(127);
   }
+  write_end.reset();
+  std::string out;
+  if (read_end.get() >= 0) {
+    std::array<char, 4096> buffer{};
+    ssize_t n = 0;
+    while (out.size() < buffer.size() &&
+           ((n = ::read(read_end.get(), buffer.data(), buffer.size())) > 0 || (n < 0 && errno == EINTR))) {
+      out.append(buffer.data(), static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    }
+    read_end.reset();
+  }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
-      return fail_errno("restart " + unit + ": wait for systemctl", errno);
+      return fail_errno(what + ": wait for systemctl", errno);
     }
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-    return {};
+    return out;
   }
   const std::string how = WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status))
                                             : "was killed by " + signal_name(WTERMSIG(status));
-  return fail("systemctl restart " + unit + " on the node " + how);
+  return fail("systemctl " + what + " on the node " + how);
 }
 
+// The main process of `unit` on the node, as the node's systemd knows it; 0 when it has none (stopped).
+Result<pid_t> unit_main_pid(const std::string& host_root, const std::string& unit) {
+  GPUCTK_TRY_ASSIGN(
+      const std::string out,
+      run_node_systemctl(host_root, {"show", "-p", "MainPID", "--value", unit}, Output::capture));
+  const std::string_view text = trim(out);
+  pid_t pid = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+  if (ec != std::errc() || end != text.data() + text.size() || pid < 0) {
+    return fail("systemctl show -p MainPID " + unit + " on the node: not a pid: " + quote(text));
+  }
+  return pid;
+}
+
+// A process of the node held by a pidfd, once it was found to be the engine's daemon: the signal sent
+// through the pidfd never reaches a process that got the pid later.
+struct HeldEngine {
+  pid_t pid;
+  UniqueFd pidfd;
+};
+
+// Holds `pid` if it is `service`'s daemon (check_engine_process); the error is check_engine_process's
+// phrase, or says why the process could not be looked at.
+Result<HeldEngine> hold_engine(const EngineService& service, pid_t pid) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (pidfd.get() < 0) {
+    return fail_errno("pid " + std::to_string(pid) + " (cannot be opened)", errno);
+  }
+  // Read once the pidfd is held: should the held process end and its pid be reused before the readlink,
+  // the signal sent through the pidfd fails (ESRCH) rather than reach the process that was checked.
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  std::array<char, 4096> exe{};
+  const ssize_t n = ::readlink(link.c_str(), exe.data(), exe.size());
+  if (n < 0) {
+    return fail_errno("pid " + std::to_string(pid) + " (" + link + " cannot be read)", errno);
+  }
+  GPUCTK_TRY(check_engine_process(service.engine, pid, std::string_view(exe.data(), static_cast<size_t>(n))));
+  return HeldEngine{.pid = pid, .pidfd = std::move(pidfd)};
+}
+
+Result<void> send_signal(const EngineService& service, const HeldEngine& held, int sig) {
+  if (::syscall(SYS_pidfd_send_signal, held.pidfd.get(), sig, nullptr, 0) != 0) {
+    return fail_errno("send " + signal_name(sig) + " to " + std::string(service.daemon) + " (pid " +
+                          std::to_string(held.pid) + ")",
+                      errno);
+  }
+  return {};
+}
+
+// The signal goes to the process listening on the engine's socket when that is the engine's daemon. With
+// systemd's socket activation the listener is systemd itself (pid 1), whose SIGHUP reloads systemd and
+// whose SIGTERM would stop the node: then it goes to the main process of the engine's unit, if that is the
+// daemon; otherwise nothing is signalled, and the error says why.
 Result<std::string> signal_engine(const EngineService& service, const RestartPlan& plan,
                                   const RestartTarget& target) {
   GPUCTK_TRY_ASSIGN(const std::string socket, resolve_in_node_root_clamped(target.host_root, target.socket));
-  GPUCTK_TRY_ASSIGN(const pid_t pid, socket_owner(socket));
-  // Held from here, so that the signal never reaches a process that got the pid later.
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (pidfd.get() < 0) {
-    return fail_errno("open process " + std::to_string(pid) + " (serving " + target.socket + ")", errno);
+  GPUCTK_TRY_ASSIGN(const pid_t listener, socket_owner(socket));
+  const std::string effect = std::string(service.signal_effect);
+  auto held = hold_engine(service, listener);
+  if (held) {
+    GPUCTK_TRY(send_signal(service, *held, plan.signal));
+    return "sent " + signal_name(plan.signal) + " to " + std::string(service.daemon) + " (pid " +
+           std::to_string(listener) + ", serving " + target.socket + "): " + effect;
   }
-  if (::syscall(SYS_pidfd_send_signal, pidfd.get(), plan.signal, nullptr, 0) != 0) {
-    return fail_errno("send " + signal_name(plan.signal) + " to " + std::string(service.daemon) + " (pid " +
-                          std::to_string(pid) + ")",
-                      errno);
+  const std::string not_signalled =
+      "nothing signalled: " + target.socket + " is served by " + held.error().message;
+  if (!node_runs_systemd(target.host_root)) {
+    return fail(not_signalled);
   }
+  GPUCTK_TRY_ASSIGN(const pid_t main_pid, unit_main_pid(target.host_root, target.unit));
+  if (main_pid == 0) {
+    return fail(not_signalled + ", and " + target.unit + " has no main process");
+  }
+  auto main_held = hold_engine(service, main_pid);
+  if (!main_held) {
+    return fail(not_signalled + ", and " + target.unit + "'s main process is " + main_held.error().message);
+  }
+  GPUCTK_TRY(send_signal(service, *main_held, plan.signal));
   return "sent " + signal_name(plan.signal) + " to " + std::string(service.daemon) + " (pid " +
-         std::to_string(pid) + ", serving " + target.socket + "): " + std::string(service.signal_effect);
+         std::to_string(main_pid) + ", the main process of " + target.unit + "; " + target.socket +
+         " is served by " + held.error().message + "): " + effect;
 }
 
 }  // namespace
@@ -181,6 +277,24 @@ bool node_runs_systemd(std::string_view host_root) {
          S_ISDIR(st.st_mode);
 }
 
+Result<void> check_engine_process(Engine engine, pid_t pid, std::string_view exe) {
+  const std::string_view daemon = service_of(engine).daemon;
+  const std::string who = "pid " + std::to_string(pid) + " (" + std::string(exe) + ")";
+  if (pid == 1) {
+    return fail(who + ", the node's init, not " + std::string(daemon));
+  }
+  // The kernel appends " (deleted)" once the file was replaced (an upgrade): the process is still it.
+  std::string_view path = exe;
+  if (path.ends_with(" (deleted)")) {
+    path.remove_suffix(std::string_view(" (deleted)").size());
+  }
+  const size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos || path.substr(slash + 1) != daemon) {
+    return fail(who + ", not " + std::string(daemon));
+  }
+  return {};
+}
+
 Result<pid_t> socket_owner(const std::string& path) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -213,7 +327,7 @@ Result<std::string> restart_engine(const RestartPlan& plan, const RestartTarget&
   const EngineService& service = service_of(target.engine);
   switch (plan.action) {
     case RestartAction::systemd:
-      GPUCTK_TRY(run_node_systemctl(target.host_root, target.unit));
+      GPUCTK_TRY(run_node_systemctl(target.host_root, {"restart", target.unit}, Output::inherit));
       return "restarted " + target.unit + " through the node's systemd";
     case RestartAction::signal:
       return signal_engine(service, plan, target);

@@ -7,8 +7,11 @@
 //   systemd  the node's systemd restarts the engine's unit: the node's own `systemctl restart <unit>`,
 //            run chrooted into the host root, talks to the node's systemd over the node's D-Bus socket
 //            (below the host root's /run, which the hostPath volume of / brings along);
-//   signal   the process serving the engine's socket (found by SO_PEERCRED on a connection to it; the
-//            pod needs the node's PID namespace, hostPID: true) gets the engine's signal: dockerd SIGHUP
+//   signal   the engine's daemon gets the engine's signal: the process serving the engine's socket (found
+//            by SO_PEERCRED on a connection to it; the pod needs the node's PID namespace, hostPID: true)
+//            when it is the daemon (check_engine_process), else, where systemd's socket activation made
+//            systemd (pid 1) the listener, the main process of the engine's unit when that is the daemon,
+//            else nobody (an error says why); the signals: dockerd SIGHUP
 //            (it reloads its runtimes and stays up); containerd SIGTERM (it has no reload: it stops
 //            gracefully, its running containers stay, and its supervisor starts it again with the new file;
 //            NVIDIA sends SIGHUP, which kills containerd without its shutdown); CRI-O none (a SIGHUP
@@ -61,6 +64,15 @@ std::string_view default_socket(engine::Engine engine);
 // Whether the node below `host_root` runs systemd: <host_root>/run/systemd/system is a directory.
 bool node_runs_systemd(std::string_view host_root);
 
+// Whether the process `pid`, whose executable is `exe` (as /proc/<pid>/exe reads; " (deleted)" after an
+// upgrade replaced the file), is `engine`'s daemon and may get its signal: the executable's file name is the
+// daemon's ("containerd", "crio", "dockerd") and the pid is not 1. The process listening on the engine's
+// socket is not always the daemon: with systemd's socket activation it is systemd (pid 1), which a SIGHUP
+// reloads and a SIGTERM would stop. The error is one phrase naming the process:
+//   "pid 1 (/usr/lib/systemd/systemd), the node's init, not dockerd"
+//   "pid 42 (/usr/bin/socat), not dockerd"
+Result<void> check_engine_process(engine::Engine engine, pid_t pid, std::string_view exe);
+
 // The pid of the process that listens on the unix socket `path` (SO_PEERCRED of a connection to it).
 // Errors name the socket: "connect /host/run/containerd/containerd.sock: No such file or directory";
 // "/host/run/docker.sock: its process is in another PID namespace (run the pod with hostPID: true, or use
@@ -80,9 +92,17 @@ struct RestartTarget {
 //   "sent SIGTERM to containerd (pid 42, serving /run/containerd/containerd.sock): it stops gracefully
 //    and its supervisor starts it again with the new config"
 //   "sent SIGHUP to dockerd (pid 42, serving /var/run/docker.sock): it reloads its runtimes"
+//   "sent SIGHUP to dockerd (pid 42, the main process of docker.service; /var/run/docker.sock is served by
+//    pid 1 (/usr/lib/systemd/systemd), the node's init, not dockerd): it reloads its runtimes"
 // systemd: the node's systemctl (<host root>/usr/bin/systemctl, else /bin/systemctl) runs chrooted into
 // the host root with only PATH in its environment; it must exit 0 ("systemctl restart containerd.service
-// on the node exited 1"). signal: the pid is held by a pidfd from before the signal is sent.
+// on the node exited 1"). signal: the pid is held by a pidfd from before its executable is checked until
+// the signal is sent; the unit's main process is asked of the node's systemd (`systemctl show -p MainPID
+// --value <unit>`) only when the listener is not the daemon and the node runs systemd. When neither is
+// the daemon nothing is signalled: "nothing signalled: /var/run/docker.sock is served by pid 1
+// (/usr/lib/systemd/systemd), the node's init, not dockerd, and docker.service has no main process" (or
+// "...'s main process is pid 7 (/usr/bin/x), not dockerd"; without systemd the sentence ends after the
+// listener).
 Result<std::string> restart_engine(const RestartPlan& plan, const RestartTarget& target);
 
 }  // namespace gpuctk::install

@@ -1,44 +1,41 @@
 #pragma once
-// A stand-in for an engine's daemon in the restart tests: a forked process that serves a unix socket.
+// A stand-in for an engine's daemon in the restart tests: a process that serves a unix socket, running a
+// copy of tests/install/fake_engine_daemon.cpp named as the daemon (containerd, dockerd; systemd for the
+// socket activation's listener), so that its /proc/<pid>/exe is what gpuctk checks before it signals.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstring>
+#include <filesystem>
 #include <string>
+
+#include "support/temp_dir.hpp"
 
 namespace gpuctk::test {
 
-// A forked process that listens on `path` (an engine), says so through a pipe, then waits for SIGTERM
-// or SIGHUP and exits with the signal's number.
+// A process named `name` that listens on `path`, says so through a pipe, then waits for SIGTERM or
+// SIGHUP and exits with the signal's number.
 class FakeEngine {
  public:
-  explicit FakeEngine(const std::string& path) {
+  explicit FakeEngine(const std::string& path, const std::string& name = "containerd")
+      : m_bin("gpuctk-fake-engine") {
+    const std::string exe = m_bin.path() + "/" + name;
+    std::filesystem::copy_file(GPUCTK_FAKE_ENGINE, exe);
+    std::filesystem::permissions(exe, std::filesystem::perms(0755));
     int ready[2];
-    EXPECT_EQ(::pipe(ready), 0);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
+    EXPECT_EQ(::pipe2(ready, O_CLOEXEC), 0);
     m_pid = ::fork();
     if (m_pid == 0) {
-      ::sigprocmask(SIG_BLOCK, &set, nullptr);
-      const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-      sockaddr_un address{};
-      address.sun_family = AF_UNIX;
-      std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-      ::unlink(path.c_str());  // an earlier engine's socket, as daemons remove theirs
-      if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || ::listen(fd, 4) != 0) {
-        ::_exit(100);
+      // fd 3 without O_CLOEXEC (dup2 onto itself would keep the flag)
+      const bool at_3 = ready[1] == 3 ? ::fcntl(3, F_SETFD, 0) == 0 : ::dup2(ready[1], 3) == 3;
+      if (at_3) {
+        const char* argv[] = {name.c_str(), path.c_str(), nullptr};
+        ::execv(exe.c_str(), const_cast<char* const*>(argv));
       }
-      (void)!::write(ready[1], "x", 1);
-      int sig = 0;
-      ::sigwait(&set, &sig);
-      ::_exit(sig);
+      ::_exit(127);
     }
     ::close(ready[1]);
     char byte = 0;
@@ -66,6 +63,7 @@ class FakeEngine {
   [[nodiscard]] bool running() const { return m_pid > 0 && ::waitpid(m_pid, nullptr, WNOHANG) == 0; }
 
  private:
+  TempDir m_bin;
   pid_t m_pid = -1;
 };
 

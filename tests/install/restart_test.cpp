@@ -156,7 +156,7 @@ TEST(RestartSignal, ContainerdGetsSigtermDockerdSighup) {
     // /var/run -> /run on the node: the socket is found below the host root, not in this process's /run.
     fs::create_directories(dir.path() + "/var");
     fs::create_symlink("/run", dir.path() + "/var/run");
-    test::FakeEngine engine(dir.path() + "/run/docker.sock");
+    test::FakeEngine engine(dir.path() + "/run/docker.sock", "dockerd");
     const auto done = restart_engine(plan_restart(RestartMode::automatic, Engine::docker, false).value(),
                                      {.engine = Engine::docker,
                                       .host_root = dir.path(),
@@ -174,6 +174,44 @@ TEST(RestartSignal, ContainerdGetsSigtermDockerdSighup) {
                                        .socket = "/run/nothing.sock"});
   EXPECT_EQ(missing.error().message,
             "connect " + dir.path() + "/run/nothing.sock: No such file or directory");
+}
+
+// Only the engine's daemon may get its signal: named as the engine's executable, and never pid 1 (with
+// systemd's socket activation, the process listening on docker.sock is systemd itself).
+TEST(RestartEngineProcess, OnlyTheEnginesDaemonNeverPid1) {
+  EXPECT_TRUE(check_engine_process(Engine::docker, 42, "/usr/bin/dockerd"));
+  EXPECT_TRUE(check_engine_process(Engine::docker, 42, "/usr/sbin/dockerd (deleted)"));
+  EXPECT_TRUE(check_engine_process(Engine::containerd, 42, "/usr/local/bin/containerd"));
+  EXPECT_TRUE(check_engine_process(Engine::crio, 42, "/usr/bin/crio"));
+  EXPECT_EQ(check_engine_process(Engine::docker, 1, "/usr/lib/systemd/systemd").error().message,
+            "pid 1 (/usr/lib/systemd/systemd), the node's init, not dockerd");
+  EXPECT_EQ(check_engine_process(Engine::docker, 1, "/usr/bin/dockerd").error().message,
+            "pid 1 (/usr/bin/dockerd), the node's init, not dockerd");
+  EXPECT_EQ(check_engine_process(Engine::docker, 42, "/usr/bin/socat").error().message,
+            "pid 42 (/usr/bin/socat), not dockerd");
+  EXPECT_EQ(check_engine_process(Engine::containerd, 42, "/usr/bin/containerd-shim-runc-v2").error().message,
+            "pid 42 (/usr/bin/containerd-shim-runc-v2), not containerd");
+  EXPECT_EQ(check_engine_process(Engine::containerd, 42, "containerd").error().message,
+            "pid 42 (containerd), not containerd");
+}
+
+// A process that listens on the engine's socket but is not the engine's daemon gets no signal, and on a
+// node without systemd nothing else is signalled either.
+TEST(RestartSignal, AListenerThatIsNotTheEngineIsNeverSignalled) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() + "/run");
+  test::FakeEngine listener(dir.path() + "/run/docker.sock", "systemd");
+  const auto done = restart_engine(plan_restart(RestartMode::signal, Engine::docker, false).value(),
+                                   {.engine = Engine::docker,
+                                    .host_root = dir.path(),
+                                    .unit = "docker.service",
+                                    .socket = "/run/docker.sock"});
+  ASSERT_FALSE(done) << *done;
+  const std::string exe = fs::read_symlink("/proc/" + std::to_string(listener.pid()) + "/exe").string();
+  EXPECT_TRUE(exe.ends_with("/systemd")) << exe;
+  EXPECT_EQ(done.error().message, "nothing signalled: /run/docker.sock is served by pid " +
+                                      std::to_string(listener.pid()) + " (" + exe + "), not dockerd");
+  EXPECT_TRUE(listener.running()) << "the socket's listener got the engine's signal";
 }
 
 // A node root whose systemctl is a shell script (busybox as /bin/sh) that writes its arguments and
@@ -225,6 +263,46 @@ TEST_F(RestartSystemdTest, AFailedSystemctlIsAnError) {
   fs::remove(m_dir.path() + "/usr/bin/systemctl");
   EXPECT_EQ(restart("containerd.service").error().message,
             "restart containerd.service: no systemctl on the node (" + m_dir.path() + "/usr/bin/systemctl)");
+}
+
+// Socket activation: systemd (here a process named systemd) listens on docker.sock, docker.service's
+// main process is dockerd. dockerd gets SIGHUP, the listener nothing; when the unit has no main process, or
+// its main process is not dockerd, nobody is signalled.
+TEST_F(RestartSystemdTest, SocketActivationSignalsTheUnitsMainProcessNeverTheListener) {
+  fs::create_directories(m_dir.path() + "/run/systemd/system");
+  m_dir.write("usr/bin/systemctl",
+              "#!/bin/sh\necho \"$*\" >/systemctl.args\nread pid </systemctl.mainpid\necho \"$pid\"\n");
+  test::FakeEngine listener(m_dir.path() + "/run/docker.sock", "systemd");
+  test::FakeEngine dockerd(m_dir.path() + "/run/dockerd-own.sock", "dockerd");
+  const std::string listener_exe =
+      fs::read_symlink("/proc/" + std::to_string(listener.pid()) + "/exe").string();
+  const auto signal = [&] {
+    return restart_engine(plan_restart(RestartMode::signal, Engine::docker, true).value(),
+                          {.engine = Engine::docker,
+                           .host_root = m_dir.path(),
+                           .unit = "docker.service",
+                           .socket = "/run/docker.sock"});
+  };
+  const std::string served_by = "/run/docker.sock is served by pid " + std::to_string(listener.pid()) + " (" +
+                                listener_exe + "), not dockerd";
+
+  m_dir.write("systemctl.mainpid", "0\n");
+  EXPECT_EQ(signal().error().message,
+            "nothing signalled: " + served_by + ", and docker.service has no main process");
+  EXPECT_EQ(read_file(m_dir.path() + "/systemctl.args").value(), "show -p MainPID --value docker.service\n");
+
+  m_dir.write("systemctl.mainpid", std::to_string(listener.pid()) + "\n");
+  EXPECT_EQ(signal().error().message,
+            "nothing signalled: " + served_by + ", and docker.service's main process is pid " +
+                std::to_string(listener.pid()) + " (" + listener_exe + "), not dockerd");
+
+  m_dir.write("systemctl.mainpid", std::to_string(dockerd.pid()) + "\n");
+  const auto done = signal();
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(*done, "sent SIGHUP to dockerd (pid " + std::to_string(dockerd.pid()) +
+                       ", the main process of docker.service; " + served_by + "): it reloads its runtimes");
+  EXPECT_EQ(dockerd.wait(), SIGHUP);
+  EXPECT_TRUE(listener.running()) << "the socket's listener got the engine's signal";
 }
 
 }  // namespace
