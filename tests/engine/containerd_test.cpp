@@ -279,6 +279,60 @@ TEST(EngineContainerd, Version1DefaultKeepsEveryOtherKey) {
   EXPECT_EQ(after, before);
 }
 
+// The entry standing in for the default runtime inherits every key of it, known to gpuctk or not (a key a
+// later containerd adds, the schema-1 options.Runtime, empty runtime_engine and runtime_root): only
+// options.BinaryName is gpuctk's. Schema 1 and schema 2 alike.
+TEST(EngineContainerd, TheEntryInheritsEveryKeyOfTheDefaultRuntime) {
+  for (const std::string_view plugin : {k_v1, k_v2}) {
+    SCOPED_TRACE(std::string(plugin));
+    const std::string prefix = plugin == k_v1 ? "" : "version = 2\n";
+    const std::string table = plugin == k_v1 ? "cri" : "\"io.containerd.grpc.v1.cri\"";
+    const std::string old = prefix + "[plugins." + table +
+                            ".containerd]\n"
+                            "default_runtime_name = \"main\"\n"
+                            "[plugins." +
+                            table +
+                            ".containerd.runtimes.main]\n"
+                            "runtime_type = \"io.containerd.runc.v2\"\n"
+                            "runtime_engine = \"\"\n"
+                            "runtime_root = \"\"\n"
+                            "privileged_without_host_devices = true\n"
+                            "future_key = { depth = 2, list = [ \"a\" ] }\n"
+                            "[plugins." +
+                            table +
+                            ".containerd.runtimes.main.options]\n"
+                            "BinaryName = \"/usr/local/bin/runc\"\n"
+                            "Runtime = \"/usr/local/bin/runc\"\n"
+                            "SystemdCgroup = true\n"
+                            "Root = \"/run/runc-main\"\n";
+    toml::table before = table_of(old);
+    toml::table after = table_of(configured_ok(old));
+    toml::table expected = *(*containerd_table(before, plugin))["runtimes"]["main"].as_table();
+    expected["options"].as_table()->insert_or_assign("BinaryName", std::string(test::k_shim));
+    ASSERT_NE(containerd_table(after, plugin), nullptr);
+    EXPECT_EQ(*(*containerd_table(after, plugin))["runtimes"]["nvidia"].as_table(), expected);
+  }
+  // The one exception: a non-empty runtime_engine or runtime_root, which containerd 1.x refuses beside a
+  // runc runtime_type (ValidatePluginConfig), is not inherited.
+  EXPECT_EQ(configured_ok("[plugins.cri.containerd.runtimes.runc]\n"
+                          "runtime_type = \"io.containerd.runc.v2\"\n"
+                          "runtime_engine = \"/usr/bin/runc\"\n"
+                          "runtime_root = \"/run/runc\"\n"
+                          "future_key = 1\n"),
+            "[plugins.cri.containerd.runtimes.nvidia]\n"
+            "future_key = 1\n"
+            "runtime_type = \"io.containerd.runc.v2\"\n"
+            "\n"
+            "    [plugins.cri.containerd.runtimes.nvidia.options]\n"
+            "    BinaryName = \"/usr/bin/gpuctk-runtime\"\n"
+            "\n"
+            "[plugins.cri.containerd.runtimes.runc]\n"
+            "future_key = 1\n"
+            "runtime_engine = \"/usr/bin/runc\"\n"
+            "runtime_root = \"/run/runc\"\n"
+            "runtime_type = \"io.containerd.runc.v2\"\n");
+}
+
 // containerd 1.x refuses runtime_engine and runtime_root beside any runtime_type but the old
 // io.containerd.runtime.v1.linux (ValidatePluginConfig), so a taken-over entry of that kind loses them.
 TEST(EngineContainerd, ATakenOverLinuxV1EntryLosesItsEngineAndRoot) {

@@ -202,6 +202,28 @@ TEST_F(EngineCrioFiles, TheHandlerInheritsTheDefaultRuntimesKeys) {
                               "runtime_type = \"oci\"\n");
 }
 
+// Every key of the default runtime's handler is inherited, those gpuctk knows nothing of too (a key a later
+// CRI-O adds): only runtime_path, runtime_type and runtime_root are gpuctk's.
+TEST_F(EngineCrioFiles, TheHandlerInheritsKeysGpuctkDoesNotKnow) {
+  m_dir.write("crio.conf.d/10-crun.conf",
+              "[crio.runtime]\n"
+              "default_runtime = \"crun\"\n"
+              "[crio.runtime.runtimes.crun]\n"
+              "runtime_path = \"/usr/bin/crun\"\n"
+              "runtime_root = \"/run/crun\"\n"
+              "monitor_exec_cgroup = \"container\"\n"
+              "runtime_config_path = \"/etc/crun/vm.toml\"\n"
+              "a_future_key = { nested = [ 1, 2 ] }\n");
+  EXPECT_EQ(configured(), std::string(k_header) +
+                              "[crio.runtime.runtimes.nvidia]\n"
+                              "a_future_key = { nested = [ 1, 2 ] }\n"
+                              "monitor_exec_cgroup = \"container\"\n"
+                              "runtime_config_path = \"/etc/crun/vm.toml\"\n"
+                              "runtime_path = \"/usr/bin/gpuctk-runtime\"\n"
+                              "runtime_root = \"/run/gpuctk-runtime\"\n"
+                              "runtime_type = \"oci\"\n");
+}
+
 // Without the drop-in, runc (crio.conf's default) is the model; platform_runtime_paths would bypass the
 // shim and is not taken.
 TEST_F(EngineCrioFiles, RuncOfCrioConfWithoutItsPlatformPaths) {
