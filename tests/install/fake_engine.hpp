@@ -21,7 +21,8 @@ namespace gpuctk::test {
 class FakeEngine {
  public:
   explicit FakeEngine(const std::string& path, const std::string& name = "containerd")
-      : m_bin("gpuctk-fake-engine") {
+      // beside the built daemon, not in $TMPDIR, which may be mounted noexec
+      : m_bin("gpuctk-fake-engine", std::filesystem::path(GPUCTK_FAKE_ENGINE).parent_path()) {
     const std::string exe = m_bin.path() + "/" + name;
     std::filesystem::copy_file(GPUCTK_FAKE_ENGINE, exe);
     std::filesystem::permissions(exe, std::filesystem::perms(0755));
