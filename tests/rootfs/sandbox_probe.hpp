@@ -46,6 +46,12 @@ inline constexpr const char* k_probe_source = R"(
 #include <time.h>
 #include <unistd.h>
 static const char* outcome(long rc) { return rc >= 0 ? "ok" : strerrorname_np(errno); }
+static const char* opened(const char* path, int flags) {  /* and closed: no descriptor of its own left */
+  int fd = open(path, flags);
+  const char* r = outcome(fd);
+  if (fd >= 0) close(fd);
+  return r;
+}
 static int cmp(const void* a, const void* b) { return strcmp(*(char* const*)a, *(char* const*)b); }
 static int entries(const char* dir) {
   int n = 0;
@@ -77,8 +83,8 @@ static void attack(const char* scratch) {
   printf(" sysrq=%s", outcome(open("/proc/sysrq-trigger", O_WRONLY)));
   printf(" proc=%d", entries("/proc"));
   printf(" write_root=%s", outcome(open("/etc/probe-wrote", O_WRONLY | O_CREAT, 0644)));
-  printf(" secret=%s", outcome(open("/etc/secret", O_RDONLY)));
-  printf(" device=%s", outcome(open("/usr/lib/x86_64-linux-gnu/libwatchdog.so.1", O_RDONLY | O_NONBLOCK)));
+  printf(" secret=%s", opened("/etc/secret", O_RDONLY));
+  printf(" device=%s", opened("/usr/lib/x86_64-linux-gnu/libwatchdog.so.1", O_RDONLY | O_NONBLOCK));
   char fds[256] = "", read_back[64] = "none";
   for (int fd = 3; fd < 1024; ++fd) {
     if (fcntl(fd, F_GETFD) < 0) continue;
