@@ -160,6 +160,9 @@ Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& conf
       }
       return outcome.merged;
     };
+    // How the sandboxed ldconfig sees the root (idmapped as its owner, or as nobody and why).
+    rootfs::SandboxLimits run_limits = limits;
+    run_limits.note = [&](const std::string& m) { lg.write(LogLevel::debug, "update-ldcache: " + m); };
     return rootfs::update_library_search(
         root, folders,
         [&]() -> Result<UniqueFd> {
@@ -168,7 +171,7 @@ Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& conf
           }
           return std::move(**host);
         },
-        limits, merge);
+        run_limits, merge);
   });
 }
 

@@ -190,6 +190,92 @@ Result<void> map_identity(int pidfd) {
   return {};
 }
 
+// A user namespace that maps the root's owner (`uid`, `gid`: whoever owns its top directory, host root
+// for most images) to k_sandbox_host_id and nothing else: the idmapping of the root's top mount. Made by
+// a helper child that only waits (on a pipe) until its namespace is held by an fd, then exits.
+Result<UniqueFd> owner_namespace(uid_t uid, gid_t gid) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return fail_errno("pipe", errno);
+  }
+  UniqueFd wait_read(fds[0]);
+  UniqueFd wait_write(fds[1]);
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = CLONE_NEWUSER | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  // No handler of the caller's runs in the helper; like fork (no new stack), as start_child.
+  sigset_t all;
+  sigset_t old;
+  ::sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &old);
+  const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) {
+    ::close(wait_write.get());  // its copy: the read below ends when the caller closes its own
+    char byte = 0;
+    while (::read(wait_read.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::_exit(0);
+  }
+  const int clone_err = errno;
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) {
+    return fail_errno("clone3 into a new user namespace", clone_err);
+  }
+  const UniqueFd child(pidfd);
+  const auto reap = [&] {
+    wait_write.reset();
+    int status = 0;
+    while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0 && errno == EINTR) {
+    }
+  };
+  auto proc_pid = proc_pid_of(child.get());
+  if (!proc_pid) {
+    reap();
+    return std::unexpected(proc_pid.error());
+  }
+  const std::string dir = "/proc/" + *proc_pid + "/";
+  for (const auto& [file, line] :
+       {std::pair{"uid_map", std::to_string(uid)}, {"gid_map", std::to_string(gid)}}) {
+    const UniqueFd fd(::open((dir + file).c_str(), O_WRONLY | O_CLOEXEC));
+    const int err =
+        !fd ? errno : write_all(fd.get(), line + " " + std::to_string(k_sandbox_host_id) + " 1\n");
+    if (err != 0) {
+      reap();
+      return fail_errno("write " + dir + file, err);
+    }
+  }
+  UniqueFd ns(::open((dir + "ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+  const int err = errno;
+  reap();
+  if (!ns) {
+    return fail_errno("open " + dir + "ns/user", err);
+  }
+  return ns;
+}
+
+// Makes the top mount of `tree` (detached, from clone_root) show the files of `root`'s owner as the
+// sandbox's own (k_sandbox_host_id, its root inside): ldconfig then reads a 0600 configuration file or
+// a 0700 library folder of the image as root's ldconfig would. Only the top mount, the image's own
+// filesystem: a mount below it (a bind from the host, a procfs) keeps its owners. The tree stays
+// read-only, nosuid, nodev, noexec. Returns why not (a filesystem that refuses idmapping, a kernel
+// before 5.12) for the caller's debug log: the program then reads as nobody, as before.
+Result<void> idmap_top(const Root& root, int tree) {
+  struct stat st {};
+  if (::fstat(root.fd(), &st) != 0) {
+    return fail_errno("stat the root", errno);
+  }
+  GPUCTK_TRY_ASSIGN(const auto ns, owner_namespace(st.st_uid, st.st_gid));
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_IDMAP;
+  attr.userns_fd = static_cast<uint64_t>(ns.get());
+  if (::syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
+    return fail_errno("idmap its top mount (mount_setattr MOUNT_ATTR_IDMAP)", errno);
+  }
+  return {};
+}
+
 // A started sandbox child: killed and reaped when dropped before it was waited for.
 class Child {
  public:
@@ -396,6 +482,14 @@ Result<void> run_sandboxed(const Root& root, const UniqueFd& program, const std:
   // Everything the child needs, made now: it allocates nothing.
   GPUCTK_TRY_ASSIGN(const auto confinement, make_confinement({}));
   GPUCTK_TRY_ASSIGN(const auto tree, clone_root(root));
+  if (auto idmapped = idmap_top(root, tree.get()); !idmapped) {
+    if (limits.note) {
+      limits.note("sandbox: reads " + root.path() + " as nobody (" + idmapped.error().message +
+                  "); a file or folder only its owner can read is skipped");
+    }
+  } else if (limits.note) {
+    limits.note("sandbox: reads " + root.path() + " as the owner of its root (idmapped mount)");
+  }
   GPUCTK_TRY_ASSIGN(const auto procfs, procfs_in(root));
   std::vector<const char*> procfs_list;
   for (const auto& point : procfs) {

@@ -32,6 +32,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -82,6 +83,8 @@ struct SandboxCgroup {
 struct SandboxLimits {
   std::chrono::milliseconds deadline = k_sandbox_deadline;
   std::shared_ptr<const SandboxCgroup> cgroup;  // null: the caller's cgroups
+  // Told how the root is seen (idmapped as its owner, or as nobody and why): for a debug log.
+  std::function<void(const std::string&)> note;
 };
 
 // The program's one writable directory: a private tmpfs (k_scratch_size bytes, k_scratch_files files,

@@ -236,6 +236,13 @@ std::string lookup(const discover::LdCache& cache, const std::string& key, uint3
   return "";
 }
 
+// The `ldconfig -p` lines of the cache in `root`, without the first (it names the file).
+std::string listing(const std::string& root) {
+  const auto out = fixture::test::capture("/sbin/ldconfig -p -C " + root + "/etc/ld.so.cache")
+                       .value_or("ldconfig -p failed\n");
+  return out.substr(out.find('\n'));
+}
+
 TEST_F(LdCacheMergeTest, DifferentialAgainstTheSandboxedLdconfig) {
   for (const auto& layout : k_layouts) {
     SCOPED_TRACE(layout.name);
@@ -267,11 +274,6 @@ TEST_F(LdCacheMergeTest, DifferentialAgainstTheSandboxedLdconfig) {
       }
     }
     EXPECT_EQ(got->entries, want->entries);
-    const auto listing = [](const std::string& root) {
-      const auto out = fixture::test::capture("/sbin/ldconfig -p -C " + root + "/etc/ld.so.cache")
-                           .value_or("ldconfig -p failed\n");
-      return out.substr(out.find('\n'));  // the first line names the file
-    };
     EXPECT_EQ(listing(b), listing(a));
     EXPECT_NE(listing(a).find("libcuda.so.1 (libc6,x86-64) => "), std::string::npos);
     EXPECT_EQ(*merged, *expected);  // the image's cache and the fallback come from one ldconfig
@@ -382,6 +384,57 @@ TEST_F(LdCacheMergeTest, TheHookMergesUnlessTheConfigSaysLdconfig) {
     const auto cache = discover::read_ld_cache(root_path + "/etc/ld.so.cache");
     ASSERT_TRUE(cache) << cache.error().message;
     EXPECT_EQ(lookup(*cache, "libcuda.so.1", 0x0303), "/lib/x86_64-linux-gnu/libcuda.so.1");
+  }
+}
+
+// Issue 33 item 6: an image built with umask 077 has a 0600 drop-in naming its folder, and keeps Ubuntu's
+// /usr/local/lib 0700 (both root's). The cache update-ldcache writes lists their libraries as root's
+// ldconfig does on a copy of the same image: with config ld-cache: ldconfig, and by the default merge,
+// which leaves the cache to ldconfig here (the libraries are newer than the image's cache). Before, the
+// sandboxed ldconfig ran as nobody and silently skipped both.
+TEST_F(LdCacheMergeTest, FilesOnlyRootCanReadAreCachedAsRootsLdconfigCachesThem) {
+  const Layout& ubuntu = k_layouts[1];
+  HookArgs args;
+  for (const char* dir : {ubuntu.dir64, ubuntu.dir32}) {
+    args.add("--folder", dir);
+  }
+  for (const auto& fact : facts(ubuntu)) {
+    char value[64];
+    std::snprintf(value, sizeof value, "0x%x:0x%x:", fact.flags, fact.osversion);
+    args.add("--ld-cache-entry", value + fact.soname + ":" + fact.path);
+  }
+  const std::string umask_077 =
+      "echo /opt/app/lib > $R/etc/ld.so.conf.d/x.conf; chmod 0600 $R/etc/ld.so.conf.d/x.conf; "
+      "lib /opt/app/lib libapp.so.1 libapp.so.1; chmod 0700 $R/opt/app/lib; "
+      "echo /usr/local/lib > $R/etc/ld.so.conf.d/libc.conf; lib /usr/local/lib libpeerdup.so.1 "
+      "libpeerdup.so.1; chmod 0700 $R/usr/local/lib";
+  for (const auto mode : {LdCacheMode::ldconfig, LdCacheMode::merge}) {
+    const std::string root_path =
+        m_temp.path() + (mode == LdCacheMode::merge ? "/private-merge" : "/private-ldconfig");
+    make(root_path, ubuntu);
+    ASSERT_TRUE(sh(env(root_path, ubuntu) + umask_077));
+    Config config;
+    config.ld_cache = mode;
+    auto log = Log::open(root_path + ".log", LogLevel::debug);
+    ASSERT_TRUE(log) << log.error().message;
+    auto body = prepare_hook(*find_hook("update-ldcache"), args, config, *log);
+    ASSERT_TRUE(body) << body.error().message;
+    {
+      const auto root = open(root_path);
+      auto done = (*body)(root, config, *log);
+      ASSERT_TRUE(done) << done.error().message;
+    }
+    const std::string text = read_file(root_path + ".log").value_or("");
+    EXPECT_NE(text.find("debug: update-ldcache: ldconfig"), std::string::npos) << text;
+    // Root's ldconfig on a copy of the image as update-ldcache left it (its drop-in, if any, included).
+    const std::string copy = root_path + "-root";
+    ASSERT_TRUE(sh("cp -a " + root_path + " " + copy + "; /sbin/ldconfig -X -i -r " + copy));
+    const std::string want = listing(copy);
+    EXPECT_NE(want.find("libpeerdup.so.1 (libc6,x86-64) => /usr/local/lib/libpeerdup.so.1"),
+              std::string::npos)
+        << want;
+    EXPECT_NE(want.find("libapp.so.1 (libc6,x86-64) => /opt/app/lib/libapp.so.1"), std::string::npos) << want;
+    EXPECT_EQ(listing(root_path), want);
   }
 }
 

@@ -430,8 +430,9 @@ TEST_F(RunSandboxed, CoversEveryProcfsInTheRootWithAnEmptyReadOnlyTmpfs) {
 
 // Issue 21 item 1: the program (here as an attacker would have it) is root only in its own user
 // namespace: no host sysctl, core_pattern or sysrq-trigger can be opened for writing (there is no /proc),
-// nothing in the root can be written, a file of the image only root may read stays unread; it writes in
-// its scratch directory only, whose file the host sees owned by k_sandbox_host_id.
+// nothing in the root can be written; it writes in its scratch directory only, whose file the host sees
+// owned by k_sandbox_host_id. A file of the image only root may read is read (issue 33 item 6: the root's
+// own filesystem is idmapped to the sandbox, as root's ldconfig reads a 0600 drop-in; see below).
 TEST_F(RunSandboxed, TheProgramIsUnprivilegedAndCannotWriteTheRootOrAHostSysctl) {
   make_host_dirs(m_root + "/proc");
   make_host_dirs(m_root + "/etc/.scratch");
@@ -446,13 +447,45 @@ TEST_F(RunSandboxed, TheProgramIsUnprivilegedAndCannotWriteTheRootOrAHostSysctl)
     return probe({"attack", "/etc/.scratch"}, {}, &*scratch);
   });
   EXPECT_EQ(outcome,
-            "\"printk=ENOENT core_pattern=ENOENT sysrq=ENOENT proc=0 write_root=EROFS secret=EACCES "
+            "\"printk=ENOENT core_pattern=ENOENT sysrq=ENOENT proc=0 write_root=EROFS secret=ok "
             "device=ENOENT fds=none host_secret=none scratch=ok uid=0\"");
   struct stat st {};
   ASSERT_EQ(::fstatat(scratch->fd(), "owner", &st, AT_SYMLINK_NOFOLLOW), 0);
   EXPECT_EQ(st.st_uid, k_sandbox_host_id);
   EXPECT_EQ(st.st_gid, k_sandbox_host_id);
   EXPECT_EQ(test::tree_digest(m_root), before);
+}
+
+// Issue 33 item 6: the root's own filesystem is seen as its owner sees it (its top mount idmapped: the
+// owner of the root's top directory is the sandbox's k_sandbox_host_id), so a 0600 file and a 0700 folder
+// of the image open, and still nothing of it can be written; a mount below it (here a host folder bound
+// into the root, as a volume) keeps its owners: its file only root may read stays unread. Never host root.
+TEST_F(RunSandboxed, ReadsTheRootAsItsOwnerButNoMountBelowIt) {
+  write_host_file(m_root + "/etc/secret", "image secret", 0600);
+  write_host_file(m_root + "/opt/app/lib/libapp.so.1", "", 0600);
+  ASSERT_EQ(::chmod((m_root + "/opt/app/lib").c_str(), 0700), 0);
+  make_host_dirs(m_root + "/volume");
+  write_host_file(m_temp.path() + "/host-volume/secret", "host volume secret", 0600);
+  const std::string outcome = test::in_private_mount_ns([&]() -> std::string {
+    if (::mount((m_temp.path() + "/host-volume").c_str(), (m_root + "/volume").c_str(), nullptr, MS_BIND,
+                nullptr) != 0) {
+      return "cannot bind a host folder into the root";
+    }
+    std::string notes;
+    SandboxLimits limits;
+    limits.note = [&](const std::string& m) { notes += m + "\n"; };
+    std::string out = probe({"open", "/etc/secret"}, limits) + "\n";
+    out += notes;
+    for (const char* path : {"/opt/app/lib/libapp.so.1", "/volume/secret"}) {
+      out += probe({"open", path}) + "\n";
+    }
+    return out + probe({"attack"});
+  });
+  EXPECT_EQ(outcome, "\"open /etc/secret: ok\"\nsandbox: reads " + m_root +
+                         " as the owner of its root (idmapped mount)\n\"open /opt/app/lib/libapp.so.1: ok\"\n"
+                         "\"open /volume/secret: EACCES\"\n"
+                         "\"printk=ENOENT core_pattern=ENOENT sysrq=ENOENT proc=0 write_root=EROFS secret=ok "
+                         "device=ENOENT fds=none host_secret=none scratch=none uid=0\"");
 }
 
 // Issue 21 item 5: a descriptor the caller holds without close-on-exec (here one to the host's "/")
@@ -472,11 +505,13 @@ TEST_F(RunSandboxed, NoInheritedDescriptorReachesTheProgram) {
 TEST_F(RunSandboxed, KillsTheProgramAtItsDeadline) {
   ASSERT_EQ(::mkfifo((m_root + "/fifo").c_str(), 0666), 0);
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(probe({"open", "/fifo"}, {.deadline = std::chrono::milliseconds(1000), .cgroup = nullptr}),
-            "probe was killed after its deadline of 1 s (a FIFO or a device in the image can block it)");
+  EXPECT_EQ(
+      probe({"open", "/fifo"}, {.deadline = std::chrono::milliseconds(1000), .cgroup = nullptr, .note = {}}),
+      "probe was killed after its deadline of 1 s (a FIFO or a device in the image can block it)");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
-  EXPECT_EQ(probe({"open", "/etc"}, {.deadline = std::chrono::milliseconds(1500), .cgroup = nullptr}),
-            "\"open /etc: ok\"");
+  EXPECT_EQ(
+      probe({"open", "/etc"}, {.deadline = std::chrono::milliseconds(1500), .cgroup = nullptr, .note = {}}),
+      "\"open /etc: ok\"");
 }
 
 // Issue 21 items 1 and 3: started in the given cgroups (v2: cloned into it; v1: moved into the devices
@@ -490,7 +525,8 @@ TEST_F(RunSandboxed, StartsInTheGivenCgroupsAsAnUnprivilegedUser) {
   auto opened = SandboxCgroup::open(cgroups.v2(), cgroups.v1());
   ASSERT_TRUE(opened) << opened.error().message;
   const SandboxLimits limits{.deadline = std::chrono::milliseconds(20000),
-                             .cgroup = std::make_shared<const SandboxCgroup>(std::move(*opened))};
+                             .cgroup = std::make_shared<const SandboxCgroup>(std::move(*opened)),
+                             .note = {}};
   std::string outcome;
   std::thread runner([&] { outcome = probe({"sleep", "60"}, limits); });
   // The program's pid, from the cgroup it runs in, once it has exec'ed (seccomp on).
