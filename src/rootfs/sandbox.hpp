@@ -10,7 +10,10 @@
 //     looked up in the child, which also works for a caller that runs chrooted) made read-only, nosuid,
 //     nodev and noexec, recursively, and private: the program can write nothing of the root, and no
 //     device node of the image (a library-named link to a watchdog's node) opens; the host's mounts are
-//     detached (pivot_root);
+//     detached (pivot_root); the copy's top mount (the root's own filesystem, no mount below it) is
+//     idmapped so that the owner of the root's top directory is the sandbox's own id: the program reads a
+//     file or folder only that owner may read (a 0600 ld.so.conf.d file) as root's ldconfig would, and
+//     still writes nothing; where the filesystem refuses idmapping it reads as nobody (limits.note says);
 //   - an empty read-only tmpfs over every procfs in the root: no /proc/sys, no sysrq-trigger, no
 //     /proc/<pid>/root links out of the root;
 //   - one writable place, when the caller asks for it: a private tmpfs (Scratch) at a directory of the

@@ -9,7 +9,8 @@
 namespace gpuctk::rootfs {
 
 struct ChildPlan {
-  int tree;                        // the copy of the root's mounts (open_tree), read-only and private
+  int tree;                        // the copy of the root's mounts (open_tree), read-only, private, its top
+                                   // mount idmapped to the sandbox (where the filesystem allows it)
   const char* const* procfs;       // procfs mount points in the root ("proc"), nullptr-terminated
   int scratch;                     // the scratch tmpfs (fsmount), or -1
   const char* scratch_path;        // where it goes: its path in the root without the leading "/"
