@@ -1,10 +1,7 @@
 #include "rootfs/cgroup_child.hpp"
 
 #include <fcntl.h>
-#include <linux/sched.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,27 +66,14 @@ Result<ChildPipes> make_pipes() {
 // clone3 like fork, into `cgroup`'s v2 directory when there is one; the child runs child_side.
 Result<pid_t> start(const SandboxCgroup& cgroup, ChildPipes& pipes, const std::function<Result<void>()>& body,
                     int& pidfd) {
-  clone_args args{};
-  args.flags = CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
-  if (cgroup.v2) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(cgroup.v2.get());
-  }
-  sigset_t all;
   sigset_t old;
-  ::sigfillset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, &old);
-  const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  const long pid = clone_into_cgroup(0, &cgroup, pidfd, old);
   if (pid == 0) {
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     child_side(pipes, body);
   }
-  const int err = errno;
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
-    return fail_errno("start a child in cgroup " + (cgroup.v2 ? cgroup.v2_dir : cgroup.v1_dir), err);
+    return fail_errno("start a child in cgroup " + (cgroup.v2 ? cgroup.v2_dir : cgroup.v1_dir), errno);
   }
   return static_cast<pid_t>(pid);
 }

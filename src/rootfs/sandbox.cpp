@@ -303,26 +303,14 @@ class Child {
 Result<std::unique_ptr<Child>> start_child(const ChildPlan& plan, const SandboxCgroup* cgroup,
                                            const std::string& name) {
   int pidfd = -1;
-  clone_args args{};
-  args.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
-  if (cgroup != nullptr && cgroup->v2) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(cgroup->v2.get());
-  }
-  sigset_t all;
   sigset_t old;
-  ::sigfillset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, &old);
-  // Like fork (no new stack): the child goes on from here on a copy of this one.
-  const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  const long pid = clone_into_cgroup(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET,
+                                     cgroup, pidfd, old);
   if (pid == 0) {
     child_main(plan);
   }
-  const int err = errno;
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
+    const int err = errno;
     const std::string where = cgroup != nullptr && cgroup->v2 ? " in cgroup " + cgroup->v2_dir : "";
     return fail_errno("start the " + name + " sandbox (clone3 with new namespaces" + where + ")", err);
   }
@@ -392,6 +380,27 @@ Result<UniqueFd> seal_host_program(const std::string& host_path) {
                 "root without loading the image's dynamic loader");
   }
   return sealed;
+}
+
+long clone_into_cgroup(uint64_t flags, const SandboxCgroup* cgroup, int& pidfd, sigset_t& old) {
+  clone_args args{};
+  args.flags = flags | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  if (cgroup != nullptr && cgroup->v2) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(cgroup->v2.get());
+  }
+  sigset_t all;
+  ::sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &old);
+  const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid != 0) {
+    const int err = errno;
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    errno = err;
+  }
+  return pid;
 }
 
 Result<SandboxCgroup> SandboxCgroup::open(const std::string& v2_dir, const std::string& v1_dir) {

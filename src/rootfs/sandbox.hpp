@@ -32,9 +32,11 @@
 // user.max_user_namespaces is 0, a security module refuses it) the program is not run: the sandbox never
 // falls back to running it as root. Knows nothing of GPUs.
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -81,6 +83,12 @@ struct SandboxCgroup {
   std::string v2_dir;  // for messages
   std::string v1_dir;
 };
+
+// clone3 like fork (no new stack: the child goes on from the call on a copy of this process) with
+// `flags`, a pidfd in `pidfd`, and into `cgroup`'s v2 directory when it has one (CLONE_INTO_CGROUP; may be
+// null). Every signal is blocked across the call: the parent's mask is back when it returns, the child's
+// stays blocked, `old` holds what it was. Returns 0 in the child, the pid in the parent, -1 and errno.
+long clone_into_cgroup(uint64_t flags, const SandboxCgroup* cgroup, int& pidfd, sigset_t& old);
 
 // Where and for how long the program runs.
 struct SandboxLimits {

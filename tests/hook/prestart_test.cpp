@@ -383,6 +383,27 @@ class Prestart : public ::testing::Test {
            m_bundle + R"("})";
   }
 
+  // GPU 0 asked for, a spec whose createContainer hook is /bin/sh, and the container `pid` moved into
+  // `cgroups`: the state prestart gets, or "" when it could not be moved.
+  [[nodiscard]] std::string gpu_container_in(const test::TestCgroups& cgroups, pid_t pid) {
+    write_spec(R"(cdiVersion: "0.5.0"
+kind: nvidia.com/gpu
+devices:
+- name: "0"
+  containerEdits:
+    hooks:
+    - hookName: createContainer
+      path: /bin/sh
+      args: [sh, -c, "true"]
+      env: [PATH=/bin]
+)");
+    write_config({"NVIDIA_VISIBLE_DEVICES=0"});
+    if (!cgroups.move_into(pid)) {
+      return "";
+    }
+    return state("\"pid\":" + std::to_string(pid) + ",");
+  }
+
   test::TempDir m_temp;
   std::string m_bundle;
   Config m_cfg;
@@ -688,22 +709,10 @@ TEST_F(Prestart, OwnHooksAreGivenTheContainersCgroups) {
   if (cgroups.v2().empty() && cgroups.v1().empty()) {
     GTEST_SKIP() << "no cgroup hierarchy to make a test cgroup in";
   }
-  write_spec(R"(cdiVersion: "0.5.0"
-kind: nvidia.com/gpu
-devices:
-- name: "0"
-  containerEdits:
-    hooks:
-    - hookName: createContainer
-      path: /bin/sh
-      args: [sh, -c, "true"]
-      env: [PATH=/bin]
-)");
-  write_config({"NVIDIA_VISIBLE_DEVICES=0"});
   const FakeContainer container;
   ASSERT_TRUE(container.ready());
-  ASSERT_TRUE(cgroups.move_into(container.pid()));
-  const std::string state_text = state("\"pid\":" + std::to_string(container.pid()) + ",");
+  const std::string state_text = gpu_container_in(cgroups, container.pid());
+  ASSERT_FALSE(state_text.empty()) << "the fake container could not be moved into the test cgroups";
   const std::string outcome = test::in_child([&]() -> std::string {
     std::string seen;
     const auto prepare = [&](const oci::HookCommand& hook,
@@ -732,22 +741,10 @@ TEST_F(Prestart, OwnHooksRunInTheContainersCgroups) {
   if (cgroups.v2().empty() && cgroups.v1().empty()) {
     GTEST_SKIP() << "no cgroup hierarchy to make a test cgroup in";
   }
-  write_spec(R"(cdiVersion: "0.5.0"
-kind: nvidia.com/gpu
-devices:
-- name: "0"
-  containerEdits:
-    hooks:
-    - hookName: createContainer
-      path: /bin/sh
-      args: [sh, -c, "true"]
-      env: [PATH=/bin]
-)");
-  write_config({"NVIDIA_VISIBLE_DEVICES=0"});
   const FakeContainer container;
   ASSERT_TRUE(container.ready());
-  ASSERT_TRUE(cgroups.move_into(container.pid()));
-  const std::string state_text = state("\"pid\":" + std::to_string(container.pid()) + ",");
+  const std::string state_text = gpu_container_in(cgroups, container.pid());
+  ASSERT_FALSE(state_text.empty()) << "the fake container could not be moved into the test cgroups";
   const std::string outcome = test::in_child([&]() -> std::string {
     const auto prepare = [](const oci::HookCommand&, const SandboxCgroupRef&) -> Result<ContainerHook> {
       return ContainerHook([](std::string_view, const rootfs::Root&) -> Result<void> {
