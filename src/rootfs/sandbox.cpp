@@ -201,16 +201,9 @@ Result<UniqueFd> owner_namespace(uid_t uid, gid_t gid) {
   UniqueFd wait_read(fds[0]);
   UniqueFd wait_write(fds[1]);
   int pidfd = -1;
-  clone_args args{};
-  args.flags = CLONE_NEWUSER | CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
-  // No handler of the caller's runs in the helper; like fork (no new stack), as start_child.
-  sigset_t all;
+  // No handler of the caller's runs in the helper: its signals stay blocked.
   sigset_t old;
-  ::sigfillset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, &old);
-  const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  const long pid = clone_into_cgroup(CLONE_NEWUSER, nullptr, pidfd, old);
   if (pid == 0) {
     ::close(wait_write.get());  // its copy: the read below ends when the caller closes its own
     char byte = 0;
@@ -218,10 +211,8 @@ Result<UniqueFd> owner_namespace(uid_t uid, gid_t gid) {
     }
     ::_exit(0);
   }
-  const int clone_err = errno;
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
-    return fail_errno("clone3 into a new user namespace", clone_err);
+    return fail_errno("clone3 into a new user namespace", errno);
   }
   const UniqueFd child(pidfd);
   const auto reap = [&] {
