@@ -35,7 +35,7 @@ struct LabelsArgs : DiscoveryArgs {
   unsigned watch_seconds = 0;
 };
 
-Result<void> check_format(std::string_view format) {
+Result<void> check_labels_format(std::string_view format) {
   if (format == "nfd" || format == "json") {
     return {};
   }
@@ -149,7 +149,7 @@ Action define_labels(CLI::App& command) {
       ->capture_default_str();
   command.add_option("--format", args->format, "nfd (key=value lines) or json")
       ->capture_default_str()
-      ->check(value_check(check_format));
+      ->check(value_check(check_labels_format));
   add_discovery_options(command, *args, ModeChoice::node);
   command.add_option("--config-file", args->config_file,
                      "The NVIDIA device plugin's config file (flags.migStrategy; sharing: timeSlicing or mps "
