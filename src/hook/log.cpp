@@ -41,7 +41,11 @@ std::string unsafe_folder(int dir, const std::string& dir_path) {
   if (::fstat(dir, &st) != 0) {
     return "its folder " + dir_path + " cannot be examined";
   }
-  const bool others_write = (st.st_mode & S_IWOTH) != 0 || ((st.st_mode & S_IWGRP) != 0 && st.st_gid != 0);
+  // A system group (below 1000, Debian's first user group; Ubuntu's /var/log is 0775 root:syslog) is a
+  // daemon's, as trusted as root here; a user group's members are others.
+  constexpr gid_t k_first_user_gid = 1000;
+  const bool others_write =
+      (st.st_mode & S_IWOTH) != 0 || ((st.st_mode & S_IWGRP) != 0 && st.st_gid >= k_first_user_gid);
   if (!others_write && (st.st_uid == 0 || st.st_uid == ::geteuid())) {
     return "";
   }
