@@ -144,17 +144,22 @@ main() {
   [[ "$checkout_at" == /tmp/* ]] || fail "--checkout-at $checkout_at: not under /tmp"
   local source made= stage
   source=$(pwd -P)
+  # One run per checkout path: removing the mount point of a run that is still going would take its
+  # checkout away (an rmdir detaches the mounts of other namespaces).
+  exec {lock}>"$checkout_at.lock"
+  flock -n "$lock" || fail "$checkout_at is in use by another run of scripts/fresh_host.sh"
   stage=$(mktemp -d /tmp/gpuctk-fresh-stage.XXXXXX)
   if [ ! -d "$checkout_at" ]; then
     mkdir -p "$checkout_at"
     made=1
   fi
   local status=0
-  unshare --mount --propagation private -- bash "${BASH_SOURCE[0]}" --inside "$checkout_at" "$source" "$stage" "$@" ||
-    status=$?
+  unshare --mount --propagation private -- bash "${BASH_SOURCE[0]}" --inside "$checkout_at" "$source" "$stage" "$@" \
+    {lock}>&- || status=$?
   # The namespace's mounts are gone with it; what is left on the host are the empty mount points.
   rmdir "$stage"
   [ -z "$made" ] || rmdir "$checkout_at" 2>/dev/null || true
+  rm -f "$checkout_at.lock"
   return "$status"
 }
 
