@@ -2,7 +2,12 @@
 # Lint, part of the test command: clang-format (no difference allowed), the layer rule of
 # docs/architecture.md (lower modules never include higher ones), and clang-tidy with .clang-tidy's short
 # list, warnings as errors.
-#   scripts/lint.sh BUILD_DIR        BUILD_DIR must have compile_commands.json (CMAKE_EXPORT_COMPILE_COMMANDS)
+#   scripts/lint.sh BUILD_DIR        clang-tidy on the files whose analysis changed since they last passed
+#                                    (scripts/tidy_cache.py: keyed by clang-tidy, its configuration and
+#                                    arguments, the compile command and every file included; stamps in
+#                                    GPUCTK_TIDY_CACHE, default /var/cache/gpuctk-tidy). BUILD_DIR: a Ninja
+#                                    build with compile_commands.json (CMAKE_EXPORT_COMPILE_COMMANDS), built
+#   scripts/lint.sh --all BUILD_DIR  clang-tidy on every file, whatever passed before
 #   scripts/lint.sh --fix            reformat the tree in place instead of checking
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +20,11 @@ if [ "${1:-}" = --fix ]; then
   "$format" -i "${sources[@]}"
   exit 0
 fi
-build=${1:?usage: scripts/lint.sh BUILD_DIR | --fix}
+if [ "${1:-}" = --all ]; then
+  export GPUCTK_TIDY_ALL=1
+  shift
+fi
+build=${1:?usage: scripts/lint.sh [--all] BUILD_DIR | --fix}
 status=0
 
 echo "== clang-format"
@@ -62,11 +71,33 @@ fi
 # clang-tidy reports only its checks.
 tidy_args=(-p "$build" --quiet --extra-arg=-std=c++2b --extra-arg=-U__cpp_concepts
   --extra-arg=-D__cpp_concepts=202002L --extra-arg=-w)
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-if ! git ls-files 'src/*.cpp' | xargs -P "$(nproc)" -n 4 "$tidy" "${tidy_args[@]}" >"$log" 2>&1; then
+stamps=${GPUCTK_TIDY_CACHE:-/var/cache/gpuctk-tidy}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mapfile -t all < <(git ls-files 'src/*.cpp')
+python3 scripts/tidy_cache.py todo "$build" "$stamps" "$work/keys" "$tidy" "${tidy_args[@]}" -- "${all[@]}" >/dev/null
+echo "clang-tidy: $(wc -l <"$work/keys") analyses to run for ${#all[@]} files (the rest passed as they are: $stamps)"
+# tidy_one FILE KEY: analyses FILE; a pass is stamped under KEY, findings are left in $work/KEY.log.
+tidy_one() {
+  if "$tidy" "${tidy_args[@]}" "$1" >"$work/$2.log" 2>&1; then
+    python3 scripts/tidy_cache.py pass "$stamps" "$2"
+  else
+    touch "$work/$2.failed"
+  fi
+}
+while read -r file key; do
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do
+    wait -n || true
+  done
+  tidy_one "$file" "$key" &
+done <"$work/keys"
+wait
+while read -r file key; do
+  [ -e "$work/$key.failed" ] || continue
   status=1
-fi
-# clang-tidy's own chatter ("74 warnings generated.", suppressed system-header warnings) is not findings.
-grep -v -E '^[0-9]+ warnings?( and [0-9]+ errors?)? generated\.$|^Suppressed [0-9]+ warnings|^Use -header-filter|^Use -system-headers' "$log" || true
+  echo "clang-tidy: $file" >&2
+  # clang-tidy's own chatter ("74 warnings generated.", suppressed system-header warnings) is not findings.
+  grep -v -E '^[0-9]+ warnings?( and [0-9]+ errors?)? generated\.$|^Suppressed [0-9]+ warnings|^Use -header-filter|^Use -system-headers' \
+    "$work/$key.log" >&2 || true
+done <"$work/keys"
 exit "$status"

@@ -4,7 +4,8 @@
 # /run/containerd, … hold only what packages ship, and the checkout is seen under /tmp):
 #   - a warnings-as-errors release build and every test (unit, hostile-image, shell, end to end, the
 #     real-package host, the engines of Debian 13/unstable, the device plugin, the package);
-#   - the lint (scripts/lint.sh: clang-format, the layer rule, clang-tidy);
+#   - the lint (scripts/lint.sh: clang-format, the layer rule, clang-tidy on what changed since a file last
+#     passed; `scripts/lint.sh --all BUILD` for the full pass);
 #   - an AddressSanitizer + UndefinedBehaviorSanitizer build running the unit tests as one GoogleTest
 #     shard per core (GPUCTK_UNIT_SHARDS), the hostile-image suite, the device plugin and one end-to-end
 #     case per injection path (ctest label `asan`, tests/CMakeLists.txt);
