@@ -5,7 +5,7 @@
 # `build/demo/fixtures/builder/gpuctk-fixture list` lists them) and prints the spec on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh build
+bash scripts/deps.sh demo
 cmake -S . -B build/demo -DCMAKE_BUILD_TYPE=Release -DGPUCTK_TESTS=OFF -DGPUCTK_BENCH=OFF >/dev/null
 cmake --build build/demo -j"$(nproc)" >/dev/null
 gpuctk=build/demo/src/gpuctk
@@ -23,4 +23,8 @@ driver_root=$(sed -n 's/^driver_root=//p' "$root.roots")
 dev_root=$(sed -n 's/^dev_root=//p' "$root.roots")
 rm -f "$root.roots"
 echo "# no NVIDIA driver here: gpuctk cdi generate on fixture host '$host' materialised at $root" >&2
+if [[ " $* " != *" --hook-path"* ]] && [ ! -x /usr/bin/gpuctk ]; then
+  echo "# the spec's hooks run this build's $gpuctk, so a warning that it lies in a build tree is expected" \
+    "here; on a node the package's /usr/bin/gpuctk (or --hook-path) is the one they run" >&2
+fi
 "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" "$@"

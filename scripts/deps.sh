@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian 12 packages gpuctk needs that are missing.
-#   scripts/deps.sh build   compiler, CMake, the libraries and help2man (the man pages)
-#   scripts/deps.sh plugin  build + the kubelet's device plugin API (api.proto) that gpuctk-device-plugin
-#                           is generated from (-DGPUCTK_DEVICE_PLUGIN=ON), fetched once into the test cache
-#   scripts/deps.sh test    + GoogleTest, Google Benchmark, Ninja and ccache, the real runtimes the end-to-end tests start,
-#                           the fuzz packages and the linters; and the device plugin's api.proto
+#   scripts/deps.sh demo    compiler, CMake, the libraries and help2man (the man pages): what
+#                           scripts/demo.sh builds (gpuctk, its fixtures and man pages; no tests)
+#   scripts/deps.sh build   demo + GoogleTest and Google Benchmark: a default configure (tests, benchmarks)
+#   scripts/deps.sh plugin  build + gRPC C++, protobuf and the kubelet's device plugin API (api.proto) that
+#                           gpuctk-device-plugin is generated from (-DGPUCTK_DEVICE_PLUGIN=ON), the proto
+#                           fetched once into the test cache
+#   scripts/deps.sh test    plugin + GoogleTest, Google Benchmark, Ninja and ccache, the real runtimes the
+#                           end-to-end tests start, the fuzz packages and the linters
 #   scripts/deps.sh fuzz    build + clang 16 with libFuzzer and the sanitizer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
-build_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libseccomp-dev
-  libcap-dev libbpf-dev libelf-dev zlib1g-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
-  help2man
-  # gpuctk-device-plugin only (-DGPUCTK_DEVICE_PLUGIN=ON; gpuctk itself never links gRPC): gRPC C++ and
-  # protobuf, protoc and its gRPC plugin (the stubs are generated at build time), and gogo.proto, which the
-  # kubelet's api.proto imports for its options.
-  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc golang-github-gogo-protobuf-dev)
+demo_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libseccomp-dev
+  libcap-dev libbpf-dev libelf-dev zlib1g-dev libtomlplusplus-dev help2man)
+build_packages=(libgtest-dev libbenchmark-dev)
+# gpuctk-device-plugin only (-DGPUCTK_DEVICE_PLUGIN=ON; gpuctk itself never links gRPC): gRPC C++ and
+# protobuf, protoc and its gRPC plugin (the stubs are generated at build time), and gogo.proto, which the
+# kubelet's api.proto imports for its options.
+plugin_packages=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  golang-github-gogo-protobuf-dev)
 # binutils' readelf is not needed; ldconfig (libc-bin) builds the fixture hosts' ld.so.cache. The package
 # test (tests/package): cpack's dpkg-shlibdeps (dpkg-dev), lintian, systemd-analyze (systemd). The
 # real-package host (tests/realhost): debootstrap makes the Debian root its driver packages install into.
@@ -32,10 +36,17 @@ fuzz_packages=(clang-16 libclang-rt-16-dev llvm-16)
 # scripts/lint.sh: the formatter and clang-tidy of the same LLVM (clang-tidy 16 parses C++23).
 lint_packages=(clang-format-16 clang-tidy-16 git)
 
-wanted=("${build_packages[@]}")
+wanted=("${demo_packages[@]}")
 case "${1:-build}" in
-  test) wanted+=("${test_packages[@]}" "${fuzz_packages[@]}" "${lint_packages[@]}") ;;
-  fuzz) wanted+=("${fuzz_packages[@]}") ;;
+  demo) ;;
+  build) wanted+=("${build_packages[@]}") ;;
+  plugin) wanted+=("${build_packages[@]}" "${plugin_packages[@]}") ;;
+  test) wanted+=("${build_packages[@]}" "${plugin_packages[@]}" "${test_packages[@]}" "${fuzz_packages[@]}" "${lint_packages[@]}") ;;
+  fuzz) wanted+=("${build_packages[@]}" "${fuzz_packages[@]}") ;;
+  *)
+    echo "scripts/deps.sh: unknown set \"$1\" (want demo, build, plugin, test or fuzz)" >&2
+    exit 2
+    ;;
 esac
 
 # The kubelet's device plugin API v1beta1 (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto) is in
