@@ -48,7 +48,7 @@ std::string config_path(const std::string& bundle_dir) {
 Result<nlohmann::ordered_json> read_config_file(const std::string& path) {
   auto text = read_file_nofollow(path, k_max_config_size);
   if (!text) {
-    // O_NOFOLLOW says ELOOP ("Too many levels of symbolic links"); say what it means here.
+    // O_NOFOLLOW's ELOOP ("Too many levels of symbolic links"); say what it means here.
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
       return fail("read " + path + ": is a symbolic link, refused (bundle files are never followed)");

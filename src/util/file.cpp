@@ -132,13 +132,17 @@ Result<UniqueFd> open_regular_at(int dir, const std::string& name, const std::st
 }
 
 Result<std::string> read_file_nofollow(const std::string& path, size_t max_size) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) {
+  // Looked up without opening (O_PATH): a device node or FIFO there is never opened, only refused.
+  const UniqueFd at(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!at) {
     return fail_errno("read " + path, errno);
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
+  if (::fstat(at.get(), &st) != 0) {
     return fail_errno("read " + path, errno);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return fail_errno("read " + path, ELOOP);  // what O_NOFOLLOW says of a link
   }
   if (!S_ISREG(st.st_mode)) {
     return fail("read " + path + ": not a regular file");
@@ -147,6 +151,7 @@ Result<std::string> read_file_nofollow(const std::string& path, size_t max_size)
   if (static_cast<uint64_t>(st.st_size) > max_size) {
     return fail("read " + path + ": larger than " + std::to_string(max_size) + " bytes");
   }
+  GPUCTK_TRY_ASSIGN(const auto fd, reopen_regular(at.get(), O_RDONLY, "read " + path));
   return read_fd(fd.get(), path, max_size);
 }
 

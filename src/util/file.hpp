@@ -48,10 +48,12 @@ Result<std::string> read_fd(int fd, const std::string& what, size_t max_size);
 int write_all(int fd, std::string_view data);
 
 // The bytes of the regular file `path`, at most `max_size` of them. For files in directories others can
-// write (bundles): opened with O_NOFOLLOW (a symlink as the last component is an error, ELOOP, never
-// followed) and O_NONBLOCK (a FIFO cannot block the open), then checked with fstat to be a regular file
-// before a byte is read. Errors: "read /b/config.json: Too many levels of symbolic links",
-// "read /b/config.json: not a regular file", "read /b/config.json: larger than 16777216 bytes".
+// write (bundles): looked up with O_PATH | O_NOFOLLOW and checked with fstat, then opened through that fd
+// only when it is a regular file (reopen_regular): a symlink as the last component is never followed, and
+// a FIFO or device node there is never opened. Errors: "read /b/config.json: Too many levels of symbolic
+// links" (a link, as O_NOFOLLOW says), "read /b/config.json: not a regular file" (a FIFO, a device, a
+// socket), "read /b/config.json: larger than 16777216 bytes", "read /b/config.json: No such file or
+// directory".
 Result<std::string> read_file_nofollow(const std::string& path, size_t max_size);
 
 // An fd for the file that the O_PATH fd `path_fd` names, opened again with `flags` (O_NONBLOCK, O_NOCTTY
