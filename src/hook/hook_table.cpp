@@ -160,9 +160,13 @@ Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& conf
       }
       return outcome.merged;
     };
-    // How the sandboxed ldconfig sees the root (idmapped as its owner, or as nobody and why).
+    // How the sandboxed ldconfig sees the root (idmapped as its owner, or as nobody and why): a warning
+    // only where that loses something of the image from its cache.
     rootfs::SandboxLimits run_limits = limits;
-    run_limits.note = [&](const std::string& m) { lg.write(LogLevel::debug, "update-ldcache: " + m); };
+    run_limits.note = [&](rootfs::SandboxView view, const std::string& m) {
+      lg.write(view == rootfs::SandboxView::nobody_skipping ? LogLevel::warning : LogLevel::debug,
+               "update-ldcache: " + m);
+    };
     return rootfs::update_library_search(
         root, folders,
         [&]() -> Result<UniqueFd> {

@@ -10,12 +10,14 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <span>
 
 #include "rootfs/linker_config.hpp"
 #include "util/file.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::rootfs {
 
@@ -236,6 +238,56 @@ class ScratchMountPoint {
 // read-only: it writes its cache into its scratch tmpfs, and no SONAME link (-X: the create-symlinks
 // hook makes the driver's; the image's own are the image's) nor its auxiliary cache (-i: not read from
 // the image either). Returns that cache, bounded and checked to be one.
+// Whether ldconfig reading `root` as nobody (rootfs/sandbox.hpp: where the root cannot be idmapped) reaches
+// `path`: every folder on the way searchable by others, and `path` itself readable by others (and
+// searchable, for a folder). Links are followed inside the root, as ldconfig follows them. A path that
+// does not resolve, or a spent budget, counts as reached: ldconfig skips that for reasons of its own.
+bool nobody_reaches(const Root& root, const std::string& path, ImageBudget& budget) {
+  std::vector<std::string> steps{"/"};
+  for (const auto part : split(path, '/')) {
+    if (!part.empty()) {
+      steps.push_back((steps.size() == 1 ? "" : steps.back()) + "/" + std::string(part));
+    }
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto fd = open_image_path(root, steps[i], O_PATH, budget);
+    struct stat st {};
+    if (!fd || ::fstat(fd->get(), &st) != 0) {
+      return true;
+    }
+    const bool last = i + 1 == steps.size();
+    const mode_t need = !last ? S_IXOTH : S_ISDIR(st.st_mode) ? (S_IROTH | S_IXOTH) : S_IROTH;
+    if ((st.st_mode & need) != need) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The paths of `lists` that ldconfig reading the root as nobody cannot read, each once, as a line for a
+// log ("" if none): "\"/etc/ld.so.conf.d/x.conf\", \"/opt/app/lib\"", at most 8 named, then how many more.
+std::string hidden_from_nobody(const Root& root, std::initializer_list<const std::vector<std::string>*> lists,
+                               ImageBudget& budget) {
+  constexpr size_t k_named = 8;
+  std::set<std::string> seen;
+  std::string line;
+  size_t hidden = 0;
+  for (const auto* list : lists) {
+    for (const auto& path : *list) {
+      if (!seen.insert(path).second || nobody_reaches(root, path, budget)) {
+        continue;
+      }
+      if (++hidden <= k_named) {
+        line += (line.empty() ? "" : ", ") + quote(path);
+      }
+    }
+  }
+  if (hidden > k_named) {
+    line += " and " + std::to_string(hidden - k_named) + " more";
+  }
+  return line;
+}
+
 Result<std::string> run_ldconfig(const Root& root, const UniqueFd& ldconfig, std::string_view conf,
                                  const SandboxLimits& limits) {
   GPUCTK_TRY_ASSIGN(const auto point, ScratchMountPoint::make(root));
@@ -325,7 +377,8 @@ Result<void> update_ld_cache_with(const Root& root, const std::vector<std::strin
     }
   }
   ImageBudget budget(limits.deadline);
-  auto known = configured_library_dirs(root, k_ld_so_conf, ours, budget);
+  std::vector<std::string> conf_files;
+  auto known = configured_library_dirs(root, k_ld_so_conf, ours, budget, &conf_files);
   if (!known) {
     return undo(known.error());
   }
@@ -381,7 +434,22 @@ Result<void> update_ld_cache_with(const Root& root, const std::vector<std::strin
   for (const auto& dir : system) {
     run_text.append(dir).append("\n");
   }
-  auto cache = run_ldconfig(root, *ldconfig, run_text, limits);
+  // Where the root is read as nobody, the note names what ldconfig then skips (the files and folders only
+  // their owner can read), so that a library missing from the cache has its reason in the log.
+  SandboxLimits run_limits = limits;
+  if (limits.note) {
+    run_limits.note = [&](SandboxView view, const std::string& line) {
+      const std::string hidden = view == SandboxView::nobody
+                                     ? hidden_from_nobody(root, {&conf_files, &searched, &added}, budget)
+                                     : "";
+      if (hidden.empty()) {
+        limits.note(view, line);
+      } else {
+        limits.note(SandboxView::nobody_skipping, line + ": " + hidden);
+      }
+    };
+  }
+  auto cache = run_ldconfig(root, *ldconfig, run_text, run_limits);
   if (!cache) {
     return undo(cache.error());
   }

@@ -100,6 +100,7 @@ class ConfReader {
       return done->second;  // its directories are known already
     }
     m_reading.insert(file.id);
+    m_files.push_back(path);
     size_t opens = 1;
     for (const auto& [kind, value] : parse_ld_so_conf(file.text)) {
       if (kind == LdSoConfKind::directory) {
@@ -128,6 +129,7 @@ class ConfReader {
   }
 
   std::vector<std::string> take_dirs() { return std::move(m_dirs); }
+  std::vector<std::string> take_files() { return std::move(m_files); }
 
  private:
   // The paths matching the components `parts` from index `at` on, below `prefix`, as glob(3) finds them.
@@ -161,6 +163,7 @@ class ConfReader {
   std::set<FileId> m_reading;        // the files being read: the include chain down to here
   std::map<FileId, size_t> m_opens;  // files read, with what ldconfig opens for each
   std::vector<std::string> m_dirs;
+  std::vector<std::string> m_files;  // the regular files read, once each
   size_t m_scanned = 0;
   ImageBudget& m_budget;
 };
@@ -250,10 +253,14 @@ std::vector<LdSoConfEntry> parse_ld_so_conf(std::string_view text) {
 }
 
 Result<std::vector<std::string>> configured_library_dirs(const Root& root, std::string_view conf,
-                                                         std::span<const FileId> skip, ImageBudget& budget) {
+                                                         std::span<const FileId> skip, ImageBudget& budget,
+                                                         std::vector<std::string>* files) {
   ConfReader reader(root, skip, budget);
   if (auto r = reader.read(std::string(conf)); !r) {
     return fail_with("the image's linker configuration", r.error());
+  }
+  if (files != nullptr) {
+    *files = reader.take_files();
   }
   return reader.take_dirs();
 }

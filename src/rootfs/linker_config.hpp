@@ -77,8 +77,10 @@ std::vector<LdSoConfEntry> parse_ld_so_conf(std::string_view text);
 // regular file, and an include loop ("\"/etc/a.conf\" is included while it is read (an include loop)"),
 // on which glibc's ldconfig recurses until it runs out of file descriptors or for ever, and a spent
 // `budget` (every file and folder it opens, every byte and directory entry it reads is spent from it).
+// `files`, when given, gets the path of every regular file read, once each, in the order read.
 Result<std::vector<std::string>> configured_library_dirs(const Root& root, std::string_view conf,
-                                                         std::span<const FileId> skip, ImageBudget& budget);
+                                                         std::span<const FileId> skip, ImageBudget& budget,
+                                                         std::vector<std::string>* files = nullptr);
 
 // The directories of musl's path file text: separated by ':' or newlines, empty ones skipped, nothing
 // after a NUL byte (musl reads the file as one C string). Blanks are part of a directory, as for musl.

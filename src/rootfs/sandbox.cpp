@@ -482,13 +482,15 @@ Result<void> run_sandboxed(const Root& root, const UniqueFd& program, const std:
   // Everything the child needs, made now: it allocates nothing.
   GPUCTK_TRY_ASSIGN(const auto confinement, make_confinement({}));
   GPUCTK_TRY_ASSIGN(const auto tree, clone_root(root));
-  if (auto idmapped = idmap_top(root, tree.get()); !idmapped) {
-    if (limits.note) {
-      limits.note("sandbox: reads " + root.path() + " as nobody (" + idmapped.error().message +
-                  "); a file or folder only its owner can read is skipped");
-    }
+  const Result<void> idmapped =
+      limits.idmap ? idmap_top(root, tree.get()) : Result<void>(fail("idmapping not asked for"));
+  if (limits.note && !idmapped) {
+    limits.note(SandboxView::nobody, "sandbox: reads " + root.path() + " as nobody (" +
+                                         idmapped.error().message +
+                                         "); a file or folder only its owner can read is skipped");
   } else if (limits.note) {
-    limits.note("sandbox: reads " + root.path() + " as the owner of its root (idmapped mount)");
+    limits.note(SandboxView::owner,
+                "sandbox: reads " + root.path() + " as the owner of its root (idmapped mount)");
   }
   GPUCTK_TRY_ASSIGN(const auto procfs, procfs_in(root));
   std::vector<const char*> procfs_list;

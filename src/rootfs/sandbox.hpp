@@ -90,12 +90,19 @@ struct SandboxCgroup {
 // stays blocked, `old` holds what it was. Returns 0 in the child, the pid in the parent, -1 and errno.
 long clone_into_cgroup(uint64_t flags, const SandboxCgroup* cgroup, int& pidfd, sigset_t& old);
 
+// How the program sees the root: as the owner of its top directory (the idmapped mount), or as nobody
+// (idmapping refused, or not asked for); nobody_skipping is a caller's: as nobody, and the caller found
+// something the program needs that only its owner can read (rootfs/ld_cache_update.cpp).
+enum class SandboxView { owner, nobody, nobody_skipping };
+
 // Where and for how long the program runs.
 struct SandboxLimits {
   std::chrono::milliseconds deadline = k_sandbox_deadline;
   std::shared_ptr<const SandboxCgroup> cgroup;  // null: the caller's cgroups
-  // Told how the root is seen (idmapped as its owner, or as nobody and why): for a debug log.
-  std::function<void(const std::string&)> note;
+  // Told how the root is seen, with a line that says it (and why not as the owner).
+  std::function<void(SandboxView, const std::string&)> note;
+  // false: the root is read as nobody even where the filesystem allows idmapping (tests of that path).
+  bool idmap = true;
 };
 
 // The program's one writable directory: a private tmpfs (k_scratch_size bytes, k_scratch_files files,

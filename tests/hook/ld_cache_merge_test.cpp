@@ -438,6 +438,48 @@ TEST_F(LdCacheMergeTest, FilesOnlyRootCanReadAreCachedAsRootsLdconfigCachesThem)
   }
 }
 
+// Issue 33 item 6, where idmapping is refused (here not asked for): ldconfig reads the umask-077 image as
+// nobody and loses its private libraries from the cache, as before the idmapped mount. That is no longer
+// silent: the note is a warning (nobody_skipping) naming the 0600 drop-in and the 0700 folders. An image
+// whose files others can read gets the plain nobody note, which the hook logs at debug level only.
+TEST_F(LdCacheMergeTest, ReadAsNobodyTheNoteNamesWhatLdconfigSkips) {
+  const Layout& ubuntu = k_layouts[1];
+  const std::string umask_077 =
+      "echo /opt/app/lib > $R/etc/ld.so.conf.d/x.conf; chmod 0600 $R/etc/ld.so.conf.d/x.conf; "
+      "lib /opt/app/lib libapp.so.1 libapp.so.1; chmod 0700 $R/opt/app/lib; "
+      "echo /usr/local/lib > $R/etc/ld.so.conf.d/libc.conf; lib /usr/local/lib libpeerdup.so.1 "
+      "libpeerdup.so.1; chmod 0700 $R/usr/local/lib";
+  for (const bool private_files : {true, false}) {
+    SCOPED_TRACE(private_files ? "umask 077" : "umask 022");
+    const std::string path = m_temp.path() + (private_files ? "/nobody-077" : "/nobody-022");
+    make(path, ubuntu);
+    ASSERT_TRUE(sh(env(path, ubuntu) + (private_files ? umask_077 : "")));
+    std::vector<std::pair<rootfs::SandboxView, std::string>> notes;
+    rootfs::SandboxLimits limits;
+    limits.idmap = false;
+    limits.note = [&](rootfs::SandboxView view, const std::string& m) { notes.emplace_back(view, m); };
+    {
+      const auto root = open(path);
+      auto r = rootfs::update_ld_cache(root, {ubuntu.dir64, ubuntu.dir32}, m_ldconfig, limits);
+      ASSERT_TRUE(r) << r.error().message;
+    }
+    ASSERT_EQ(notes.size(), 1U);
+    const std::string as_nobody = "sandbox: reads " + path +
+                                  " as nobody (idmapping not asked for); a file or folder only its owner "
+                                  "can read is skipped";
+    if (private_files) {
+      EXPECT_EQ(notes[0].first, rootfs::SandboxView::nobody_skipping);
+      EXPECT_EQ(notes[0].second,
+                as_nobody + ": \"/etc/ld.so.conf.d/x.conf\", \"/usr/local/lib\", \"/opt/app/lib\"");
+      EXPECT_EQ(listing(path).find("libapp.so.1"), std::string::npos) << listing(path);
+      EXPECT_EQ(listing(path).find("libpeerdup.so.1"), std::string::npos) << listing(path);
+    } else {
+      EXPECT_EQ(notes[0].first, rootfs::SandboxView::nobody);
+      EXPECT_EQ(notes[0].second, as_nobody);
+    }
+  }
+}
+
 TEST(LdCacheFacts, ParsedAndBounded) {
   auto facts = parse_ld_cache_facts({"0x303:0x0:libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1",
                                      "3:0:libcuda.so.1:/usr/lib/i386-linux-gnu/libcuda.so.1",

@@ -473,7 +473,9 @@ TEST_F(RunSandboxed, ReadsTheRootAsItsOwnerButNoMountBelowIt) {
     }
     std::string notes;
     SandboxLimits limits;
-    limits.note = [&](const std::string& m) { notes += m + "\n"; };
+    limits.note = [&](SandboxView view, const std::string& m) {
+      notes += std::string(view == SandboxView::owner ? "owner: " : "nobody: ") + m + "\n";
+    };
     std::string out = probe({"open", "/etc/secret"}, limits) + "\n";
     out += notes;
     for (const char* path : {"/opt/app/lib/libapp.so.1", "/volume/secret"}) {
@@ -481,11 +483,27 @@ TEST_F(RunSandboxed, ReadsTheRootAsItsOwnerButNoMountBelowIt) {
     }
     return out + probe({"attack"});
   });
-  EXPECT_EQ(outcome, "\"open /etc/secret: ok\"\nsandbox: reads " + m_root +
+  EXPECT_EQ(outcome, "\"open /etc/secret: ok\"\nowner: sandbox: reads " + m_root +
                          " as the owner of its root (idmapped mount)\n\"open /opt/app/lib/libapp.so.1: ok\"\n"
                          "\"open /volume/secret: EACCES\"\n"
                          "\"printk=ENOENT core_pattern=ENOENT sysrq=ENOENT proc=0 write_root=EROFS secret=ok "
                          "device=ENOENT fds=none host_secret=none scratch=none uid=0\"");
+}
+
+// Where the root cannot be idmapped (a filesystem or kernel that refuses it; here not asked for), the
+// program reads it as nobody: a 0600 file of the image stays unread, and the note says so and why.
+TEST_F(RunSandboxed, WithoutIdmappingItReadsAsNobodyAndSaysSo) {
+  write_host_file(m_root + "/etc/secret", "image secret", 0600);
+  std::string notes;
+  SandboxLimits limits;
+  limits.idmap = false;
+  limits.note = [&](SandboxView view, const std::string& m) {
+    notes += std::string(view == SandboxView::nobody ? "nobody: " : "other: ") + m + "\n";
+  };
+  EXPECT_EQ(probe({"open", "/etc/secret"}, limits), "\"open /etc/secret: EACCES\"");
+  EXPECT_EQ(notes, "nobody: sandbox: reads " + m_root +
+                       " as nobody (idmapping not asked for); a file or folder only its owner can read is "
+                       "skipped\n");
 }
 
 // Issue 21 item 5: a descriptor the caller holds without close-on-exec (here one to the host's "/")
