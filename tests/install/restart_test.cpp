@@ -193,6 +193,9 @@ TEST(RestartEngineProcess, OnlyTheEnginesDaemonNeverPid1) {
             "pid 42 (/usr/bin/containerd-shim-runc-v2), not containerd");
   EXPECT_EQ(check_engine_process(Engine::containerd, 42, "containerd").error().message,
             "pid 42 (containerd), not containerd");
+  // k3s runs containerd inside its own process: stopping it would stop the node agent (README).
+  EXPECT_EQ(check_engine_process(Engine::containerd, 42, "/usr/local/bin/k3s").error().message,
+            "pid 42 (/usr/local/bin/k3s), not containerd");
 }
 
 // A process that listens on the engine's socket but is not the engine's daemon gets no signal, and on a
