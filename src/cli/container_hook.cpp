@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "hook/container_hooks.hpp"
 #include "hook/hook_table.hpp"
+#include "util/file.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
@@ -22,6 +23,7 @@ namespace {
 struct BoundHook {
   const hook::HookRow* row = nullptr;
   std::string config_path;
+  std::string container_spec;  // the OCI state's file; "" or "-": stdin
   std::map<std::string, std::string> values;
   std::map<std::string, std::vector<std::string>> lists;
   std::map<std::string, bool> flags;
@@ -61,6 +63,11 @@ std::shared_ptr<BoundHook> bind_hook(CLI::App& command, const hook::HookRow& row
   auto bound = std::make_shared<BoundHook>();
   bound->row = &row;
   add_config_option(command, bound->config_path);
+  // NVIDIA's hooks take it (nvidia-cdi-hook's --container-spec, cli/nvidia_cdi_hook.cpp): a runtime
+  // writes the state on stdin, a test or a person may name a file. hook prestart has the state already.
+  command.add_option("--container-spec", bound->container_spec,
+                     "Read the OCI state from this file instead of stdin (\"\" or -: stdin), as NVIDIA's "
+                     "hooks do");
   for (const auto& option : row.options) {
     const std::string name = option.name;
     CLI::Option* added = nullptr;
@@ -93,13 +100,21 @@ std::shared_ptr<BoundHook> bind_hook(CLI::App& command, const hook::HookRow& row
   return bound;
 }
 
-// Runs a hook as a runtime does: loads the config and log, reads the OCI state on stdin (bounded), opens
-// the container root it names, prepares the hook and runs its body; errors are prefixed with the hook's
-// name and reported once (stderr and log).
+// The OCI state: on stdin as a runtime writes it, or in the file --container-spec names (both bounded).
+Result<std::string> read_state(const std::string& container_spec) {
+  if (container_spec.empty() || container_spec == "-") {
+    return read_hook_stdin("OCI state", hook::k_max_state_size);
+  }
+  return read_file(container_spec, hook::k_max_state_size);
+}
+
+// Runs a hook as a runtime does: loads the config and log, reads the OCI state (bounded), opens the
+// container root it names, prepares the hook and runs its body; errors are prefixed with the hook's name
+// and reported once (stderr and log).
 int run_container_hook(const BoundHook& bound) {
   const std::string name = bound.row->name;
   return run_with_log(bound.config_path, [&](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
-    auto state = read_hook_stdin("OCI state", hook::k_max_state_size);
+    auto state = read_state(bound.container_spec);
     if (!state) {
       return fail_with(name, state.error());
     }
