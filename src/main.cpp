@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
     if (name == "nvidia-container-runtime-hook" || name.ends_with("/nvidia-container-runtime-hook")) {
       return gpuctk::cli::run_legacy_hook_name(std::vector<std::string>(argv + 1, argv + argc));
     }
+    // The createContainer hooks of the specs NVIDIA's toolkit wrote run /usr/bin/nvidia-cdi-hook <hook> ...:
+    // gpuctk stands in once NVIDIA's package is gone (`gpuctk install --nvidia-cdi-hook-link`).
+    if (name == "nvidia-cdi-hook" || name.ends_with("/nvidia-cdi-hook")) {
+      return gpuctk::cli::run_nvidia_cdi_hook(std::vector<std::string>(argv + 1, argv + argc));
+    }
     return gpuctk::cli::run(argc, argv);
   } catch (const std::exception& e) {
     return gpuctk::cli::report(gpuctk::Error{std::string("internal error: ") + e.what()});

@@ -135,6 +135,10 @@ int run_runtime_shim(const std::vector<std::string>& args);
 // gpuctk run as nvidia-container-runtime-hook (docker's --gpus): `prestart` is `gpuctk hook prestart`.
 int run_legacy_hook_name(const std::vector<std::string>& args);
 
+// gpuctk run as nvidia-cdi-hook (the hooks of specs nvidia-ctk wrote): `args` read as NVIDIA's
+// nvidia-cdi-hook reads them (cli/nvidia_cdi_hook.hpp) and run as `gpuctk hook <name>`.
+int run_nvidia_cdi_hook(const std::vector<std::string>& args);
+
 // Loads the config and log, runs `body`, and reports its error once (stderr and log). Warnings of the
 // config (unknown keys) are printed and logged first; an unusable config (hook::HookStart::problem) is the
 // error, without running `body`: for commands that only GPU containers reach (the spec's hooks, `cdi

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,15 @@ struct RunOptions {
   std::string stdin_path{"/dev/null"};
   std::vector<std::string> env{};  // added to this process's environment
 };
+
+// A link `dir`/bin/`name` to the built gpuctk (bin made as needed): gpuctk run under another name
+// (gpuctk-runtime, nvidia-container-runtime-hook, nvidia-cdi-hook; src/main.cpp).
+inline std::string link_gpuctk_as(const std::string& dir, const std::string& name) {
+  const std::string link = dir + "/bin/" + name;
+  std::filesystem::create_directories(dir + "/bin");
+  std::filesystem::create_symlink(GPUCTK_BINARY, link);
+  return link;
+}
 
 // Runs `gpuctk args...` with stdin from /dev/null; output goes through files in `scratch_dir`.
 inline RunResult run_gpuctk(const std::vector<std::string>& args, const std::string& scratch_dir,

@@ -21,9 +21,7 @@ class CliRuntimeShimTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(m_dir.path().empty());
-    m_shim = m_dir.path() + "/bin/gpuctk-runtime";
-    std::filesystem::create_directories(m_dir.path() + "/bin");
-    ASSERT_EQ(::symlink(GPUCTK_BINARY, m_shim.c_str()), 0);
+    m_shim = test::link_gpuctk_as(m_dir.path(), "gpuctk-runtime");
     // `runtimes` is valid and applies; line 3 is not.
     m_config = m_dir.write("gpuctk.yaml", "runtimes: [/bin/echo]\nlog-file: " + m_dir.path() +
                                               "/gpuctk.log\naccept-volume-mounts: ture\n");
