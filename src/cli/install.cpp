@@ -25,6 +25,15 @@ install::Progress printed_progress() {
               }};
 }
 
+// The nvidia-cdi-hook link's path: absolute, and named as NVIDIA's specs run it.
+Result<void> check_cdi_hook_link_path(std::string_view path) {
+  GPUCTK_TRY(check_absolute(path));
+  if (!path.ends_with("/nvidia-cdi-hook")) {
+    return fail(quote(path) + " does not end in /nvidia-cdi-hook, the name NVIDIA's specs run");
+  }
+  return {};
+}
+
 }  // namespace
 
 Action define_install(CLI::App& command) {
@@ -65,6 +74,14 @@ Action define_install(CLI::App& command) {
   add_compat32_option(command, args->compat32, Compat32Default::on);
   command.add_flag("--require-spec", args->require_spec,
                    "Fail when there is no NVIDIA driver to write a spec for");
+  command
+      .add_option("--nvidia-cdi-hook-link", args->nvidia_cdi_hook_link,
+                  "Also make this node path (e.g. /usr/bin/nvidia-cdi-hook) a link to the installed gpuctk, "
+                  "which answers to that name, so that containers whose specs NVIDIA's toolkit wrote start "
+                  "without its package; a file that is not gpuctk's link there is an error, never replaced, "
+                  "and --uninstall removes only gpuctk's link (default: none)")
+      ->type_name("PATH")
+      ->check(value_check(check_cdi_hook_link_path));
   command.add_flag("--uninstall", *uninstall, "Undo an install made with the same options");
   command
       .add_option("--watch", args->watch_seconds,

@@ -6,24 +6,12 @@
 
 namespace gpuctk::install {
 
-namespace {
-
-// What is at `link` when it is not gpuctk's link: "a regular file", "a link to /usr/bin/x".
-std::string describe(const struct stat& st, const std::string& link) {
-  if (S_ISLNK(st.st_mode)) {
-    return "a link to " + discover::read_link(link).value_or("?");
-  }
-  return S_ISDIR(st.st_mode) ? "a directory" : S_ISREG(st.st_mode) ? "a regular file" : "a special file";
-}
-
-}  // namespace
-
 Result<DockerHook> link_docker_hook(const std::string& link, const std::string& target, bool dry_run) {
   GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(link));
   if (st && !(S_ISLNK(st->st_mode) && discover::read_link(link) == target)) {
     return DockerHook{.change = Change::unchanged,
-                      .line = "docker: " + link + " left alone: it is not gpuctk's (" + describe(*st, link) +
-                              "); docker run --gpus runs it"};
+                      .line = "docker: " + link + " left alone: it is not gpuctk's (" +
+                              describe_existing(*st, link) + "); docker run --gpus runs it"};
   }
   if (st) {
     return DockerHook{.change = Change::unchanged,

@@ -198,6 +198,13 @@ Result<Change> remove_symlink_if(const std::string& link, std::string_view targe
   return Change::changed;
 }
 
+std::string describe_existing(const struct stat& st, const std::string& path) {
+  if (S_ISLNK(st.st_mode)) {
+    return "a link to " + discover::read_link(path).value_or("?");
+  }
+  return S_ISDIR(st.st_mode) ? "a directory" : S_ISREG(st.st_mode) ? "a regular file" : "a special file";
+}
+
 Result<Change> remove_dir_if_empty(const std::string& dir) {
   if (::rmdir(dir.c_str()) == 0) {
     return Change::changed;

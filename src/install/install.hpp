@@ -5,6 +5,7 @@
 // run writes nothing. Paths given to these functions are the pod's (host root included); what is written
 // *into* files (the config's hook-path, the spec's host paths) must be the node's, without the host root.
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -54,6 +55,10 @@ Result<Change> remove_file_if_same(const std::string& path, std::string_view byt
 
 // Removes the symbolic link `link` only when it points at `target`; anything else is unchanged.
 Result<Change> remove_symlink_if(const std::string& link, std::string_view target);
+
+// What is at `path` (`st`, its lstat) when it is not the link gpuctk would make: "a regular file", "a
+// directory", "a special file", "a link to /usr/bin/x".
+std::string describe_existing(const struct stat& st, const std::string& path);
 
 // Removes the directory `dir` when it is empty; a missing or non-empty one is left (unchanged).
 Result<Change> remove_dir_if_empty(const std::string& dir);

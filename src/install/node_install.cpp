@@ -126,6 +126,21 @@ Result<void> restart_if_changed(const NodeOptions& options, engine::Engine which
   return progress.say(why + "; " + done);
 }
 
+// Nothing but gpuctk's own link at the nvidia-cdi-hook path: NVIDIA's hook there (its package owns
+// /usr/bin/nvidia-cdi-hook) or any other file is never replaced.
+Result<void> check_cdi_hook_link(const Layout& layout) {
+  if (layout.pod_nvidia_cdi_hook.empty()) {
+    return {};
+  }
+  const std::string& link = layout.pod_nvidia_cdi_hook;
+  GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(link));
+  if (st && !(S_ISLNK(st->st_mode) && discover::read_link(link) == layout.binary)) {
+    return fail(link + ": not gpuctk's link (" + describe_existing(*st, link) +
+                "); refusing to replace it (NVIDIA's package owns that name)");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> check_host_root(const std::string& host_root) {
@@ -155,6 +170,9 @@ Result<Layout> layout_of(const NodeOptions& options) {
   l.docker_hook_target = docker_hook_target(dir);
   GPUCTK_TRY_ASSIGN(l.pod_docker_path_hook,
                     pod(std::string(k_default_docker_hook_dir) + "/" + std::string(k_docker_hook_name)));
+  if (!options.nvidia_cdi_hook_link.empty()) {
+    GPUCTK_TRY_ASSIGN(l.pod_nvidia_cdi_hook, pod(clean_path(options.nvidia_cdi_hook_link)));
+  }
   GPUCTK_TRY_ASSIGN(l.pod_config, pod(options.config_path));
   l.config_text = config_text({.hook_path = l.binary,
                                .driver_root = clean_path(options.driver_root),
@@ -172,6 +190,7 @@ Result<void> install_node(const NodeOptions& options, const Layout& layout, cons
   if (auto current = check_self_not_replaced(self); !current) {
     return fail_with("install", current.error());
   }
+  GPUCTK_TRY(check_cdi_hook_link(layout));
   GPUCTK_TRY_ASSIGN(const auto bytes, read_file(self));
   GPUCTK_TRY_ASSIGN(auto change, put_file(layout.pod_binary, bytes, 0755));
   GPUCTK_TRY(say_step(progress, change, "installed", layout.pod_binary));
@@ -179,6 +198,10 @@ Result<void> install_node(const NodeOptions& options, const Layout& layout, cons
   GPUCTK_TRY(say_step(progress, change, "linked", layout.pod_runtime));
   GPUCTK_TRY_ASSIGN(change, put_symlink(layout.docker_hook_target, layout.pod_docker_hook));
   GPUCTK_TRY(say_step(progress, change, "linked", layout.pod_docker_hook));
+  if (!layout.pod_nvidia_cdi_hook.empty()) {
+    GPUCTK_TRY_ASSIGN(change, put_symlink(layout.binary, layout.pod_nvidia_cdi_hook));
+    GPUCTK_TRY(say_step(progress, change, "linked", layout.pod_nvidia_cdi_hook));
+  }
   GPUCTK_TRY_ASSIGN(change,
                     put_file_if_missing(layout.pod_config, layout.config_text, options.overwrite_config));
   GPUCTK_TRY(say_step(progress, change, "wrote", layout.pod_config));
@@ -240,6 +263,9 @@ Result<void> uninstall_node(const NodeOptions& options, const Layout& layout, Un
     return first ? Result<void>(std::unexpected(*first)) : Result<void>{};
   }
   step(removed(remove_file_if_same(layout.pod_config, layout.config_text), layout.pod_config));
+  if (!layout.pod_nvidia_cdi_hook.empty()) {
+    step(removed(remove_symlink_if(layout.pod_nvidia_cdi_hook, layout.binary), layout.pod_nvidia_cdi_hook));
+  }
   step(removed(remove_symlink_if(layout.pod_docker_hook, layout.docker_hook_target), layout.pod_docker_hook));
   step(removed(remove_symlink_if(layout.pod_runtime, "gpuctk"), layout.pod_runtime));
   step(removed(remove_file(layout.pod_binary), layout.pod_binary));

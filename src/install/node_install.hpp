@@ -40,6 +40,10 @@ struct NodeOptions {
   std::string restart_mode = "auto";  // install::parse_restart_mode
   std::string engine_unit;            // default: the engine's (install::default_unit)
   std::string engine_socket;          // default: the engine's (install::default_socket)
+  // A link of the name NVIDIA's specs run their hooks by (/usr/bin/nvidia-cdi-hook) to the installed
+  // gpuctk, which answers to it (cli/nvidia_cdi_hook.hpp); "" (the default): none. Its last component
+  // must be nvidia-cdi-hook (the CLI checks).
+  std::string nvidia_cdi_hook_link;
 };
 
 // Every path of the installation, as the pod sees it (`pod_*`, the host root included) and as the node
@@ -52,6 +56,7 @@ struct Layout {
   std::string pod_docker_hook;     // <install-dir>/../docker/nvidia-container-runtime-hook
   std::string docker_hook_target;  // its relative target (docker_hook_target)
   std::string pod_docker_path_hook;  // docker --gpus: the link on dockerd's PATH (install/docker_hook.hpp)
+  std::string pod_nvidia_cdi_hook;   // NodeOptions::nvidia_cdi_hook_link below the host root; "" none
   std::string pod_config;
   std::string config_text;
   std::string pod_spec;
@@ -79,9 +84,11 @@ Result<void> check_host_root(const std::string& host_root);
 Result<Layout> layout_of(const NodeOptions& options);
 
 // Installs: the binary (this process's own executable; an error when it was replaced since it started),
-// its links, the config (kept when present unless overwrite_config), the engine's runtime entry and, for
-// docker, its hook on PATH, the spec (none without a driver, or an error with require_spec), then the
-// engine's restart (restart.hpp) when its config changed or an earlier restart is pending.
+// its links (the nvidia-cdi-hook link when asked for: anything else already at its path is an error,
+// "<path>: not gpuctk's link (<what is there>); refusing to replace it (NVIDIA's package owns that name)",
+// before anything is written), the config (kept when present unless overwrite_config), the engine's runtime
+// entry and, for docker, its hook on PATH, the spec (none without a driver, or an error with require_spec),
+// then the engine's restart (restart.hpp) when its config changed or an earlier restart is pending.
 Result<void> install_node(const NodeOptions& options, const Layout& layout, const Progress& progress);
 
 // What an uninstall takes away.
@@ -98,9 +105,9 @@ enum class Undo : uint8_t {
   unwire,
 };
 
-// The reverse of install_node, in reverse order; it goes on after a failed step so that as much as can
-// be is undone, and returns the first error. Directories go only when empty and only gpuctk's own (a
-// component named gpuctk): never /usr/local/bin.
+// The reverse of install_node, in reverse order (the nvidia-cdi-hook link only when it is gpuctk's); it goes
+// on after a failed step so that as much as can be is undone, and returns the first error. Directories go
+// only when empty and only gpuctk's own (a component named gpuctk): never /usr/local/bin.
 Result<void> uninstall_node(const NodeOptions& options, const Layout& layout, Undo undo,
                             const Progress& progress);
 

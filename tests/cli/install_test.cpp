@@ -322,6 +322,11 @@ TEST_F(CliInstallTest, UsageErrors) {
   EXPECT_EQ(r.err,
             "gpuctk: error: --engine-socket: \"run/x.sock\" is not an absolute path (see gpuctk install "
             "--help)\n");
+  r = install({"--nvidia-cdi-hook-link", "/usr/bin/hook"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpuctk: error: --nvidia-cdi-hook-link: \"/usr/bin/hook\" does not end in /nvidia-cdi-hook, the "
+            "name NVIDIA's specs run (see gpuctk install --help)\n");
   EXPECT_FALSE(fs::exists(at("/usr/local/gpuctk"))) << "a usage error installs nothing";
 }
 

@@ -139,6 +139,59 @@ TEST_F(NodeInstallTest, UnwireKeepsTheBinaryItsLinksAndTheConfig) {
   EXPECT_TRUE(fs::exists(l.pod_config));
 }
 
+// --nvidia-cdi-hook-link: off unless asked; then gpuctk's link, kept by unwire, removed by uninstall; a
+// file that is not gpuctk's link there (NVIDIA's hook) stops the install before it writes anything, and
+// stays through an uninstall.
+TEST_F(NodeInstallTest, TheNvidiaCdiHookLinkOnlyWhenAskedAndNeverOverAnotherFile) {
+  const std::string path = m_root + "/usr/bin/nvidia-cdi-hook";
+  ASSERT_TRUE(install_node(m_options, layout(), collecting()));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path))) << "off by default";
+  ASSERT_TRUE(uninstall_node(m_options, layout(), Undo::everything, collecting()));
+
+  m_options.nvidia_cdi_hook_link = "/usr/bin/nvidia-cdi-hook";
+  const Layout l = layout();
+  EXPECT_EQ(l.pod_nvidia_cdi_hook, path);
+  m_lines.clear();
+  ASSERT_TRUE(install_node(m_options, l, collecting()));
+  EXPECT_EQ(m_lines.at(3), "linked " + path);
+  EXPECT_EQ(fs::read_symlink(path).string(), "/usr/local/gpuctk/bin/gpuctk");
+  m_lines.clear();
+  ASSERT_TRUE(install_node(m_options, l, collecting()));
+  EXPECT_EQ(m_lines.at(3), "unchanged " + path);
+  m_lines.clear();
+  ASSERT_TRUE(uninstall_node(m_options, l, Undo::unwire, collecting()));
+  EXPECT_TRUE(fs::is_symlink(path)) << "kept with the binary it names";
+  m_lines.clear();
+  ASSERT_TRUE(uninstall_node(m_options, l, Undo::everything, collecting()));
+  EXPECT_EQ(m_lines.at(2), "removed " + path);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path)));
+
+  fs::create_directories(m_root + "/usr/bin");
+  for (const bool regular : {true, false}) {
+    fs::remove(path);
+    if (regular) {
+      ASSERT_TRUE(write_file_atomic(path, "NVIDIA's hook", 0755));
+    } else {
+      fs::create_symlink("/usr/lib/nvidia/nvidia-cdi-hook", path);
+    }
+    auto refused = install_node(m_options, l, collecting());
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().message,
+              path + ": not gpuctk's link (" +
+                  (regular ? std::string("a regular file") : "a link to /usr/lib/nvidia/nvidia-cdi-hook") +
+                  "); refusing to replace it (NVIDIA's package owns that name)");
+    EXPECT_FALSE(fs::exists(l.pod_binary)) << "nothing written";
+    m_lines.clear();
+    ASSERT_TRUE(uninstall_node(m_options, l, Undo::everything, collecting()));
+    EXPECT_EQ(m_lines.at(2), "unchanged " + path);
+    if (regular) {
+      EXPECT_EQ(read_file(path).value_or(""), "NVIDIA's hook");
+    } else {
+      EXPECT_EQ(fs::read_symlink(path).string(), "/usr/lib/nvidia/nvidia-cdi-hook");
+    }
+  }
+}
+
 TEST_F(NodeInstallTest, RequireSpecMakesNoDriverAnErrorAfterTheFiles) {
   m_options.require_spec = true;
   const Layout l = layout();
