@@ -59,6 +59,7 @@ echo "ok: dpkg -i, twice"
 
 listed=$(dpkg -L gpuctk)
 for path in /usr/bin/gpuctk /usr/bin/gpuctk-runtime /usr/libexec/gpuctk/docker/nvidia-container-runtime-hook \
+  /usr/libexec/gpuctk/cdi-hook/nvidia-cdi-hook \
   /etc/gpuctk/config.yaml /usr/share/containers/oci/hooks.d/gpuctk-precreate.json \
   /usr/share/containers/oci/hooks.d/gpuctk-prestart.json /lib/systemd/system/gpuctk-cdi-refresh.service \
   /lib/systemd/system/gpuctk-cdi-refresh.path /lib/udev/rules.d/60-gpuctk-cdi-refresh.rules \
@@ -75,6 +76,13 @@ grep -qx 'License: Apache-2.0' /usr/share/doc/gpuctk/copyright &&
 [ "$(readlink -f /usr/bin/gpuctk-runtime)" = /usr/bin/gpuctk ] || e2e_fail "/usr/bin/gpuctk-runtime does not reach /usr/bin/gpuctk"
 [ "$(readlink -f /usr/libexec/gpuctk/docker/nvidia-container-runtime-hook)" = /usr/bin/gpuctk ] ||
   e2e_fail "the docker hook link does not reach /usr/bin/gpuctk"
+# nvidia-cdi-hook: beside the docker link, never /usr/bin/nvidia-cdi-hook (NVIDIA's package owns that path);
+# the link answers as NVIDIA's hook does.
+[ "$(readlink -f /usr/libexec/gpuctk/cdi-hook/nvidia-cdi-hook)" = /usr/bin/gpuctk ] ||
+  e2e_fail "the nvidia-cdi-hook link does not reach /usr/bin/gpuctk"
+if grep -qx /usr/bin/nvidia-cdi-hook <<<"$listed"; then e2e_fail "the package ships /usr/bin/nvidia-cdi-hook"; fi
+out=$(/usr/libexec/gpuctk/cdi-hook/nvidia-cdi-hook noop 2>&1) || e2e_fail "nvidia-cdi-hook noop failed: $out"
+[ -z "$out" ] || e2e_fail "nvidia-cdi-hook noop printed: $out"
 e2e_expect_line "$(dpkg-query -W -f='${Conffiles}\n' gpuctk | awk 'NF {print $1}')" /etc/gpuctk/config.yaml
 # postinst enabled the spec refresh (deb-systemd-helper, which needs no running systemd).
 for unit in gpuctk-cdi-refresh.path gpuctk-cdi-refresh.service; do
