@@ -21,6 +21,7 @@ expected=(
   usr/bin/gpuctk
   usr/bin/gpuctk-runtime
   usr/libexec/gpuctk/docker/nvidia-container-runtime-hook
+  usr/libexec/gpuctk/cdi-hook/nvidia-cdi-hook
   etc/gpuctk/config.yaml
   usr/share/containers/oci/hooks.d/gpuctk-precreate.json
   usr/share/containers/oci/hooks.d/gpuctk-prestart.json
@@ -46,6 +47,9 @@ done
 [ "$(readlink "$root/usr/bin/gpuctk-runtime")" = gpuctk ] || fail "gpuctk-runtime is not a link to gpuctk"
 [ "$(readlink "$root/usr/libexec/gpuctk/docker/nvidia-container-runtime-hook")" = ../../../bin/gpuctk ] ||
   fail "the docker hook link does not point at ../../../bin/gpuctk"
+[ "$(readlink "$root/usr/libexec/gpuctk/cdi-hook/nvidia-cdi-hook")" = ../../../bin/gpuctk ] ||
+  fail "the nvidia-cdi-hook link does not point at ../../../bin/gpuctk"
+[ ! -e "$root/usr/bin/nvidia-cdi-hook" ] || fail "/usr/bin/nvidia-cdi-hook is installed (NVIDIA's package owns it)"
 grep -qx "hook-path: /usr/bin/gpuctk" "$root/etc/gpuctk/config.yaml" || fail "config.yaml: hook-path is not /usr/bin/gpuctk"
 for hook in precreate prestart; do
   grep -qF '"path": "/usr/bin/gpuctk"' "$root/usr/share/containers/oci/hooks.d/gpuctk-$hook.json" ||
