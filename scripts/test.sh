@@ -6,9 +6,10 @@
 #     real-package host, the engines of Debian 13/unstable, the device plugin, the package);
 #   - the lint (scripts/lint.sh: clang-format, the layer rule, clang-tidy on what changed since a file last
 #     passed; `scripts/lint.sh --all BUILD` for the full pass);
-#   - an AddressSanitizer + UndefinedBehaviorSanitizer build running the unit tests as one GoogleTest
-#     shard per core (GPUCTK_UNIT_SHARDS), the hostile-image suite, the device plugin and one end-to-end
-#     case per injection path (ctest label `asan`, tests/CMakeLists.txt);
+#   - an AddressSanitizer + UndefinedBehaviorSanitizer build running the unit tests as two GoogleTest
+#     shards per core (GPUCTK_UNIT_SHARDS: smaller shards pack better beside the longer tests), the
+#     hostile-image suite, the device plugin and one end-to-end case per injection path (ctest label
+#     `asan`, tests/CMakeLists.txt);
 #   - every fuzz target for a short fixed time (scripts/fuzz.sh; GPUCTK_FUZZ_SECONDS each, default 25).
 # A test that skips fails the run unless tests/skips.allow names it for that build. Compiles go through
 # ccache (GPUCTK_CCACHE_DIR, default /var/cache/gpuctk-ccache: keyed by the compiler's content, its flags
@@ -83,6 +84,6 @@ echo "== ASan + UBSan build"
 # daemon under its kubelet stand-in and one end-to-end case per injection path (label asan).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build/test/asan asan -L asan -- -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF \
-  -DGPUCTK_UNIT_SHARDS="$jobs" -DGPUCTK_DEVICE_PLUGIN=ON
+  -DGPUCTK_UNIT_SHARDS="$((jobs * 2))" -DGPUCTK_DEVICE_PLUGIN=ON
 phase "fuzz targets (clang 16, libFuzzer + ASan + UBSan), ${GPUCTK_FUZZ_SECONDS:-25} s each"
 GPUCTK_FUZZ_BUILD_DIR=build/test/fuzz GPUCTK_BUILD_JOBS=$jobs bash scripts/fuzz.sh all "${GPUCTK_FUZZ_SECONDS:-25}"

@@ -480,13 +480,23 @@ e2e_umount_under() {
 # container's mount namespace only, and leaves nothing behind on the host, whether it succeeds or fails.
 # OWN, when given, is the one mount point left out of the comparison: an engine's own mount that comes and
 # goes by itself (podman 4.3.1's overlay storage bind-mounts its home, $LAB/podman/root/overlay, after a
-# failed run and unmounts it after the next one).
+# failed run and unmounts it after the next one). End-to-end tests run beside each other (tests/
+# CMakeLists.txt), so the mounts of the others are left out too: those in another test's lab
+# (/tmp/gpuctk-e2e.*), and the engine daemons' run state (/run/containerd, /run/docker, /run/netns: pod
+# sandboxes' shm and network namespaces). Everything else, this test's own lab included, is compared.
 e2e_mounts_snapshot() {
   cat /proc/self/mountinfo >"$1"
 }
+e2e_mounts_compared() {
+  awk -v own="$2" -v lab="$LAB" '
+    $5 == own { next }
+    $5 ~ /^\/tmp\/gpuctk-e2e\.[^\/]+/ && $5 != lab && index($5, lab "/") != 1 { next }
+    $5 ~ /^\/run\/(containerd|docker|netns)(\/|$)/ { next }
+    { print }' "$1"
+}
 e2e_expect_mounts_unchanged() {
   local before=$1 who=$2 own=${3:-} changes
-  changes=$(diff <(awk -v own="$own" '$5 != own' "$before") <(awk -v own="$own" '$5 != own' /proc/self/mountinfo)) ||
+  changes=$(diff <(e2e_mounts_compared "$before" "$own") <(e2e_mounts_compared /proc/self/mountinfo "$own")) ||
     e2e_fail "$who changed the host's mounts (< before, > now):
 $changes"
 }
@@ -664,7 +674,9 @@ e2e_musl_rootfs() {
 # only there and /var/run/cdi). The rest of the test runs in a mount namespace of its own in which both are
 # empty tmpfs mounts: podman sees exactly the specs the test writes, whatever the machine has installed
 # (another nvidia.com/gpu spec would make podman drop the test's devices), and the machine's engines never
-# see the test's. A directory the machine lacks is made as the mount point and removed afterwards.
+# see the test's. A directory the machine lacks is made as the mount point and removed afterwards (which
+# would take the mount away from another test doing the same: such tests hold the cdi-mount-points lock,
+# tests/CMakeLists.txt).
 e2e_own_cdi_dirs() {
   if [ "${GPUCTK_E2E_OWN_CDI:-}" != 1 ]; then
     [ "$(id -u)" -eq 0 ] || e2e_skip "needs root to start containers"
