@@ -124,10 +124,12 @@ if command -v podman >/dev/null && [ "$(id -u)" -eq 0 ] && command -v busybox >/
     sed -i "s|bench.gpuctk.dev/gpu|bench.gpuctk.dev/$variant|" "$root/cdi/$variant.yaml"
   done
   # podman 4.3.1 reads CDI specs only from /etc/cdi and /var/run/cdi.
+  made_cdi_dir=
+  [ -d /var/run/cdi ] || made_cdi_dir=1
   mkdir -p /var/run/cdi
   cp "$root/cdi/hooks.yaml" /var/run/cdi/gpuctk-bench-hooks.yaml
   cp "$root/cdi/no-hooks.yaml" /var/run/cdi/gpuctk-bench-no-hooks.yaml
-  trap 'rm -f /var/run/cdi/gpuctk-bench-*.yaml; umount "$root/podman/root/overlay" 2>/dev/null; rm -rf "$root"' EXIT
+  trap 'rm -f /var/run/cdi/gpuctk-bench-*.yaml; umount "$root/podman/root/overlay" 2>/dev/null || true; rm -rf "$root"; [ -z "$made_cdi_dir" ] || rmdir /var/run/cdi' EXIT
   for variant in no-hooks hooks; do
     hyperfine --warmup 2 --runs 10 --output=null --export-json "$root/p.json" \
       "${P[*]} run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 --device bench.gpuctk.dev/$variant=0 --rootfs $root/img /bin/true" \
