@@ -65,9 +65,8 @@ constexpr NvidiaFlag k_state_only_flags[] = {k_container_spec};
 
 // What nvidia-cdi-hook's hook becomes.
 enum class HookAction : uint8_t {
-  gpuctk_hook,      // `gpuctk hook <name>` with the mapped options
-  nothing,          // exit 0 at once
-  not_implemented,  // a warning that gpuctk has no such step yet, exit 0
+  gpuctk_hook,  // `gpuctk hook <name>` with the mapped options
+  nothing,      // exit 0 at once
 };
 
 struct NvidiaHook {
@@ -91,9 +90,9 @@ constexpr NvidiaHook k_hooks[] = {
     // The driver's params file with ModifyDeviceFiles: 0.
     {"disable-device-node-modification", k_state_only_flags, HookAction::gpuctk_hook,
      "hide ModifyDeviceFiles from the container's driver libraries"},
-    // EGL/Vulkan GPU visibility through the driver's application profiles (v1.20): not in gpuctk yet.
-    {"update-application-profile", k_state_only_flags, HookAction::not_implemented,
-     "not implemented in gpuctk yet: a warning, and the container starts without it"},
+    // EGL/Vulkan GPU visibility through the driver's application profile (v1.20).
+    {"update-application-profile", k_state_only_flags, HookAction::gpuctk_hook,
+     "restrict EGL/Vulkan to the container's GPUs (the driver's application profile)"},
     // NVIDIA's hidden test hook.
     {"noop", {}, HookAction::nothing, "does nothing"},
 };
@@ -450,10 +449,6 @@ CdiHookCall parse_nvidia_cdi_hook(const std::vector<std::string>& args, const En
   switch (hook.action) {
     case HookAction::nothing:
       return skip_call("");
-    case HookAction::not_implemented:
-      return skip_call(quiet ? ""
-                             : "nvidia-cdi-hook " + std::string(hook.name) +
-                                   ": not implemented in gpuctk yet; the container starts without it");
     case HookAction::gpuctk_hook:
       break;
   }

@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <map>
 
 #include "hook/cuda_compat.hpp"
@@ -224,6 +226,70 @@ Result<bool> disable_device_node_modification(const rootfs::Root& root, const st
     return false;
   }
   return mount_hidden_params(root, *params);
+}
+
+std::string application_profile_text(uint64_t mask) {
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(mask));
+  return std::string(R"({"profiles":[{"name":"_container_","settings":["EGLVisibleDGPUDevices",)") + hex +
+         R"(]}],"rules":[{"pattern":[],"profile":"_container_"}]})";
+}
+
+namespace {
+
+// "nvidia" and one or more digits: a GPU's node (not nvidiactl, nvidia-uvm, nvidia-caps, ...).
+bool is_gpu_node_name(std::string_view name) {
+  constexpr std::string_view prefix = "nvidia";
+  return name.size() > prefix.size() && name.starts_with(prefix) &&
+         std::ranges::all_of(name.substr(prefix.size()), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+Result<std::optional<uint64_t>> update_application_profile(const rootfs::Root& root, const Log& log) {
+  auto dev = rootfs::open_in_root(root, "/dev", O_RDONLY | O_DIRECTORY, rootfs::FollowLast::yes);
+  if (!dev) {
+    return std::optional<uint64_t>{};  // no /dev: no GPU node, nothing to say
+  }
+  DIR* stream = ::fdopendir(dev->get());
+  if (stream == nullptr) {
+    return fail_errno("read /dev in container root " + root.path(), errno);
+  }
+  dev->release();
+  uint64_t mask = 0;
+  size_t seen = 0;
+  Result<void> outcome;
+  while (const dirent* entry = ::readdir(stream)) {
+    if (++seen > k_max_dev_entries) {
+      outcome = fail("/dev in container root " + root.path() + ": more than " +
+                     std::to_string(k_max_dev_entries) + " entries");
+      break;
+    }
+    if (!is_gpu_node_name(entry->d_name)) {
+      continue;
+    }
+    struct stat st {};
+    if (::fstatat(::dirfd(stream), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISCHR(st.st_mode)) {
+      continue;  // gone meanwhile, or a link or file named like one: not a GPU the runtime gave
+    }
+    const unsigned minor = ::minor(st.st_rdev);
+    if (minor >= 64) {
+      log.warning("update-application-profile: " + quote("/dev/" + std::string(entry->d_name)) +
+                  " has minor " + std::to_string(minor) +
+                  ", outside 0-63: left out of EGLVisibleDGPUDevices");
+      continue;
+    }
+    mask |= uint64_t{1} << minor;
+  }
+  ::closedir(stream);
+  GPUCTK_TRY(outcome);
+  if (mask == 0) {
+    return std::optional<uint64_t>{};
+  }
+  const std::string_view path = k_application_profile;
+  GPUCTK_TRY(rootfs::make_dirs(root, path.substr(0, path.rfind('/')), 0555));
+  GPUCTK_TRY(rootfs::write_file(root, path, application_profile_text(mask), 0444));
+  return std::optional<uint64_t>{mask};
 }
 
 Result<size_t> chmod_paths(const rootfs::Root& root, unsigned mode, const std::vector<std::string>& paths) {

@@ -5,6 +5,7 @@
 // rootfs/. Every path inside the container root is attacker-controlled (see rootfs/in_root.hpp).
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -85,5 +86,20 @@ Result<bool> mount_hidden_params(const rootfs::Root& root, const std::string& pa
 // chmod: sets `mode` on each path inside the root (never following a symlink as the last component).
 // EPERM is ignored (a /dev bind-mounted from the host). Returns how many changed.
 Result<size_t> chmod_paths(const rootfs::Root& root, unsigned mode, const std::vector<std::string>& paths);
+
+// update-application-profile (NVIDIA's v1.20 hook): the GPUs the container was given are the minors of the
+// character devices /dev/nvidia<N> of its /dev; the driver's EGL and Vulkan see only those when its
+// application profile sets EGLVisibleDGPUDevices to their mask (bit N for minor N). Written as
+// k_application_profile (its folder made 0555, the file 0444, replaced atomically, as write_file does);
+// nothing is written when no such node is there (no /dev, or none with a minor under 64: each such minor
+// is a warning in `log`, as NVIDIA's). The container's /dev is the image's where the runtime mounts none:
+// it is read through the root (a link followed inside it), at most k_max_dev_entries entries, each only
+// looked at (fstatat, never opened). Returns the mask written, or nullopt.
+inline constexpr std::string_view k_application_profile =
+    "/etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf";
+inline constexpr size_t k_max_dev_entries = 65536;
+Result<std::optional<uint64_t>> update_application_profile(const rootfs::Root& root, const Log& log);
+// The profile's text for `mask`, byte for byte as NVIDIA's hook writes it.
+std::string application_profile_text(uint64_t mask);
 
 }  // namespace gpuctk::hook

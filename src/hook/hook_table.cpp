@@ -195,6 +195,20 @@ Result<HookBody> prepare_disable_device_node_modification(const HookArgs&, const
       });
 }
 
+// update-application-profile: the driver's EGLVisibleDGPUDevices for the container's GPUs (NVIDIA's v1.20
+// specs run it; container_hooks.hpp).
+Result<HookBody> prepare_update_application_profile(const HookArgs&, const Config&, const Log&,
+                                                    const rootfs::SandboxLimits&) {
+  return body_of([](const rootfs::Root& root, const Config&, const Log& lg) -> Result<void> {
+    GPUCTK_TRY_ASSIGN(const auto mask, update_application_profile(root, lg));
+    if (mask) {
+      lg.write(LogLevel::debug, "update-application-profile: wrote " + std::string(k_application_profile) +
+                                    " (EGLVisibleDGPUDevices mask " + std::to_string(*mask) + ")");
+    }
+    return {};
+  });
+}
+
 // chmod --mode M --path P...: permissions of directories inside the container (not emitted by default;
 // for rootless runtimes that create nested /dev directories with the wrong mode).
 // "755" -> 0755: one to four octal digits.
@@ -315,6 +329,15 @@ constexpr HookRow k_hooks[] = {
      "<dev-root>/proc/driver/nvidia/params with ModifyDeviceFiles: 0 over the container's.",
      {},
      prepare_disable_device_node_modification},
+    // EGL/Vulkan GPU visibility through the driver's application profile (NVIDIA's v1.20 specs).
+    {"update-application-profile",
+     "createContainer hook: restrict EGL/Vulkan to the container's GPUs (the driver's application profile)",
+     "A createContainer hook: reads the OCI state on stdin. The minors of the container's /dev/nvidia<N> "
+     "character devices become EGLVisibleDGPUDevices in "
+     "/etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf, as NVIDIA's hook of that name "
+     "writes it; without such a node nothing is written.",
+     {},
+     prepare_update_application_profile},
     // Modes of directories a rootless runtime made (never in gpuctk's own specs by default).
     {"chmod", "createContainer hook: set the mode of paths inside the container root",
      "A createContainer hook: reads the OCI state on stdin. Never follows a symlink; EPERM is ignored.",

@@ -27,7 +27,7 @@ const Mistake k_mistakes[] = {
     {{"cdi", "bogus"}, "unknown command \"cdi bogus\"", "gpuctk cdi"},
     {{"hook"},
      "missing command: precreate, prestart, create-symlinks, update-ldcache, enable-cuda-compat, "
-     "disable-device-node-modification, chmod or container-start",
+     "disable-device-node-modification, update-application-profile, chmod or container-start",
      "gpuctk hook"},
     // unknown option, on every level and on the hooks
     {{"--bogus"}, "unknown option \"--bogus\"", "gpuctk"},

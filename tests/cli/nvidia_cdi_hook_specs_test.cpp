@@ -5,6 +5,8 @@
 // spec mounts (the driver's files copied to their container paths) and a stand-in for /proc's params
 // file. What each hook did is checked: every link, the linker cache, the params file, no compat drop-in.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -85,6 +87,14 @@ TEST_P(NvidiaCdiHookSpecTest, EveryHookLineDoesWhatItSays) {
       read_file(m_fixture->host.dev_root + "/proc/driver/nvidia/params").value_or("");
   ASSERT_NE(host_params.find("ModifyDeviceFiles: 1\n"), std::string::npos) << host_params;
 
+  // The GPUs a runtime gave the container (minors 0 and 2), and what update-application-profile must
+  // leave out: the control node, a regular file named like a GPU's node.
+  test::make_host_dirs(root + "/dev");
+  for (const auto& [name, minor] : {std::pair{"nvidia0", 0U}, {"nvidia2", 2U}, {"nvidiactl", 255U}}) {
+    ASSERT_EQ(::mknod((root + "/dev/" + name).c_str(), S_IFCHR | 0666, ::makedev(195, minor)), 0) << name;
+  }
+  test::write_host_file(root + "/dev/nvidia7", "");
+
   // In a mount namespace of its own: disable-device-node-modification mounts over the root's params.
   const std::string report = test::in_private_mount_ns([&]() -> std::string {
     std::string out;
@@ -99,12 +109,7 @@ TEST_P(NvidiaCdiHookSpecTest, EveryHookLineDoesWhatItSays) {
       env.insert(env.end(), {"GPUCTK_CONFIG=" + config, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"});
       const std::vector<std::string> args(hook.args.begin() + 1, hook.args.end());
       const auto r = test::run_program(link, args, state, env, m_scratch);
-      const std::string expected_err =
-          args[0] == "update-application-profile"
-              ? "gpuctk: warning: nvidia-cdi-hook update-application-profile: not implemented in gpuctk yet; "
-                "the container starts without it\n"
-              : "";
-      if (r.exit_code != 0 || r.err != expected_err) {
+      if (r.exit_code != 0 || !r.err.empty()) {
         out += join(args, " ") + ": exit " + std::to_string(r.exit_code) + ": " + r.err;
       }
       ran.insert(args[0]);
@@ -129,6 +134,10 @@ TEST_P(NvidiaCdiHookSpecTest, EveryHookLineDoesWhatItSays) {
       report,
       "ran: create-symlinks disable-device-node-modification enable-cuda-compat update-application-profile "
       "update-ldcache\n");
+  // update-application-profile: GPUs 0 and 2 visible to EGL/Vulkan, as NVIDIA's hook writes it.
+  EXPECT_EQ(read_file(root + "/etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf").value_or(""),
+            R"({"profiles":[{"name":"_container_","settings":["EGLVisibleDGPUDevices",0x5]}],)"
+            R"("rules":[{"pattern":[],"profile":"_container_"}]})");
 
   // update-ldcache: the container's linker cache lists the driver's libraries at their container paths.
   const auto cache = fixture::parse_ld_cache(read_file(root + "/etc/ld.so.cache").value_or(""));

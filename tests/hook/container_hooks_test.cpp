@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -433,6 +435,70 @@ TEST(ChmodPaths, RefusesLinksBadModesAndMissingPaths) {
   struct stat st {};
   ASSERT_EQ(::stat(host.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600U);
+}
+
+// update-application-profile: the text NVIDIA's hook writes, byte for byte (its own test's masks).
+TEST(ApplicationProfile, TheTextIsNvidias) {
+  EXPECT_EQ(application_profile_text(0x1),
+            R"({"profiles":[{"name":"_container_","settings":["EGLVisibleDGPUDevices",0x1]}],)"
+            R"("rules":[{"pattern":[],"profile":"_container_"}]})");
+  EXPECT_NE(application_profile_text(0x100).find(",0x100]"), std::string::npos);
+  EXPECT_NE(application_profile_text(0x8001).find(",0x8001]"), std::string::npos);
+  EXPECT_NE(application_profile_text(0).find(",0x0]"), std::string::npos);
+}
+
+// Only /dev/nvidia<N> character devices count, each only looked at: the control and UVM nodes, a file or
+// a FIFO named like a GPU's node (which would block an open) and a minor past 63 (one warning) are left
+// out; a /dev that is a link resolves inside the root; the profile replaces a FIFO at its path without
+// opening it; no GPU node writes nothing.
+TEST(ApplicationProfile, TheMaskOfTheContainersGpuNodesAndNothingElse) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "only root makes device nodes";
+  }
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root_path = temp.path() + "/rootfs";
+  make_host_dirs(root_path + "/devices");
+  make_host_link("/devices", root_path + "/dev");  // absolute: resolved inside the root
+  for (const auto& [name, minor] : {std::pair{"nvidia1", 1U},
+                                    {"nvidia12", 12U},
+                                    {"nvidia64", 64U},
+                                    {"nvidiactl", 255U},
+                                    {"nvidia-uvm", 0U}}) {
+    ASSERT_EQ(::mknod((root_path + "/devices/" + name).c_str(), S_IFCHR | 0666, ::makedev(195, minor)), 0);
+  }
+  write_host_file(root_path + "/devices/nvidia3", "");
+  ASSERT_EQ(::mkfifo((root_path + "/devices/nvidia4").c_str(), 0600), 0);
+  const std::string profile = root_path + std::string(k_application_profile);
+  make_host_dirs(root_path + "/etc/nvidia/nvidia-application-profiles-rc.d");
+  ASSERT_EQ(::mkfifo(profile.c_str(), 0600), 0);
+  const std::string log_path = temp.path() + "/gpuctk.log";
+  auto log = Log::open(log_path, LogLevel::info);
+  ASSERT_TRUE(log) << log.error().message;
+  auto root = rootfs::Root::open(root_path);
+  ASSERT_TRUE(root) << root.error().message;
+
+  auto mask = update_application_profile(*root, *log);
+  ASSERT_TRUE(mask) << mask.error().message;
+  EXPECT_EQ(*mask, std::optional<uint64_t>((1U << 1) | (1U << 12)));
+  EXPECT_EQ(host_kind(profile), "file");
+  EXPECT_EQ(read_file(profile).value_or(""), application_profile_text(0x1002));
+  struct stat st {};
+  ASSERT_EQ(::stat(profile.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0444U);
+  const std::string text = read_file(log_path).value_or("");
+  EXPECT_NE(text.find("warning: update-application-profile: \"/dev/nvidia64\" has minor 64, outside 0-63"),
+            std::string::npos)
+      << text;
+
+  for (const char* name : {"nvidia1", "nvidia12", "nvidia64"}) {
+    ASSERT_EQ(::unlink((root_path + "/devices/" + name).c_str()), 0);
+  }
+  ASSERT_EQ(::unlink(profile.c_str()), 0);
+  mask = update_application_profile(*root, *log);
+  ASSERT_TRUE(mask) << mask.error().message;
+  EXPECT_EQ(*mask, std::nullopt);
+  EXPECT_EQ(host_kind(profile), "missing");
 }
 
 }  // namespace

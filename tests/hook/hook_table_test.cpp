@@ -20,9 +20,9 @@ std::vector<std::string> names() {
 }
 
 TEST(HookTable, HoldsGpuctksOwnHooksByTheirNvidiaNames) {
-  EXPECT_EQ(names(),
-            (std::vector<std::string>{"create-symlinks", "update-ldcache", "enable-cuda-compat",
-                                      "disable-device-node-modification", "chmod", "container-start"}));
+  EXPECT_EQ(names(), (std::vector<std::string>{"create-symlinks", "update-ldcache", "enable-cuda-compat",
+                                               "disable-device-node-modification",
+                                               "update-application-profile", "chmod", "container-start"}));
   ASSERT_NE(find_hook("update-ldcache"), nullptr);
   EXPECT_STREQ(find_hook("update-ldcache")->name, "update-ldcache");
   EXPECT_EQ(find_hook("prestart"), nullptr);  // an injection point, not a createContainer hook
