@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
@@ -120,6 +121,19 @@ void push_unique(Json& list, Json item) {
   }
 }
 
+// `value` when it is an integer in 0..UINT32_MAX (a uid or gid as the OCI spec types them).
+std::optional<uint32_t> as_uint32(const Json& value) {
+  if (value.is_number_unsigned()) {
+    const auto n = value.get<uint64_t>();
+    return n <= UINT32_MAX ? std::optional<uint32_t>(static_cast<uint32_t>(n)) : std::nullopt;
+  }
+  if (value.is_number_integer()) {
+    const auto n = value.get<int64_t>();
+    return n >= 0 && n <= UINT32_MAX ? std::optional<uint32_t>(static_cast<uint32_t>(n)) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // process.user.<key> when it is an integer in 1..UINT32_MAX; the owner CDI gives unowned nodes.
 std::optional<uint32_t> container_user_id(const Json& config, const char* key) {
   const auto process = config.find("process");
@@ -131,21 +145,11 @@ std::optional<uint32_t> container_user_id(const Json& config, const char* key) {
     return std::nullopt;
   }
   const auto id = user->find(key);
-  if (id == user->end() || !id->is_number_integer()) {
+  if (id == user->end()) {
     return std::nullopt;
   }
-  if (id->is_number_unsigned()) {
-    const auto value = id->get<uint64_t>();
-    if (value > 0 && value <= std::numeric_limits<uint32_t>::max()) {
-      return static_cast<uint32_t>(value);
-    }
-    return std::nullopt;
-  }
-  const auto value = id->get<int64_t>();
-  if (value > 0 && value <= std::numeric_limits<uint32_t>::max()) {
-    return static_cast<uint32_t>(value);
-  }
-  return std::nullopt;
+  const auto value = as_uint32(*id);
+  return value && *value > 0 ? value : std::nullopt;
 }
 
 // ---- env ---------------------------------------------------------------------------------------
@@ -480,10 +484,24 @@ Result<void> apply_additional_gids(Json& config, const std::vector<uint32_t>& gi
     (**user)["gid"] = 0;
   }
   GPUCTK_TRY_ASSIGN(const auto list, array_member(**user, "additionalGids", "process.user.additionalGids"));
-  for (const uint32_t gid : gids) {
-    if (gid != 0) {
-      push_unique(*list, Json(gid));
+  // A set of what is there: the config is the container's, its list as long as config.json's bound lets it.
+  std::set<uint32_t> had;
+  for (const auto& entry : *list) {
+    if (const auto gid = as_uint32(entry)) {
+      had.insert(*gid);
     }
+  }
+  bool added = false;
+  for (const uint32_t gid : gids) {
+    if (gid != 0 && !had.contains(gid)) {
+      had.insert(gid);
+      list->push_back(gid);
+      added = true;
+    }
+  }
+  if (added && list->size() > k_max_additional_gids) {
+    return fail("OCI config: process.user.additionalGids: " + std::to_string(list->size()) +
+                " groups, more than Linux allows (" + std::to_string(k_max_additional_gids) + ")");
   }
   return {};
 }
@@ -535,10 +553,15 @@ Result<ResolvedEdits> resolve_edits(const ContainerEdits& edits, const ProcessOw
     }
   }
   out.intel_rdt = edits.intel_rdt;
+  std::set<uint32_t> seen;
   for (const uint32_t gid : edits.additional_gids) {
-    if (gid != 0 && std::ranges::find(out.additional_gids, gid) == out.additional_gids.end()) {
+    if (gid != 0 && seen.insert(gid).second) {
       out.additional_gids.push_back(gid);
     }
+  }
+  if (out.additional_gids.size() > k_max_additional_gids) {
+    return fail("CDI additionalGids: " + std::to_string(out.additional_gids.size()) +
+                " groups, more than Linux allows (" + std::to_string(k_max_additional_gids) + ")");
   }
   return out;
 }

@@ -35,6 +35,7 @@
 // "/dev/x" are the same entry. Applying the same edits twice gives exactly the DOM of applying them
 // once. Keys the edits do not touch keep their values and their order.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -47,6 +48,10 @@
 #include "util/error.hpp"
 
 namespace gpuctk::cdi {
+
+// The most supplementary groups a process may have (Linux's NGROUPS_MAX): a runtime's setgroups fails
+// beyond it, so more additionalGids, from the edits or in the config with them, are an error here.
+inline constexpr size_t k_max_additional_gids = 65536;
 
 // What the host says about a device node.
 struct HostNode {
@@ -122,6 +127,8 @@ ProcessOwner process_owner(const nlohmann::ordered_json& config);
 //   CDI hook "/usr/bin/x": unknown hook name "preStart"
 //   invalid environment variable "FOO"
 //   OCI config: linux.devices is a string, expected an array      (a config of the wrong shape)
+//   OCI config: process.user.additionalGids: 65537 groups, more than Linux allows (65536)
+//   CDI additionalGids: 65537 groups, more than Linux allows (65536)
 Result<void> apply_edits(nlohmann::ordered_json& config, const ContainerEdits& edits,
                          const StatNode& stat = stat_host_node);
 

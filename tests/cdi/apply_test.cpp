@@ -454,6 +454,48 @@ TEST(ApplyAdditionalGids, CreatesAUserWithUidAndGidZeroAndOnlyZeroChangesNothing
   EXPECT_EQ(apply("{}", ContainerEdits{.additional_gids = {0}}, no_host()), "{}");
 }
 
+// A config's own entries count whatever their JSON number type; entries that are no gid (a string, a
+// negative number: runc refuses them) are left for the runtime to refuse, never matched.
+TEST(ApplyAdditionalGids, KeepsTheConfigsEntriesAndAddsOnlyWhatIsMissing) {
+  const std::string config =
+      R"({"process":{"user":{"uid":1000,"gid":1000,"additionalGids":[105,"44",-44,7]}}})";
+  const ContainerEdits edits{.additional_gids = {44, 105}};
+  EXPECT_EQ(apply(config, edits, no_host()),
+            R"({"process":{"user":{"uid":1000,"gid":1000,"additionalGids":[105,"44",-44,7,44]}}})");
+  expect_idempotent(parse(config), edits, no_host());
+  auto wrong = parse(R"({"process":{"user":{"uid":1,"gid":1,"additionalGids":{"a":1}}}})");
+  const auto before = wrong;
+  const auto r = apply_edits(wrong, edits, no_host());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "OCI config: process.user.additionalGids is an object, expected an array");
+  EXPECT_EQ(wrong, before);
+}
+
+// Bounded: more groups than Linux lets a process have (NGROUPS_MAX, 65536) are one error, from the edits
+// or from the config with them, and the config stays as it was.
+TEST(ApplyAdditionalGids, MoreGroupsThanLinuxAllowsAreAnError) {
+  ContainerEdits many;
+  for (uint32_t gid = 1; gid <= k_max_additional_gids + 1; ++gid) {
+    many.additional_gids.push_back(gid);
+  }
+  auto config = parse("{}");
+  auto r = apply_edits(config, many, no_host());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "CDI additionalGids: 65537 groups, more than Linux allows (65536)");
+  EXPECT_EQ(config, parse("{}"));
+
+  many.additional_gids.pop_back();  // 65536 from the edits alone are fine
+  ASSERT_TRUE(apply_edits(config, many, no_host()));
+  EXPECT_EQ(config["process"]["user"]["additionalGids"].size(), k_max_additional_gids);
+  ASSERT_TRUE(apply_edits(config, ContainerEdits{.additional_gids = {5}}, no_host())) << "nothing new";
+  const auto full = config;
+  r = apply_edits(config, ContainerEdits{.additional_gids = {4000000000u}}, no_host());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "OCI config: process.user.additionalGids: 65537 groups, more than Linux allows (65536)");
+  EXPECT_EQ(config, full);
+}
+
 TEST(ApplyNetDevices, SetsTheEntryOfEachHostInterface) {
   const std::string config = R"({"linux":{"netDevices":{"eth1":{"name":"old"},"eth9":{"name":"kept"}}}})";
   const ContainerEdits edits{.net_devices = {{.host_interface_name = "eth1", .name = "gpu-net0"},
