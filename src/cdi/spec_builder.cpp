@@ -1,5 +1,7 @@
 #include "cdi/spec_builder.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <map>
 
@@ -86,6 +88,7 @@ class Builder {
       normalise(device.container_edits);
     }
     hoist_common(spec);
+    set_device_node_gids(spec, m_opt.additional_gids);
     std::ranges::sort(spec.devices, {}, &Device::name);
     spec.cdi_version = minimum_version(spec).version.str();
     return spec;
@@ -440,6 +443,34 @@ DeviceNode spec_device_node(const discover::DeviceNode& node) {
     out.gid = node.gid;
   }
   return out;
+}
+
+std::vector<uint32_t> device_node_gids(const std::vector<DeviceNode>& nodes) {
+  std::vector<uint32_t> gids;
+  for (const auto& node : nodes) {
+    if (!node.gid || *node.gid == 0 || !node.file_mode || *node.file_mode == 0) {
+      continue;  // nothing says which group, or whether one is needed
+    }
+    const uint32_t mode = *node.file_mode;
+    if ((mode & S_IROTH) != 0 && (mode & S_IWOTH) != 0) {
+      continue;  // anyone may open it
+    }
+    gids.push_back(*node.gid);
+  }
+  std::ranges::sort(gids);
+  gids.erase(std::ranges::unique(gids).begin(), gids.end());
+  return gids;
+}
+
+void set_device_node_gids(Spec& spec, AdditionalGids mode) {
+  const auto set = [mode](ContainerEdits& edits) {
+    edits.additional_gids = mode == AdditionalGids::for_device_nodes ? device_node_gids(edits.device_nodes)
+                                                                     : std::vector<uint32_t>{};
+  };
+  set(spec.container_edits);
+  for (auto& device : spec.devices) {
+    set(device.container_edits);
+  }
 }
 
 Result<NameStrategy> parse_name_strategy(std::string_view text) {

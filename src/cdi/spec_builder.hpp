@@ -3,6 +3,7 @@
 // strategy), an "all" device, and the common edits (control nodes, driver files, hooks, env).
 // Pure and deterministic: the same inventory and options give the same spec, byte for byte once written.
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -72,6 +73,24 @@ bool is_fixed_major(uint32_t major);
 // before a reboot still names the right device after it.
 DeviceNode spec_device_node(const discover::DeviceNode& node);
 
+// Whether a spec's edits carry `additionalGids` for their device nodes (NVIDIA's toolkit v1.19+ writes
+// them; its feature flag no-additional-gids-for-device-nodes leaves them out, for engines whose CDI library
+// refuses the key: every library before v0.7.0, podman 4.3.1's v0.5.2 among them).
+enum class AdditionalGids : uint8_t {
+  for_device_nodes,  // the group of every node a non-root process could not open otherwise (the default)
+  none,              // no additionalGids
+};
+
+// The groups a container's process needs to open `nodes`, as NVIDIA's v1.20.0 decides it per node: its gid
+// when the gid is not 0, the node has a fileMode (not 0) and that mode is not both world readable and
+// world writable; sorted, each once.
+std::vector<uint32_t> device_node_gids(const std::vector<DeviceNode>& nodes);
+
+// Sets the additionalGids of the spec's common edits and of each device's edits to device_node_gids of
+// their own nodes (`AdditionalGids::none`: clears them). Edits follow their nodes: a node the builder
+// moved into the common edits takes its group there.
+void set_device_node_gids(Spec& spec, AdditionalGids mode);
+
 // Checks a --disable-hook value: one of the hook names above, or "all".
 Result<void> check_hook_name(std::string_view name);
 
@@ -92,6 +111,7 @@ struct BuildOptions {
   // hooks' in-memory spec turns it on: its edits go through the capability filter, which keeps them only
   // for compat32.
   bool libraries32 = false;
+  AdditionalGids additional_gids = AdditionalGids::for_device_nodes;
 };
 
 // The spec for `inventory`, with cdiVersion set to the minimum its content needs.

@@ -78,6 +78,7 @@ class DrmBuilder {
     if (m_opt.all_device) {
       spec.devices.push_back({"all", {}, edits_of(gpus)});
     }
+    set_device_node_gids(spec, m_opt.additional_gids);
     std::ranges::sort(spec.devices, {}, &Device::name);
     spec.cdi_version = minimum_version(spec).version.str();
     return spec;

@@ -37,7 +37,8 @@ inline constexpr std::string_view k_amd_kind = "amd.com/gpu";
 inline constexpr std::string_view k_intel_kind = "intel.com/gpu";
 
 // The spec of the `vendor` GPUs of `inventory` (kind k_amd_kind or k_intel_kind). From `options` it uses
-// the naming strategies, `all_device`, `hook_path` and `disabled_hooks`; device_ids must be empty.
+// the naming strategies, `all_device`, `hook_path`, `disabled_hooks` and `additional_gids` (the groups of
+// the nodes a non-root process could not open otherwise, as in NVIDIA's specs); device_ids must be empty.
 // Names: index "0" (position among the vendor's GPUs, partitions counted one by one), type-index "gpu0",
 // uuid (AMD only, the "0x…" form of DrmGpu::uuid): an unpartitioned GPU's device, or for a partitioned
 // GPU a device with all its partitions (the UUID names the whole GPU, as AMD_VISIBLE_DEVICES has it). A

@@ -11,6 +11,7 @@
 
 #include "cdi/codec.hpp"
 #include "cdi/validate.hpp"
+#include "cdi/version.hpp"
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
 #include "hook/container_hooks.hpp"
@@ -27,7 +28,8 @@ using test::replace_all;
 struct GoldenCase {
   const char* host;
   discover::Mode mode;
-  const char* mode_name;
+  const char* mode_name;  // with ".no-additional-gids" for --feature-flag no-additional-gids-for-device-nodes
+  AdditionalGids gids = AdditionalGids::for_device_nodes;
 };
 
 class GoldenSpec : public ::testing::TestWithParam<GoldenCase> {};
@@ -50,6 +52,7 @@ TEST_P(GoldenSpec, MatchesGoldenFileByteForByte) {
   BuildOptions build;
   build.hook_path = k_hook;
   build.management = param.mode == discover::Mode::management;
+  build.additional_gids = param.gids;
   auto spec = build_spec(*inventory, build);
   ASSERT_TRUE(spec) << spec.error().message;
   EXPECT_TRUE(validate(*spec).empty());
@@ -69,21 +72,30 @@ INSTANTIATE_TEST_SUITE_P(Hosts, GoldenSpec,
                                            GoldenCase{"h100-rhel", discover::Mode::nvml, "nvml"},
                                            GoldenCase{"h100-rhel", discover::Mode::proc, "proc"},
                                            GoldenCase{"driver-container", discover::Mode::nvml, "nvml"},
-                                           GoldenCase{"a10-debian-packaged", discover::Mode::proc, "proc"}),
+                                           GoldenCase{"a10-debian-packaged", discover::Mode::proc, "proc"},
+                                           GoldenCase{"t4-debian", discover::Mode::proc,
+                                                      "proc.no-additional-gids", AdditionalGids::none},
+                                           GoldenCase{"dgx-a100", discover::Mode::proc,
+                                                      "proc.no-additional-gids", AdditionalGids::none}),
                          [](const auto& test_info) {
                            std::string name =
                                std::string(test_info.param.host) + "_" + test_info.param.mode_name;
                            std::ranges::replace(name, '-', '_');
+                           std::ranges::replace(name, '.', '_');
                            return name;
                          });
 
-// Every golden spec passes our own validation and stays within what podman 4.3.1 (CDI 0.5.x) reads.
-TEST(GoldenSpecFiles, AreValidAndAtMostVersion050) {
+// Every golden spec passes our own validation. Its cdiVersion is 0.7.0 where a device adds the groups of
+// its nodes (additionalGids), and otherwise 0.5.0, what podman 4.3.1 (CDI 0.5.x) reads: the specs of
+// --feature-flag no-additional-gids-for-device-nodes and the management spec (its nodes are 0666, or of
+// group root).
+TEST(GoldenSpecFiles, AreValidAndNeed070OnlyForAdditionalGids) {
   const std::string dir = std::string(GPUCTK_SOURCE_DIR) + "/tests/golden";
   size_t checked = 0;
   for (const char* name :
        {"t4-debian.nvml", "t4-debian.proc", "dgx-a100.nvml", "dgx-a100.proc", "dgx-a100.management",
-        "h100-rhel.nvml", "h100-rhel.proc", "driver-container.nvml", "a10-debian-packaged.proc"}) {
+        "h100-rhel.nvml", "h100-rhel.proc", "driver-container.nvml", "a10-debian-packaged.proc",
+        "t4-debian.proc.no-additional-gids", "dgx-a100.proc.no-additional-gids"}) {
     const std::string path = dir + "/" + name + ".yaml";
     auto text = read_file(path);
     ASSERT_TRUE(text) << text.error().message;
@@ -92,7 +104,13 @@ TEST(GoldenSpecFiles, AreValidAndAtMostVersion050) {
     for (const auto& problem : validate(*spec)) {
       ADD_FAILURE() << path << ": " << problem.where << ": " << problem.what;
     }
-    EXPECT_EQ(spec->cdi_version, "0.5.0") << path;
+    const bool gids =
+        std::ranges::any_of(spec->devices,
+                            [](const Device& d) { return !d.container_edits.additional_gids.empty(); }) ||
+        !spec->container_edits.additional_gids.empty();
+    const std::string_view n(name);
+    EXPECT_EQ(gids, !n.ends_with(".no-additional-gids") && n != "dgx-a100.management") << path;
+    EXPECT_EQ(spec->cdi_version, gids ? "0.7.0" : "0.5.0") << path;
     // Every create-symlinks hook is one the hook accepts: no link is given two targets, no link path has
     // "." or "..", every value is TARGET::LINK.
     std::vector<const Hook*> hooks;
@@ -117,7 +135,7 @@ TEST(GoldenSpecFiles, AreValidAndAtMostVersion050) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 9u);
+  EXPECT_EQ(checked, 11u);
 }
 
 // --- Rules, on a hand-made inventory -------------------------------------------------------------
@@ -458,6 +476,110 @@ TEST(SpecBuilder, HostWithoutGpusIsAnError) {
   auto spec = build_spec(inv, options());
   ASSERT_FALSE(spec);
   EXPECT_EQ(spec.error().message, "no devices to generate: no GPUs in /host/proc/driver/nvidia/gpus");
+}
+
+// NVIDIA's rule (v1.20.0): a node's gid when it is not 0, the node has a fileMode that is not 0, and
+// others may not both read and write it; sorted, each once.
+TEST(SpecBuilderAdditionalGids, TheGroupOfEachNodeOthersMayNotBothReadAndWrite) {
+  const auto with = [](uint32_t mode, std::optional<uint32_t> gid) {
+    DeviceNode n;
+    n.path = "/dev/x";
+    n.file_mode = mode;
+    n.gid = gid;
+    return n;
+  };
+  EXPECT_EQ(device_node_gids({with(0660, 105)}), std::vector<uint32_t>{105});
+  EXPECT_EQ(device_node_gids({with(0664, 7)}), std::vector<uint32_t>{7}) << "world readable only";
+  EXPECT_EQ(device_node_gids({with(0662, 7)}), std::vector<uint32_t>{7}) << "world writable only";
+  EXPECT_EQ(device_node_gids({with(0444, 7)}), std::vector<uint32_t>{7});
+  EXPECT_TRUE(device_node_gids({with(0666, 44)}).empty()) << "anyone may open it";
+  EXPECT_TRUE(device_node_gids({with(0606, 44)}).empty());
+  EXPECT_TRUE(device_node_gids({with(0660, 0)}).empty()) << "group root";
+  EXPECT_TRUE(device_node_gids({with(0660, std::nullopt)}).empty()) << "no gid";
+  EXPECT_TRUE(device_node_gids({with(0, 44)}).empty()) << "fileMode 0: NVIDIA writes none";
+  DeviceNode no_mode = with(0660, 44);
+  no_mode.file_mode.reset();
+  EXPECT_TRUE(device_node_gids({no_mode}).empty()) << "no fileMode";
+  EXPECT_EQ(device_node_gids({with(0660, 109), with(0660, 44), with(0600, 109), with(0666, 5)}),
+            (std::vector<uint32_t>{44, 109}));
+}
+
+discover::Inventory two_gpus_with_drm_nodes() {
+  auto inv = two_gpus_one_mig();
+  inv.gpus[0].drm_nodes = {{"/dev/dri/card1", "/dev/dri/card1", 'c', 226, 1, 0660, 44},
+                           {"/dev/dri/renderD128", "/dev/dri/renderD128", 'c', 226, 128, 0660, 105}};
+  inv.gpus[1].drm_nodes = {{"/dev/dri/card2", "/dev/dri/card2", 'c', 226, 2, 0660, 44},
+                           {"/dev/dri/renderD129", "/dev/dri/renderD129", 'c', 226, 129, 0666, 105}};
+  return inv;
+}
+
+// Where NVIDIA's v1.20.0 puts them for the same nodes (its specs of the fixture hosts t4-debian and
+// dgx-a100): in the edits of each device that has such a node, "all" included; none on a MIG device (its
+// capability nodes are 0444 of group root) and none in the common edits (the control nodes are 0666).
+// cdiVersion 0.7.0, the version that has additionalGids.
+TEST(SpecBuilderAdditionalGids, EachDeviceGetsTheGroupsOfItsOwnNodes) {
+  auto spec = build_spec(two_gpus_with_drm_nodes(), options());
+  ASSERT_TRUE(spec) << spec.error().message;
+  std::map<std::string, std::vector<uint32_t>> gids;
+  for (const auto& d : spec->devices) {
+    gids[d.name] = d.container_edits.additional_gids;
+  }
+  const std::vector<uint32_t> gpu0{44, 105};
+  const std::vector<uint32_t> gpu1{44};  // renderD129 is 0666 here
+  EXPECT_EQ(gids,
+            (std::map<std::string, std::vector<uint32_t>>{{"0", gpu0},
+                                                          {"1", gpu1},
+                                                          {"1:0", {}},
+                                                          {"GPU-aaaaaaaa-0000-0000-0000-000000000000", gpu0},
+                                                          {"GPU-bbbbbbbb-0000-0000-0000-000000000000", gpu1},
+                                                          {"MIG-cccccccc-0000-0000-0000-000000000000", {}},
+                                                          {"all", gpu0}}));
+  EXPECT_TRUE(spec->container_edits.additional_gids.empty());
+  EXPECT_EQ(spec->cdi_version, "0.7.0");
+  EXPECT_EQ(minimum_version(*spec).trigger, "devices[0].containerEdits.additionalGids");
+  const std::string yaml = write_spec(*spec, Format::yaml);
+  EXPECT_NE(yaml.find("      additionalGids:\n        - 44\n        - 105\n"), std::string::npos) << yaml;
+  auto back = parse_spec(yaml, Format::yaml);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, *spec);
+}
+
+// --feature-flag no-additional-gids-for-device-nodes: none anywhere, and cdiVersion stays at what the rest
+// needs (0.3.0 here; 0.5.0 with a separate dev root), which podman 4.3.1 reads.
+TEST(SpecBuilderAdditionalGids, NoneWhenTurnedOff) {
+  auto build = options();
+  build.additional_gids = AdditionalGids::none;
+  auto spec = build_spec(two_gpus_with_drm_nodes(), build);
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_TRUE(spec->container_edits.additional_gids.empty());
+  for (const auto& d : spec->devices) {
+    EXPECT_TRUE(d.container_edits.additional_gids.empty()) << d.name;
+  }
+  EXPECT_EQ(spec->cdi_version, minimum_version(*spec).version.str());
+  EXPECT_EQ(write_spec(*spec, Format::yaml).find("additionalGids"), std::string::npos);
+  auto without = two_gpus_with_drm_nodes();
+  for (auto& gpu : without.gpus) {
+    gpu.drm_nodes.clear();
+  }
+  auto plain = build_spec(without, options());
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(spec->cdi_version, plain->cdi_version);
+}
+
+// The groups follow their nodes: a node in the common edits gives its group there, and a device whose
+// edits lost every such node keeps none.
+TEST(SpecBuilderAdditionalGids, CommonEditsTakeTheGroupsOfTheirOwnNodes) {
+  Spec spec;
+  spec.kind = "nvidia.com/gpu";
+  spec.container_edits.device_nodes = {{.path = "/dev/dri/renderD128", .file_mode = 0660, .gid = 105}};
+  spec.devices = {{"0", {}, {}}};
+  spec.devices[0].container_edits.device_nodes = {{.path = "/dev/nvidia0", .file_mode = 0666}};
+  spec.devices[0].container_edits.additional_gids = {44};
+  set_device_node_gids(spec, AdditionalGids::for_device_nodes);
+  EXPECT_EQ(spec.container_edits.additional_gids, std::vector<uint32_t>{105});
+  EXPECT_TRUE(spec.devices[0].container_edits.additional_gids.empty());
+  set_device_node_gids(spec, AdditionalGids::none);
+  EXPECT_TRUE(spec.container_edits.additional_gids.empty());
 }
 
 TEST(SpecBuilder, NameStrategyParsing) {

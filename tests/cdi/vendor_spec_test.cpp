@@ -66,7 +66,8 @@ TEST_P(GoldenVendorSpecs, MatchGoldenFilesByteForByte) {
     for (const auto& problem : validate(entry.spec)) {
       ADD_FAILURE() << problem.where << ": " << problem.what;
     }
-    EXPECT_EQ(entry.spec.cdi_version, "0.5.0");  // what podman 4.3.1 reads
+    // 0.7.0: every device has 0660 card and render nodes (video, render), whose groups it adds.
+    EXPECT_EQ(entry.spec.cdi_version, "0.7.0");
     const std::string text = replace_all(write_spec(entry.spec, Format::yaml), f->host.root, "@ROOT@");
     EXPECT_TRUE(test::matches_golden(std::string(param.host) + "." + vendor + ".yaml", text));
     // What the golden file holds reads back as a spec.
@@ -171,6 +172,25 @@ TEST_F(AmdSpec, EveryDeviceHasItsNodesAndKfdAndNothingOfOthers) {
   EXPECT_EQ(m_warnings, std::vector<std::string>{});
 }
 
+// As in NVIDIA's specs: the groups of the nodes a non-root process could not open otherwise (card and
+// render nodes 0660 video/render, /dev/kfd 0660 render), per device; none when turned off.
+TEST_F(AmdSpec, DevicesAddTheGroupsOfTheirNodesUnlessTurnedOff) {
+  const auto spec = build(options());
+  ASSERT_TRUE(spec) << spec.error().message;
+  for (const auto& device : spec->devices) {
+    EXPECT_EQ(device.container_edits.additional_gids, (std::vector<uint32_t>{44, 105})) << device.name;
+  }
+  EXPECT_EQ(spec->cdi_version, "0.7.0");
+  BuildOptions off = options();
+  off.additional_gids = AdditionalGids::none;
+  const auto plain = build(off);
+  ASSERT_TRUE(plain) << plain.error().message;
+  for (const auto& device : plain->devices) {
+    EXPECT_TRUE(device.container_edits.additional_gids.empty()) << device.name;
+  }
+  EXPECT_EQ(plain->cdi_version, "0.5.0");  // the hostPath of the separate dev root
+}
+
 TEST_F(AmdSpec, NamingStrategiesAllDeviceAndHooks) {
   BuildOptions opts = options();
   opts.name_strategies = {NameStrategy::type_index};
@@ -184,8 +204,9 @@ TEST_F(AmdSpec, NamingStrategiesAllDeviceAndHooks) {
   for (const auto& device : spec->devices) {
     EXPECT_TRUE(device.container_edits.hooks.empty()) << device.name;
   }
-  // Names starting with a letter and no separate dev root would allow 0.3.0; the hostPath needs 0.5.0.
-  EXPECT_EQ(spec->cdi_version, "0.5.0");
+  // Names starting with a letter and no separate dev root would allow 0.3.0; the hostPath needs 0.5.0,
+  // the groups of the 0660 nodes 0.7.0.
+  EXPECT_EQ(spec->cdi_version, "0.7.0");
 
   opts.device_ids = {"0"};
   EXPECT_EQ(build(opts).error().message,

@@ -121,9 +121,12 @@ TEST(CliMigParent, GenerateHookAndShimGiveAMigModeGpuWhole) {
 TEST_F(CliCdiGenerateTest, WritesYamlToStdoutByDefault) {
   const auto r = generate({"--hook-path", "/usr/bin/gpuctk"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(r.out.starts_with("---\ncdiVersion: \"0.5.0\"\nkind: \"nvidia.com/gpu\"\n"))
+  // 0.7.0: the T4's card and render nodes are 0660 (video 44, render 105), so its devices add both
+  // groups, as NVIDIA's v1.20.0 spec of this host does.
+  EXPECT_TRUE(r.out.starts_with("---\ncdiVersion: \"0.7.0\"\nkind: \"nvidia.com/gpu\"\n"))
       << r.out.substr(0, 80);
   EXPECT_NE(r.out.find("  - name: \"all\"\n"), std::string::npos);
+  EXPECT_NE(r.out.find("      additionalGids:\n        - 44\n        - 105\n"), std::string::npos) << r.out;
 }
 
 // The 32-bit driver libraries only with --compat32 (issue 24 cut 3): NVIDIA's spec leaves them out too.
@@ -160,7 +163,7 @@ TEST_F(CliCdiGenerateTest, OutputFileIsAtomicMode0644AndFormatFollowsTheExtensio
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0644u);
   const auto text = read_file(path).value();
-  EXPECT_TRUE(text.starts_with("{\n  \"cdiVersion\": \"0.5.0\",\n")) << text.substr(0, 60);
+  EXPECT_TRUE(text.starts_with("{\n  \"cdiVersion\": \"0.7.0\",\n")) << text.substr(0, 60);
   // The hooks run this very binary unless --hook-path says otherwise.
   EXPECT_NE(text.find("\"path\": \"" + std::filesystem::canonical(GPUCTK_BINARY).string() + "\""),
             std::string::npos);

@@ -121,8 +121,9 @@ TEST_F(CliInstallTest, InstallsBinaryLinksConfigRuntimeAndSpecWithNodePaths) {
   EXPECT_EQ(spec.find(m_root), std::string::npos) << "the spec names the node's paths, not the pod's";
   EXPECT_NE(spec.find("hostPath: \"/usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01\""), std::string::npos)
       << spec;
-  // The same spec `gpuctk cdi generate` writes on the node itself (there: no separate dev root).
-  EXPECT_TRUE(spec.starts_with("---\ncdiVersion: \"0.5.0\"\nkind: \"nvidia.com/gpu\"\n"))
+  // The same spec `gpuctk cdi generate` writes on the node itself (there: no separate dev root); 0.7.0
+  // for the groups of the T4's 0660 card and render nodes (additionalGids).
+  EXPECT_TRUE(spec.starts_with("---\ncdiVersion: \"0.7.0\"\nkind: \"nvidia.com/gpu\"\n"))
       << spec.substr(0, 80);
   EXPECT_EQ(spec.find("hostPath: \"/dev/"), std::string::npos) << "a node path equal to the container path";
 }
