@@ -7,6 +7,7 @@
 #include <span>
 
 #include "cdi/codec.hpp"
+#include "cdi/feature_flags.hpp"
 #include "cdi/hook_programs.hpp"
 #include "cdi/spec_builder.hpp"
 #include "cdi/vendor_spec.hpp"
@@ -34,7 +35,8 @@ struct GenerateArgs {
   std::string hook_path;
   std::vector<std::string> library_search_paths;
   std::vector<std::string> disabled_hooks;
-  std::string vendor_set;  // --vendor-set; empty: NVIDIA only, one spec at --output
+  std::vector<std::string> feature_flags;  // nvidia-ctk's names (cdi/feature_flags.hpp)
+  std::string vendor_set;                  // --vendor-set; empty: NVIDIA only, one spec at --output
 };
 
 // Whether --output names a directory for --vendor-set's one spec per kind: an existing directory, or a
@@ -74,13 +76,12 @@ Result<void> check_format(std::string_view format) {
 // was started from. A spec outlives the command that wrote it: a build tree's or a copy's path fails
 // every container once that file is gone, so the installed one wins even when another gpuctk writes the
 // spec (a note says so).
-Result<std::string> hook_path(const GenerateArgs& args) {
+Result<std::string> hook_path(const GenerateArgs& args, const hook::Config& config) {
   if (!args.hook_path.empty()) {
     return args.hook_path;
   }
   GPUCTK_TRY_ASSIGN(auto self, self_exe_path());
-  // A broken config file still gives its valid keys; its problems are the hooks' business.
-  const std::string installed = hook::read_config("").config.hook_path;
+  const std::string& installed = config.hook_path;
   if (struct stat st{}; installed != self && ::stat(installed.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
                         (st.st_mode & 0111) != 0) {
     note("the spec's hooks run the installed gpuctk " + installed + ", not this one (" + self +
@@ -184,7 +185,17 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   build.libraries32 = args.compat32;
   build.management = mode == discover::Mode::management;
   build.device_ids = args.device_ids;
-  GPUCTK_TRY_ASSIGN(build.hook_path, hook_path(args));
+  // A broken config file still gives its valid keys; its problems are the hooks' business. Its
+  // no-additional-gids-for-device-nodes is the default of what --feature-flag says (the refresh service's
+  // command line names no flag).
+  const hook::Config config = hook::read_config("").config;
+  if (config.no_additional_gids_for_device_nodes) {
+    build.additional_gids = cdi::AdditionalGids::none;
+  }
+  for (const auto& flag : args.feature_flags) {
+    GPUCTK_TRY(cdi::apply_feature_flag(flag, build));
+  }
+  GPUCTK_TRY_ASSIGN(build.hook_path, hook_path(args, config));
 
   discover::DiscoverOptions options;
   options.driver_root = args.discovery.driver_root;
@@ -252,6 +263,15 @@ Action define_cdi_generate(CLI::App& command) {
                   "Leave out a hook: create-symlinks, enable-cuda-compat, update-ldcache, "
                   "disable-device-node-modification, or all; repeatable")
       ->check(value_check(cdi::check_hook_name));
+  command
+      .add_option("--feature-flag,--feature-flags", args->feature_flags,
+                  "nvidia-ctk's feature flags: no-additional-gids-for-device-nodes leaves out additionalGids "
+                  "(the groups of device nodes others may not both read and write; also the config's key "
+                  "of that name), for engines whose CDI library refuses them (podman 4.3.1); "
+                  "disable-nvsandboxutils and disable-multiple-csv-devices change nothing; a comma list or "
+                  "repeated")
+      ->delimiter(',')
+      ->check(value_check(cdi::check_feature_flag));
   command
       .add_option("--vendor-set", args->vendor_set,
                   "GPU vendors to write specs for: a comma list of nvidia, amd and intel (default: NVIDIA "

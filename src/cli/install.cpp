@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "cdi/feature_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/discovery_options.hpp"
 #include "install/node_install.hpp"
@@ -72,6 +73,13 @@ Action define_install(CLI::App& command) {
   command.add_flag("--overwrite-config", args->overwrite_config,
                    "Replace an existing /etc/gpuctk/config.yaml (default: keep it)");
   add_compat32_option(command, args->compat32, Compat32Default::on);
+  command
+      .add_option("--feature-flag,--feature-flags", args->feature_flags,
+                  "nvidia-ctk's feature flags for the spec, as gpuctk cdi generate takes them: "
+                  "no-additional-gids-for-device-nodes for an engine whose CDI library predates v0.7.0 "
+                  "(containerd before 1.7.16, CRI-O before 1.30); a comma list or repeated")
+      ->delimiter(',')
+      ->check(value_check(cdi::check_feature_flag));
   command.add_flag("--require-spec", args->require_spec,
                    "Fail when there is no NVIDIA driver to write a spec for");
   command

@@ -100,6 +100,8 @@ Result<void> apply_key(Config& c, const std::string& key, const YAML::Node& valu
     return set_path(c.driver_root);
   if (key == "hook-path")
     return set_path(c.hook_path);
+  if (key == "no-additional-gids-for-device-nodes")
+    return set_bool(c.no_additional_gids_for_device_nodes);
   if (key == "allow-ldconfig-from-container")
     return set_bool(c.allow_ldconfig_from_container);
   if (key == "dev-root")
@@ -180,6 +182,7 @@ constexpr std::string_view k_keys[] = {
     "driver-root",
     "dev-root",
     "hook-path",
+    "no-additional-gids-for-device-nodes",
     "allow-ldconfig-from-container",
     "ld-cache",
     "runtimes",

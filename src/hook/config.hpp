@@ -67,6 +67,10 @@ struct Config {
   // `hook-path`: the gpuctk binary the in-memory spec's createContainer hooks run: the installed path,
   // never /proc/self/exe (which reads "... (deleted)" after an upgrade replaced the binary).
   std::string hook_path = k_default_hook_path;
+  // `no-additional-gids-for-device-nodes` (NVIDIA's `features.no-additional-gids-for-device-nodes`): the
+  // specs gpuctk builds, in memory and with `cdi generate` (whose --feature-flag of that name does the
+  // same), carry no additionalGids for device nodes that are not world read/writable.
+  bool no_additional_gids_for_device_nodes = false;
   // `allow-ldconfig-from-container`: accepted and no longer used (true: one warning in the log of
   // update-ldcache). `--ldconfig-path PATH` names the host's ldconfig, with or without "@", as in
   // NVIDIA's toolkit; only the host's ldconfig ever runs on a container root.

@@ -83,6 +83,8 @@ const KeyRow k_rows[] = {
     {"driver-root", [](const Config& c) { return yaml_string(c.driver_root); }},
     {"dev-root", [](const Config& c) { return yaml_string(c.dev_root); }},
     {"hook-path", [](const Config& c) { return yaml_string(c.hook_path); }},
+    {"no-additional-gids-for-device-nodes",
+     [](const Config& c) { return yaml_bool(c.no_additional_gids_for_device_nodes); }},
     {"allow-ldconfig-from-container",
      [](const Config& c) { return yaml_bool(c.allow_ldconfig_from_container); }},
     {"ld-cache",

@@ -29,6 +29,9 @@ Result<InMemorySpec> build_in_memory_spec(const Config& cfg, const std::string& 
   // With the 32-bit libraries: the capability filter keeps them for a compat32 request and drops them
   // (and their links) for every other.
   build.libraries32 = true;
+  if (cfg.no_additional_gids_for_device_nodes) {
+    build.additional_gids = cdi::AdditionalGids::none;
+  }
   auto spec = cdi::build_spec(*inventory, build);
   if (!spec) {
     return fail_with(why + "; building it in memory failed", spec.error());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cdi/codec.hpp"
+#include "cdi/feature_flags.hpp"
 #include "cdi/spec_builder.hpp"
 #include "discover/discover.hpp"
 #include "discover/host_fs.hpp"
@@ -66,6 +67,9 @@ Result<std::optional<std::string>> spec_text(const NodeOptions& options, const L
   cdi::BuildOptions build;
   build.hook_path = layout.binary;
   build.libraries32 = options.compat32;
+  for (const auto& flag : options.feature_flags) {
+    GPUCTK_TRY(cdi::apply_feature_flag(flag, build));
+  }
   GPUCTK_TRY_ASSIGN(const auto spec, cdi::generate_spec(inventory, build));
   warnings = std::move(inventory.warnings);
   return cdi::write_spec(spec, cdi::Format::yaml);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/configure.hpp"
 #include "util/error.hpp"
@@ -35,6 +36,9 @@ struct NodeOptions {
   bool overwrite_config = false;
   bool require_spec = false;  // no NVIDIA driver is an error, not a note
   bool compat32 = true;  // the spec mounts the 32-bit driver libraries too (cdi::BuildOptions::libraries32)
+  // nvidia-ctk's feature flags for the spec (cdi/feature_flags.hpp): no-additional-gids-for-device-nodes
+  // where the engine's CDI library predates v0.7.0 (containerd before 1.7.16, CRI-O before 1.30).
+  std::vector<std::string> feature_flags;
   unsigned watch_seconds = 0;
   bool uninstall_on_exit = false;
   std::string restart_mode = "auto";  // install::parse_restart_mode

@@ -129,6 +129,44 @@ TEST_F(CliCdiGenerateTest, WritesYamlToStdoutByDefault) {
   EXPECT_NE(r.out.find("      additionalGids:\n        - 44\n        - 105\n"), std::string::npos) << r.out;
 }
 
+// nvidia-ctk's --feature-flag no-additional-gids-for-device-nodes (or the config's key of that name, which
+// the refresh service's command line needs) leaves them out: a spec podman 4.3.1 reads (0.5.0, the
+// separate dev root's hostPath). Flags of v1.20 that gpuctk does not support are one usage error line.
+TEST_F(CliCdiGenerateTest, FeatureFlagOrConfigKeyLeavesOutAdditionalGids) {
+  const auto off =
+      generate({"--hook-path", "/usr/bin/gpuctk", "--feature-flag", "no-additional-gids-for-device-nodes"});
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_TRUE(off.out.starts_with("---\ncdiVersion: \"0.5.0\"\n")) << off.out.substr(0, 80);
+  EXPECT_EQ(off.out.find("additionalGids"), std::string::npos);
+  const auto plural = generate({"--hook-path", "/usr/bin/gpuctk", "--feature-flags",
+                                "disable-nvsandboxutils,no-additional-gids-for-device-nodes"});
+  ASSERT_EQ(plural.exit_code, 0) << plural.err;
+  EXPECT_EQ(plural.out, off.out);
+
+  const std::string config = m_scratch + "/gpuctk.yaml";
+  ASSERT_TRUE(write_file_atomic(config, "no-additional-gids-for-device-nodes: true\n", 0644));
+  const std::vector<std::string> args{"cdi",           "generate",
+                                      "--driver-root", m_fixture->host.driver_root,
+                                      "--dev-root",    m_fixture->host.dev_root,
+                                      "--hook-path",   "/usr/bin/gpuctk"};
+  const auto keyed = test::run_gpuctk(args, m_scratch, {.env = {"GPUCTK_CONFIG=" + config}});
+  ASSERT_EQ(keyed.exit_code, 0) << keyed.err;
+  EXPECT_EQ(keyed.out, off.out);
+  const auto by_env = test::run_gpuctk(
+      args, m_scratch, {.env = {"GPUCTK_CDI_GENERATE_FEATURE_FLAG=no-additional-gids-for-device-nodes"}});
+  ASSERT_EQ(by_env.exit_code, 0) << by_env.err;
+  EXPECT_EQ(by_env.out, off.out);
+
+  const auto refused = generate({"--feature-flag", "disable-ipc-discoverer"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(
+      refused.err,
+      "gpuctk: error: --feature-flag: feature flag \"disable-ipc-discoverer\" is not supported by gpuctk: "
+      "gpuctk always mounts the persistenced, fabric manager and MPS sockets it finds (see gpuctk cdi "
+      "generate --help)\n");
+  EXPECT_EQ(refused.out, "");
+}
+
 // The 32-bit driver libraries only with --compat32 (issue 24 cut 3): NVIDIA's spec leaves them out too.
 TEST_F(CliCdiGenerateTest, ThirtyTwoBitLibrariesOnlyWithCompat32) {
   const auto plain = generate({"--hook-path", "/usr/bin/gpuctk"});

@@ -29,7 +29,7 @@ TEST_F(CliConfigTest, ShowsEveryKeyWithItsSourceAsYaml) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::string hook_path = GPUCTK_INSTALLED_BINARY;
   // Every source comment starts in one column: two spaces after the longest "key: value".
-  const size_t width = std::max(std::string_view("accept-envvar-when-unprivileged: true").size(),
+  const size_t width = std::max(std::string_view("no-additional-gids-for-device-nodes: false").size(),
                                 ("hook-path: " + hook_path).size()) +
                        2;
   const auto pad = [width](std::string line) { return line + std::string(width - line.size(), ' ') + "# "; };
@@ -40,10 +40,11 @@ TEST_F(CliConfigTest, ShowsEveryKeyWithItsSourceAsYaml) {
                        pad("accept-volume-mounts: false") + "default\n" + pad("supported-capabilities: all") +
                        "default\n" + pad("disable-require: false") + "default\n" + pad("driver-root: /") +
                        "default\n" + pad("dev-root: /") + "default\n" + pad("hook-path: " + hook_path) +
-                       "default\n" + pad("allow-ldconfig-from-container: false") + "default\n" +
-                       pad("ld-cache: merge") + "default\n" + pad("runtimes: [runc, crun]") + "default\n" +
-                       pad("runtime-mode: cdi") + "default\n" + pad("mps-pipe-roots: [/run/nvidia/mps]") +
-                       "default\n" + pad("mps-log-roots: [/run/nvidia/mps]") + "default\n" +
+                       "default\n" + pad("no-additional-gids-for-device-nodes: false") + "default\n" +
+                       pad("allow-ldconfig-from-container: false") + "default\n" + pad("ld-cache: merge") +
+                       "default\n" + pad("runtimes: [runc, crun]") + "default\n" + pad("runtime-mode: cdi") +
+                       "default\n" + pad("mps-pipe-roots: [/run/nvidia/mps]") + "default\n" +
+                       pad("mps-log-roots: [/run/nvidia/mps]") + "default\n" +
                        pad("log-file: /var/log/gpuctk.log") + "default\n" + pad("log-level: debug") + file +
                        ":2\n");
   EXPECT_EQ(r.err, "gpuctk: warning: " + file +

@@ -146,6 +146,24 @@ TEST_F(CliInstallTest, TheSpecHasThe32BitLibrariesUnlessNoCompat32) {
   EXPECT_NE(spec.find("containerPath: \"/usr/lib/i386-linux-gnu/libcuda.so.535.183.01\""), std::string::npos);
 }
 
+// For a node whose engine's CDI library predates v0.7.0 (containerd before 1.7.16): the spec without
+// additionalGids, nvidia-ctk's flag as `cdi generate` takes it; a flag gpuctk refuses is a usage error.
+TEST_F(CliInstallTest, FeatureFlagLeavesAdditionalGidsOutOfTheSpec) {
+  ASSERT_EQ(install().exit_code, 0);
+  EXPECT_NE(read_file(at("/run/cdi/nvidia.yaml")).value().find("additionalGids"), std::string::npos);
+  auto r = install({"--feature-flag", "no-additional-gids-for-device-nodes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto spec = read_file(at("/run/cdi/nvidia.yaml")).value();
+  EXPECT_EQ(spec.find("additionalGids"), std::string::npos);
+  EXPECT_TRUE(spec.starts_with("---\ncdiVersion: \"0.5.0\"\n")) << spec.substr(0, 40);  // names "0"
+  r = install({"--feature-flag", "disable-ipc-discoverer"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(
+      r.err.starts_with("gpuctk: error: --feature-flag: feature flag \"disable-ipc-discoverer\" is not "
+                        "supported by gpuctk: "))
+      << r.err;
+}
+
 TEST_F(CliInstallTest, SecondRunWritesNothingAndSaysUnchanged) {
   ASSERT_EQ(install().exit_code, 0);
   const auto before = installed_state();

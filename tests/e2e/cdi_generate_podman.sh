@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End to end: `gpuctk cdi generate` on a materialised fixture host writes a spec (default output, with its
-# createContainer hooks) that real podman 4.3.1 (CDI library 0.5.x, strict parsing, cdiVersion <= 0.5.0)
-# accepts, and a glibc container started with --device nvidia.com/gpu=0 / =all sees the device nodes, the
+# End to end: real podman 4.3.1 (CDI library 0.5.x, strict parsing, cdiVersion <= 0.5.0) refuses the spec
+# `gpuctk cdi generate` writes by default on a materialised fixture host (its DRM nodes are 0660: the
+# devices have additionalGids, cdiVersion 0.7.0), and accepts the one written with --feature-flag
+# no-additional-gids-for-device-nodes (otherwise default output, with its createContainer hooks), and a glibc container started with --device nvidia.com/gpu=0 / =all sees the device nodes, the
 # mounted driver files and the env, loads the host's libcuda.so.1 and gets its CUDA version, has the
 # driver libraries in its ld.so.cache and GPU 0's /dev/dri/by-path links; GPU 1's only with =all.
 #   usage: cdi_generate_podman.sh <gpuctk> <gpuctk-fixture>
@@ -15,8 +16,24 @@ e2e_glibc_rootfs
 
 e2e_t4_host "$fixture"
 
-# Default output: the spec-wide steps are ONE createContainer hook of this gpuctk, container-start, with the
-# options of its steps (links, compat, linker cache, params); the by-path links are each device's own.
+# The default spec is one podman 4.3.1 cannot load: the container fails, and podman's debug log says why.
+"$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
+  --output /etc/cdi/gpuctk-e2e.yaml 2>/dev/null || e2e_fail "cdi generate failed"
+grep -qx 'cdiVersion: "0.7.0"' /etc/cdi/gpuctk-e2e.yaml || e2e_fail "the default spec is not cdiVersion 0.7.0"
+grep -qx '      additionalGids:' /etc/cdi/gpuctk-e2e.yaml || e2e_fail "the default spec has no additionalGids"
+if out=$("${PODMAN[@]}" --log-level=debug run --rm --network=none --device nvidia.com/gpu=0 \
+  --rootfs "$(e2e_rootfs_copy refused)" /bin/true 2>&1); then
+  e2e_fail "podman 4.3.1 ran a container from a spec with additionalGids"
+fi
+grep -q 'unknown field \\*"additionalGids\\*"' <<<"$out" ||
+  e2e_fail "podman 4.3.1 did not refuse the spec for additionalGids: $(grep -i cdi <<<"$out")"
+grep -q 'unresolvable CDI devices nvidia.com/gpu=0' <<<"$out" ||
+  e2e_fail "podman 4.3.1 did not fail on the device: $(tail -3 <<<"$out")"
+echo "ok: podman 4.3.1 refuses the default spec (unknown field \"additionalGids\")"
+
+# With the flag, otherwise default output: the spec-wide steps are ONE createContainer hook of this gpuctk,
+# container-start, with the options of its steps (links, compat, linker cache, params); the by-path links
+# are each device's own.
 e2e_cdi_spec_in_etc "$gpuctk"
 [ "$(stat -c %a "$spec")" = 644 ] || e2e_fail "spec mode is $(stat -c %a "$spec"), want 644"
 grep -qx 'cdiVersion: "0.5.0"' "$spec" || e2e_fail "spec is not cdiVersion 0.5.0"
@@ -66,4 +83,4 @@ echo "ok: podman --device nvidia.com/gpu=all"
 out=$(e2e_podman_run --rootfs "$(e2e_rootfs_copy none)" /bin/sh -c "$probe" 2>&1) ||
   e2e_fail "podman run without a device failed: $out"
 e2e_check_t4_nothing "$out" "podman without a device"
-echo "PASS: podman 4.3.1 ran nvidia.com/gpu=0 and nvidia.com/gpu=all from a gpuctk spec; libcuda.so.1 loads"
+echo "PASS: podman 4.3.1 refused the default spec (additionalGids) and ran nvidia.com/gpu=0 and nvidia.com/gpu=all from the one without them; libcuda.so.1 loads"

@@ -24,6 +24,7 @@ generate() {
   root=$(sed -n 's/^dev_root=//p' "$LAB/$host.roots")
   mkdir -p "$LAB/out-$host"
   "$gpuctk" cdi generate --dev-root "$root" --driver-root "$root" --vendor-set nvidia,amd,intel \
+    "${e2e_podman431_spec_options[@]}" \
     --output "$LAB/out-$host" 2>"$LAB/$host.err" || e2e_fail "cdi generate on $host failed: $(cat "$LAB/$host.err")"
   notes=$(e2e_without_hook_path_warnings <"$LAB/$host.err")  # this build tree's gpuctk will not last
   [ "$(ls "$LAB/out-$host")" = "$kind.yaml" ] || e2e_fail "$host: expected only $kind.yaml, got: $(ls "$LAB/out-$host")"

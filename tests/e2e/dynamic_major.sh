@@ -17,7 +17,7 @@ e2e_podman_init
 command -v runc >/dev/null || e2e_skip "runc is not installed"
 command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
 e2e_glibc_rootfs
-e2e_t4_host_with_spec "$gpuctk" "$fixture"
+e2e_t4_host_with_spec "$gpuctk" "$fixture" generate "${e2e_podman431_spec_options[@]}"
 export GPUCTK_CONFIG=$LAB/gpuctk.yaml
 spec=$LAB/cdi/nvidia.yaml
 

@@ -207,18 +207,24 @@ e2e_t4_gpu1='  - minor: 1
     drm: {card: 2, render: 129}
 '
 
+# What `cdi generate` needs for a spec that podman 4.3.1 (Debian 12's, CDI library v0.5.2) reads: no
+# additionalGids. Its strict parser refuses the whole file for a key it does not know (json: unknown field
+# "additionalGids"), as every library before v0.7.0 refuses a cdiVersion above its own.
+e2e_podman431_spec_options=(--feature-flag no-additional-gids-for-device-nodes)
+
 # e2e_t4_host, its spec as `cdi generate` writes it by default but for --hook-path (createContainer hooks
 # that run this gpuctk, not an installed one) in $LAB/cdi, a gpuctk config $LAB/gpuctk.yaml that uses both (hook-path: this gpuctk, for a
 # spec built in memory) and logs to $LAB/gpuctk.log, and $LAB/bin/gpuctk-runtime, the shim's name for
 # gpuctk. `e2e_t4_host_with_spec GPUCTK FIXTURE none` installs no spec: $LAB/cdi stays empty, so the
-# hook and the shim build the spec in memory.
+# hook and the shim build the spec in memory. Arguments after the third go to `cdi generate`.
 e2e_t4_host_with_spec() {
   local gpuctk=$1 fixture=$2 spec=${3:-generate}
+  shift $(($# < 3 ? $# : 3))
   e2e_t4_host "$fixture"
   mkdir -p "$LAB/cdi" "$LAB/bin"
   if [ "$spec" = generate ]; then
     "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
-      --output "$LAB/cdi/nvidia.yaml" 2>"$LAB/generate.err" ||
+      "$@" --output "$LAB/cdi/nvidia.yaml" 2>"$LAB/generate.err" ||
       e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
   fi
   cat >"$LAB/gpuctk.yaml" <<YAML
@@ -694,14 +700,15 @@ e2e_own_cdi_dirs() {
 }
 
 # e2e_cdi_spec_in_etc GPUCTK: `gpuctk cdi generate` for the fixture host of e2e_t4_host (default output but
-# for --hook-path: its createContainer hooks run this gpuctk) into /etc/cdi/gpuctk-e2e.yaml, where podman
-# looks: the test's own /etc/cdi (e2e_own_cdi_dirs). Sets spec.
+# for --hook-path: its createContainer hooks run this gpuctk, and e2e_podman431_spec_options: podman 4.3.1
+# reads it) into /etc/cdi/gpuctk-e2e.yaml, where podman looks: the test's own /etc/cdi (e2e_own_cdi_dirs).
+# Sets spec.
 e2e_cdi_spec_in_etc() {
   local gpuctk=$1
   [ "${GPUCTK_E2E_OWN_CDI:-}" = 1 ] || e2e_fail "e2e_cdi_spec_in_etc: call e2e_own_cdi_dirs first"
   spec=/etc/cdi/gpuctk-e2e.yaml
   "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
-    --output "$spec" 2>"$LAB/generate.err" || e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
+    "${e2e_podman431_spec_options[@]}" --output "$spec" 2>"$LAB/generate.err" || e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
 }
 
 # ---- The real-package host (tests/realhost): Debian 12's real NVIDIA driver packages ----
@@ -721,17 +728,18 @@ e2e_real_host() {
   dev_root=$real_dev_root
 }
 
-# e2e_real_host_with_spec GPUCTK FIXTURE: e2e_real_host, its spec as `cdi generate` writes it with default
-# options in $LAB/cdi/nvidia.yaml, a gpuctk config $LAB/gpuctk.yaml using both (hook-path: this gpuctk;
+# e2e_real_host_with_spec GPUCTK FIXTURE [OPTION...]: e2e_real_host, its spec as `cdi generate` writes it
+# with default options (and the OPTIONs) in $LAB/cdi/nvidia.yaml, a gpuctk config $LAB/gpuctk.yaml using both (hook-path: this gpuctk;
 # log $LAB/gpuctk.log) and $LAB/bin/gpuctk-runtime, the shim's name for gpuctk. Generation must succeed
 # with exactly one line on stderr: the real NVML cannot initialise without the kernel module, so `auto`
 # falls back to /proc and says so once.
 e2e_real_host_with_spec() {
   local gpuctk=$1 fixture=$2
+  shift 2
   e2e_real_host "$fixture"
   mkdir -p "$LAB/cdi" "$LAB/bin"
   "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
-    --output "$LAB/cdi/nvidia.yaml" 2>"$LAB/generate.err" ||
+    "$@" --output "$LAB/cdi/nvidia.yaml" 2>"$LAB/generate.err" ||
     e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
   # (A gpuctk of a build tree is told that its path will not last: e2e_without_hook_path_warnings.)
   [ "$(e2e_without_hook_path_warnings <"$LAB/generate.err" | wc -l)" = 1 ] ||

@@ -12,7 +12,7 @@ fixture=$2
 e2e_own_cdi_dirs "$@"
 e2e_init
 e2e_podman_init
-e2e_real_host_with_spec "$gpuctk" "$fixture"
+e2e_real_host_with_spec "$gpuctk" "$fixture" "${e2e_podman431_spec_options[@]}"
 e2e_real_cuda_rootfs
 
 # podman reads the spec from the test's own /etc/cdi (e2e_own_cdi_dirs). Its hooks also get

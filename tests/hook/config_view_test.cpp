@@ -43,6 +43,7 @@ TEST(ConfigView, EveryKeyWithItsValueAndWhereItComesFrom) {
                                       "driver-root: /  # default",
                                       "dev-root: /  # default",
                                       "hook-path: " + std::string(k_default_hook_path) + "  # default",
+                                      "no-additional-gids-for-device-nodes: false  # default",
                                       "allow-ldconfig-from-container: false  # default",
                                       "ld-cache: merge  # default",
                                       "runtimes: [runc, crun]  # default",

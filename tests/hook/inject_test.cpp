@@ -172,6 +172,34 @@ TEST_F(InjectTest, WithoutAnInstalledSpecTheSpecIsBuiltInMemory) {
   EXPECT_NE(std::ranges::find(paths, "/dev/nvidia0"), paths.end());
 }
 
+// A non-root process gets the groups of the GPU's 0660 card and render nodes (video 44, render 105) after
+// its own, each once, from the installed spec and from the in-memory one alike, as the CDI library
+// applies additionalGids; the config's no-additional-gids-for-device-nodes leaves them out of the
+// in-memory spec (an installed spec is applied as written).
+TEST_F(InjectTest, TheProcessGetsTheGroupsOfTheNodesItCouldNotOpenOtherwise) {
+  const auto user_config = [] {
+    auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0"});
+    config["process"]["user"] = {{"uid", 1000}, {"gid", 1000}, {"additionalGids", {105, 7}}};
+    return config;
+  };
+  const ordered_json expected = {{"uid", 1000}, {"gid", 1000}, {"additionalGids", {105, 7, 44}}};
+  auto in_memory = user_config();
+  auto result = inject(in_memory);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(result->spec_source, "in-memory spec (driver 535.183.01)");
+  EXPECT_EQ(in_memory["process"]["user"], expected);
+
+  m_cfg.no_additional_gids_for_device_nodes = true;
+  auto off = user_config();
+  ASSERT_TRUE(inject(off));
+  EXPECT_EQ(off["process"]["user"], user_config()["process"]["user"]);
+
+  install_spec();
+  auto installed = user_config();
+  ASSERT_TRUE(inject(installed));
+  EXPECT_EQ(installed["process"]["user"], expected);
+}
+
 // The default spec leaves the 32-bit libraries out (cdi::BuildOptions::libraries32), the in-memory one
 // keeps them for the capability filter: compat32 gets them with their links and linker cache entries, any
 // other request none of them.
