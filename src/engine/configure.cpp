@@ -36,7 +36,7 @@ struct EngineRow {
 constexpr EngineRow k_engines[] = {
     // containerd's own default --config.
     {Engine::containerd, "containerd", "/etc/containerd/config.toml", detail::containerd_configure,
-     detail::containerd_remove, nullptr},
+     detail::containerd_remove, detail::containerd_sources},
     // A drop-in of gpuctk's own in CRI-O's default --config-dir; "99-" sorts it after the usual drop-ins,
     // so that its default runtime wins. CRI-O's other files are read for what the handler inherits.
     {Engine::crio, "crio", "/etc/crio/crio.conf.d/99-gpuctk.conf", detail::crio_configure,

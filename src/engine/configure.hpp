@@ -84,14 +84,14 @@ struct SourceFile {
 };
 
 // The other files of the configuration that the written file belongs to, in the order the engine reads
-// them: those before it and those after it (CRI-O: crio.conf and the other drop-ins). Empty for
-// containerd and docker, whose files gpuctk edits in place.
+// them: those before it and those after it (CRI-O: crio.conf and the other drop-ins; containerd: the files
+// config.toml imports, all read after it). Empty for docker.
 struct Sources {
   std::vector<SourceFile> before;
   std::vector<SourceFile> after;
 };
 
-// The sources of the file `path` (CRI-O; empty for the other engines). CRI-O reads its --config file
+// The sources of the file `path` (CRI-O and containerd; empty for docker). CRI-O reads its --config file
 // (default /etc/crio/crio.conf; a missing one is skipped), then every file below its --config-dir (default
 // /etc/crio/crio.conf.d) in lexical order, walking into subdirectories where their names sort, following
 // links to files (pkg/config/config.go, UpdateFromPath: filepath.Walk). gpuctk takes a file in a directory
@@ -103,6 +103,15 @@ struct Sources {
 // Errors name the file: "read /etc/crio/crio.conf.d/50-x.conf: Permission denied", "read
 // /etc/crio/crio.conf.d: Too many levels of symbolic links", "read /etc/crio/crio.conf.d/big.conf: larger
 // than 16777216 bytes", "/etc/crio/crio.conf: Error while parsing ... at line 3, column 7".
+// containerd reads `path`, then the files its `imports` name, breadth first: each import cleaned and, when
+// relative, taken from the directory of the file that names it, one with a '*' as a glob (its matches by
+// bytes), a file already read skipped, a missing one skipped (containerd 2.x skips it; 1.x refuses to
+// start); a missing `path` has none. Bounded: k_max_config_file per file and for all together,
+// k_max_source_files files; an import of a file on its own way from `path` is an error, "<file>: imports
+// /etc/containerd/config.toml, which imports it (an import loop)", and so are more files,
+// "/etc/containerd/config.toml: imports more than 1024 files in all". configure() then warns, in its one
+// line, when an import masks gpuctk's runtime or default runtime (containerd_imports.cpp says how
+// containerd 1.x and 2.x merge them).
 Result<Sources> read_sources(Engine engine, const std::string& path);
 
 inline constexpr size_t k_max_source_files = 1024;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/containerd_imports.hpp"
 #include "engine/engines.hpp"
 #include "engine/toml_doc.hpp"
 
@@ -192,6 +193,126 @@ Result<void> enable_cdi(CriTables& t, std::vector<std::string>& changes) {
   return {};
 }
 
+// The CRI plugin's table of `doc` under its schema's plugin ID, or nullptr when it has none. An import
+// without a `version` key names plugins as the config file does (containerd 1.6's and 2.1's dump).
+Result<const toml::table*> cri_table_of(const toml::table& doc, const Schema& unversioned) {
+  const Schema* schema = &unversioned;
+  if (doc.get("version") != nullptr) {
+    GPUCTK_TRY_ASSIGN(schema, schema_of(doc));
+  }
+  const toml::node* plugins = doc.get("plugins");
+  const toml::node* cri =
+      plugins != nullptr && plugins->is_table() ? plugins->as_table()->get(schema->cri_plugin) : nullptr;
+  return cri != nullptr ? cri->as_table() : nullptr;
+}
+
+// `from` merged into `to` key by key, as containerd 2.x merges an import's plugin tables.
+void merge_keys(toml::table& to, const toml::table& from) {
+  for (const auto& [key, value] : from) {
+    toml::node* at = to.get(key);
+    if (value.is_table() && at != nullptr && at->is_table()) {
+      merge_keys(*at->as_table(), *value.as_table());
+    } else {
+      to.insert_or_assign(key, value);
+    }
+  }
+}
+
+// What the merged CRI table says: runtime `name`'s binary and the default runtime name.
+struct Said {
+  std::optional<std::string> binary;  // nullopt: no runtime `name`
+  std::string default_name;
+};
+
+Said said(const toml::table& cri, std::string_view name) {
+  Said out;
+  const toml::node* entry = cri.at_path("containerd.runtimes").node();
+  if (entry != nullptr && entry->is_table() && entry->as_table()->get(name) != nullptr) {
+    const toml::node* runtime = entry->as_table()->get(name);
+    out.binary = runtime->is_table()
+                     ? runtime->as_table()->at_path("options.BinaryName").value_or(std::string())
+                     : std::string();
+  }
+  const toml::node* default_name = cri.at_path("containerd.default_runtime_name").node();
+  out.default_name =
+      default_name != nullptr ? default_name->value_or(std::string()) : std::string(k_builtin_default);
+  return out;
+}
+
+}  // namespace
+
+Result<ContainerdEffective> containerd_effective(const toml::table& doc,
+                                                 const std::vector<SourceFile>& imports,
+                                                 std::string_view name) {
+  GPUCTK_TRY_ASSIGN(const Schema* schema, schema_of(doc));
+  // containerd 2.x reads only version 3 files as written (older ones are migrated first); a version 2 or 1
+  // file may be read by 1.x, whose replacing merge is the stricter one: what it keeps, 2.x keeps too.
+  const bool key_by_key = schema->version >= 3;
+  toml::table cri;
+  GPUCTK_TRY_ASSIGN(const toml::table* own, cri_table_of(doc, *schema));
+  if (own != nullptr) {
+    cri = *own;
+  }
+  Said now = said(cri, name);
+  ContainerdEffective effective{
+      .binary = now.binary, .binary_from = {}, .default_name = now.default_name, .default_from = {}};
+  for (const SourceFile& file : imports) {
+    auto parsed = parse_toml(file.text);
+    if (!parsed) {
+      return fail_with(file.path, parsed.error());
+    }
+    auto table = cri_table_of(*parsed, *schema);
+    if (!table) {
+      return fail_with(file.path, table.error());
+    }
+    if (*table == nullptr) {
+      continue;
+    }
+    if (key_by_key) {
+      merge_keys(cri, **table);
+    } else {
+      cri = **table;  // containerd 1.x: the plugin's table of a later file replaces the earlier one whole
+    }
+    now = said(cri, name);
+    if (now.binary != effective.binary) {
+      effective.binary = now.binary;
+      effective.binary_from = file.path;
+    }
+    if (now.default_name != effective.default_name) {
+      effective.default_name = now.default_name;
+      effective.default_from = file.path;
+    }
+  }
+  return effective;
+}
+
+namespace {
+
+// The notes of containerd_configure when an import read after `doc` masks what gpuctk wrote there.
+Result<void> note_imports(const toml::table& doc, const RuntimeSettings& settings, const Sources& sources,
+                          Edit& edit) {
+  if (sources.after.empty()) {
+    return {};
+  }
+  GPUCTK_TRY_ASSIGN(const ContainerdEffective effective,
+                    containerd_effective(doc, sources.after, settings.name));
+  const std::string later = ": containerd reads that import after this file";
+  if (!effective.binary) {
+    edit.notes.push_back("warning: runtime " + quote(settings.name) + " is dropped by " +
+                         effective.binary_from +
+                         ", whose CRI plugin table replaces this file's whole in containerd 1.x" + later);
+  } else if (*effective.binary != settings.runtime_path) {
+    edit.notes.push_back("warning: runtime " + quote(settings.name) + " of " + effective.binary_from +
+                         " wins (it runs " + (effective.binary->empty() ? "runc" : *effective.binary) +
+                         ", not gpuctk's " + settings.runtime_path + ")" + later);
+  }
+  if (settings.set_as_default && effective.default_name != settings.name) {
+    edit.notes.push_back("warning: default runtime " + quote(effective.default_name) + " of " +
+                         effective.default_from + " wins" + later);
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<Edit> containerd_configure(const std::optional<std::string>& old, const RuntimeSettings& settings,
@@ -245,6 +366,7 @@ Result<Edit> containerd_configure(const std::optional<std::string>& old, const R
   if (settings.enable_cdi) {
     GPUCTK_TRY(enable_cdi(t, edit.changes));
   }
+  GPUCTK_TRY(note_imports(doc, settings, inputs.sources, edit));
   edit.text = edit.changes.empty() ? old.value_or("") : print_toml(doc);
   return edit;
 }

@@ -41,6 +41,10 @@ Result<Edit> docker_remove(const std::string& old, const RuntimeSettings& settin
 // and checked with check_crio_sources.
 Result<Sources> crio_sources(const std::string& path);
 
+// containerd's imports (containerd_imports.hpp): the files containerd reads after the config file at
+// `path`, in its order (configure.hpp, read_sources, has the rules and bounds); a missing config: none.
+Result<Sources> containerd_sources(const std::string& path);
+
 // Pure: the sources parse, and the keys crio_configure reads from them have the right types. Errors name
 // the source.
 Result<void> check_crio_sources(const Sources& sources);

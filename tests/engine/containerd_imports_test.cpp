@@ -1,0 +1,220 @@
+// containerd's imports (src/engine/containerd_imports.cpp): the files read after config.toml in
+// containerd's order (globs, relative paths, nested imports, loops and bounds), what they leave of
+// gpuctk's runtime under containerd 1.x's and 2.x's merges, and the warning `runtime configure` prints.
+#include "engine/containerd_imports.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "engine/configure.hpp"
+#include "engine/data.hpp"
+#include "support/temp_dir.hpp"
+
+namespace gpuctk {
+namespace {
+
+using engine::Engine;
+
+// NVIDIA's drop-in as `nvidia-ctk runtime configure --runtime=containerd` (v1.18 and later) writes it:
+// runtime "nvidia" running nvidia-container-runtime.
+constexpr std::string_view k_nvidia_dropin =
+    "version = 2\n"
+    "\n"
+    "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\n"
+    "runtime_type = \"io.containerd.runc.v2\"\n"
+    "\n"
+    "    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+    "    BinaryName = \"/usr/bin/nvidia-container-runtime\"\n";
+
+class EngineContainerdImports : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(m_dir.path().empty()); }
+
+  std::string path(std::string_view relative) const { return m_dir.path() + "/" + std::string(relative); }
+  std::string config() const { return path("config.toml"); }
+
+  std::vector<std::string> source_paths() {
+    auto sources = engine::read_sources(Engine::containerd, config());
+    EXPECT_TRUE(sources) << sources.error().message;
+    std::vector<std::string> out;
+    for (const auto& file : sources ? sources->after : std::vector<engine::SourceFile>{}) {
+      out.push_back(file.path.substr(m_dir.path().size() + 1));
+    }
+    return out;
+  }
+
+  std::string sources_error() {
+    auto sources = engine::read_sources(Engine::containerd, config());
+    return sources ? std::string("(no error)") : sources.error().message;
+  }
+
+  // The one line `runtime configure --dry-run` says.
+  std::string summary(const engine::RuntimeSettings& settings = test::shim_settings()) {
+    auto result = engine::configure(Engine::containerd, config(), settings, true);
+    return result ? result->summary : "(error) " + result.error().message;
+  }
+
+  test::TempDir m_dir;
+};
+
+// containerd's order: the config's imports as listed, a glob's matches sorted by bytes, relative paths
+// from the importing file's directory, then the imports of those files (breadth first); a file already
+// loaded, and a glob that matches nothing, are skipped; a missing path too (containerd 2.x skips it).
+TEST_F(EngineContainerdImports, SourcesInContainerdsOrder) {
+  m_dir.write("config.toml", "version = 2\nimports = [\"conf.d/*.toml\", \"" + path("other.toml") +
+                                 "\", \"missing.toml\", \"none/*.toml\"]\n");
+  m_dir.write("conf.d/99-nvidia.toml", "imports = [\"sub/nested.toml\"]\n");
+  m_dir.write("conf.d/10-a.toml", "imports = [\"99-nvidia.toml\"]\n");
+  m_dir.write("conf.d/sub/nested.toml", "");
+  m_dir.write("conf.d/notes.txt", "");
+  m_dir.write("other.toml", "");
+  EXPECT_EQ(source_paths(), (std::vector<std::string>{"conf.d/10-a.toml", "conf.d/99-nvidia.toml",
+                                                      "other.toml", "conf.d/sub/nested.toml"}));
+}
+
+TEST_F(EngineContainerdImports, NoConfigNoImports) {
+  EXPECT_TRUE(source_paths().empty());
+  m_dir.write("config.toml", "version = 2\n");
+  EXPECT_TRUE(source_paths().empty());
+}
+
+TEST_F(EngineContainerdImports, ALoopIsAnError) {
+  m_dir.write("config.toml", "version = 2\nimports = [\"conf.d/a.toml\"]\n");
+  m_dir.write("conf.d/a.toml", "imports = [\"b.toml\"]\n");
+  m_dir.write("conf.d/b.toml", "imports = [\"../config.toml\"]\n");
+  EXPECT_EQ(sources_error(),
+            path("conf.d/b.toml") + ": imports " + config() + ", which imports it (an import loop)");
+  m_dir.write("conf.d/b.toml", "imports = [\"a.toml\"]\n");
+  EXPECT_EQ(sources_error(), path("conf.d/b.toml") + ": imports " + path("conf.d/a.toml") +
+                                 ", which imports it (an import loop)");
+}
+
+TEST_F(EngineContainerdImports, TooManyFilesIsAnError) {
+  m_dir.write("config.toml", "version = 2\nimports = [\"conf.d/*.toml\"]\n");
+  for (size_t i = 0; i < engine::k_max_source_files; ++i) {
+    m_dir.write("conf.d/" + std::to_string(i) + ".toml", "");
+  }
+  EXPECT_EQ(sources_error(), config() + ": imports more than 1024 files in all");
+}
+
+TEST_F(EngineContainerdImports, OddImportsAreErrors) {
+  m_dir.write("config.toml", "version = 2\nimports = \"conf.d/*.toml\"\n");
+  EXPECT_EQ(sources_error(),
+            config() + ": imports is a string (want an array of strings) at line 2, column 11");
+  m_dir.write("config.toml", "version = 2\nimports = [\"fifo.toml\"]\n");
+  ASSERT_EQ(::mkfifo(path("fifo.toml").c_str(), 0600), 0);
+  EXPECT_EQ(sources_error(), "read " + path("fifo.toml") + ": not a regular file");
+  m_dir.write("config.toml", "version = 2\nimports = [\"bad.toml\"]\n");
+  m_dir.write("bad.toml", "[plugins\n");
+  EXPECT_EQ(sources_error().substr(0, path("bad.toml").size() + 2), path("bad.toml") + ": ");
+}
+
+// An import is cleaned and joined to the directory of the file that names it.
+TEST(EngineContainerdImportPath, JoinedAndCleaned) {
+  EXPECT_EQ(engine::detail::import_path("conf.d/*.toml", "/etc/containerd/config.toml"),
+            "/etc/containerd/conf.d/*.toml");
+  EXPECT_EQ(engine::detail::import_path("../x//y.toml", "/etc/containerd/conf.d/a.toml"),
+            "/etc/containerd/x/y.toml");
+  EXPECT_EQ(engine::detail::import_path("/etc/./z.toml", "/etc/containerd/config.toml"), "/etc/z.toml");
+  EXPECT_EQ(engine::detail::import_path("z.toml", "config.toml"), "z.toml");
+}
+
+engine::detail::ContainerdEffective effective_of(std::string_view main,
+                                                 const std::vector<engine::SourceFile>& imports) {
+  auto doc = engine::detail::parse_toml(main);
+  EXPECT_TRUE(doc) << doc.error().message;
+  auto effective = engine::detail::containerd_effective(doc.value_or(toml::table{}), imports, "nvidia");
+  EXPECT_TRUE(effective) << effective.error().message;
+  return effective.value_or(engine::detail::ContainerdEffective{});
+}
+
+constexpr std::string_view k_ours_v2 =
+    "version = 2\n"
+    "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+    "default_runtime_name = \"nvidia\"\n"
+    "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+    "BinaryName = \"/usr/bin/gpuctk-runtime\"\n";
+
+// containerd 1.x: a later CRI plugin table replaces the whole: runtime "nvidia" goes, and the default runtime
+// is containerd's "runc" again, though the import names neither.
+TEST(EngineContainerdEffective, Version2ReplacesThePluginTable) {
+  const auto effective = effective_of(
+      k_ours_v2, {{.path = "/x/50-cgroup.toml",
+                   .text = "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc."
+                           "options]\nSystemdCgroup = true\n"},
+                  {.path = "/x/60-other.toml", .text = "[plugins.\"io.containerd.internal.v1.opt\"]\n"}});
+  EXPECT_EQ(effective.binary, std::nullopt);
+  EXPECT_EQ(effective.binary_from, "/x/50-cgroup.toml");
+  EXPECT_EQ(effective.default_name, "runc");
+  EXPECT_EQ(effective.default_from, "/x/50-cgroup.toml");
+}
+
+// containerd 2.x: key by key; only the keys an import sets change.
+TEST(EngineContainerdEffective, Version3MergesKeyByKey) {
+  const std::string ours =
+      "version = 3\n"
+      "[plugins.\"io.containerd.cri.v1.runtime\".containerd]\n"
+      "default_runtime_name = \"nvidia\"\n"
+      "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia.options]\n"
+      "BinaryName = \"/usr/bin/gpuctk-runtime\"\n";
+  auto effective =
+      effective_of(ours, {{.path = "/x/50-cgroup.toml",
+                           .text = "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\".containerd."
+                                   "runtimes.nvidia.options]\nSystemdCgroup = true\n"}});
+  EXPECT_EQ(effective.binary, "/usr/bin/gpuctk-runtime");
+  EXPECT_EQ(effective.binary_from, "");
+  EXPECT_EQ(effective.default_name, "nvidia");
+  effective =
+      effective_of(ours, {{.path = "/x/99-nvidia.toml",
+                           .text = "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\".containerd]\n"
+                                   "default_runtime_name = \"runc\"\n"
+                                   "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia."
+                                   "options]\nBinaryName = \"/usr/bin/nvidia-container-runtime\"\n"}});
+  EXPECT_EQ(effective.binary, "/usr/bin/nvidia-container-runtime");
+  EXPECT_EQ(effective.binary_from, "/x/99-nvidia.toml");
+  EXPECT_EQ(effective.default_name, "runc");
+  EXPECT_EQ(effective.default_from, "/x/99-nvidia.toml");
+}
+
+// NVIDIA's drop-in beside gpuctk's entry in config.toml: containerd runs NVIDIA's runtime, and configure
+// says so in its one line.
+TEST_F(EngineContainerdImports, NvidiasDropInWins) {
+  m_dir.write("config.toml", "version = 2\nimports = [\"conf.d/*.toml\"]\n");
+  m_dir.write("conf.d/99-nvidia.toml", k_nvidia_dropin);
+  EXPECT_EQ(
+      summary(test::shim_settings([](auto& s) { s.set_as_default = true; })),
+      "containerd: runtime \"nvidia\" (/usr/bin/gpuctk-runtime) added, default runtime set to \"nvidia\"; "
+      "dry run: " +
+          config() + " not written; warning: runtime \"nvidia\" of " + path("conf.d/99-nvidia.toml") +
+          " wins (it runs /usr/bin/nvidia-container-runtime, not gpuctk's /usr/bin/gpuctk-runtime): "
+          "containerd reads that import after this file; warning: default runtime \"runc\" of " +
+          path("conf.d/99-nvidia.toml") + " wins: containerd reads that import after this file");
+}
+
+// An import that only sets another plugin's keys, or that repeats gpuctk's runtime, masks nothing.
+TEST_F(EngineContainerdImports, ImportsThatLeaveGpuctksRuntime) {
+  m_dir.write("config.toml", "version = 2\nimports = [\"conf.d/*.toml\"]\n");
+  m_dir.write("conf.d/10-opt.toml",
+              "version = 2\n[plugins.\"io.containerd.internal.v1.opt\"]\npath = \"/opt/x\"\n");
+  m_dir.write("conf.d/20-same.toml",
+              "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+              "BinaryName = \"/usr/bin/gpuctk-runtime\"\n");
+  EXPECT_EQ(summary(), "containerd: runtime \"nvidia\" (/usr/bin/gpuctk-runtime) added; dry run: " +
+                           config() + " not written");
+}
+
+// containerd 1.x: an import with the CRI plugin's table but no runtime "nvidia" drops gpuctk's runtime.
+TEST_F(EngineContainerdImports, ALaterPluginTableDropsTheRuntime) {
+  m_dir.write("config.toml", "version = 2\nimports = [\"conf.d/*.toml\"]\n");
+  m_dir.write("conf.d/50-cgroup.toml",
+              "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n"
+              "SystemdCgroup = true\n");
+  EXPECT_EQ(summary(),
+            "containerd: runtime \"nvidia\" (/usr/bin/gpuctk-runtime) added; dry run: " + config() +
+                " not written; warning: runtime \"nvidia\" is dropped by " + path("conf.d/50-cgroup.toml") +
+                ", whose CRI plugin table replaces this file's whole in containerd 1.x: containerd "
+                "reads that import after this file");
+}
+
+}  // namespace
+}  // namespace gpuctk
