@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# containerd's own reading of the imports of a config.toml that `gpuctk runtime configure --runtime
+# containerd` wrote runtime "nvidia" into, against what gpuctk says of them. For each layout of conf.d
+# (imported by config.toml with an absolute glob, as NVIDIA's toolkit v1.18+ adds it; containerd 1.6 would
+# match a relative one from its working directory), gpuctk configures config.toml and `containerd config
+# dump` must show what gpuctk's one line says:
+#   - NVIDIA's 99-nvidia.toml: its runtime "nvidia" wins, and gpuctk warns that it runs
+#     nvidia-container-runtime;
+#   - an import with the CRI plugin's table but no runtime "nvidia": containerd 1.x replaces the table whole
+#     and has no runtime "nvidia" (gpuctk warns it is dropped); 2.x merges key by key and keeps gpuctk's;
+#   - an import of another plugin only: gpuctk's runtime, no warning.
+# No daemon starts: `config dump` only reads the files.
+#   usage: containerd_imports_dump.sh <gpuctk> <gpuctk-fixture> [trixie|sid]
+#   (no suite: Debian 12's containerd 1.6; a suite: that suite's containerd from the engines cache)
+source "$(dirname "$0")/lib.sh"
+gpuctk=$1
+suite=${3:-}
+e2e_init
+if [ -n "$suite" ]; then
+  # shellcheck source=tests/engines/lib.sh
+  source "$(dirname "$0")/../engines/lib.sh"
+  engines_fetch "$suite"
+  containerd=$engines_root/usr/bin/containerd
+else
+  containerd=$(command -v containerd) || e2e_skip "containerd is not installed"
+  containerd_version=$("$containerd" --version | awk '{ print $3 }')
+fi
+python3 -c 'import tomllib' 2>/dev/null || e2e_skip "python3 has no tomllib (python 3.11 or later)"
+case "$containerd_version" in
+  1.*) version=2 plugin=io.containerd.grpc.v1.cri merge=replace ;;
+  *) version=3 plugin=io.containerd.cri.v1.runtime merge=keys ;;
+esac
+shim=/usr/bin/gpuctk-runtime
+
+# toml_get FILE KEY...: the value at the key path of a TOML file ("" when missing).
+toml_get() {
+  python3 - "$@" <<'PY'
+import sys, tomllib
+value = tomllib.load(open(sys.argv[1], "rb"))
+for key in sys.argv[2:]:
+    if not isinstance(value, dict) or key not in value:
+        sys.exit(0)
+    value = value[key]
+print(value)
+PY
+}
+
+# case_run NAME IMPORT-TEXT: a lab with config.toml (runc, importing conf.d/*.toml) and conf.d/NAME.toml;
+# sets out (gpuctk's line) and binary (the dump's BinaryName of "nvidia", "(none)" without the runtime).
+case_run() {
+  local dir=$LAB/$1
+  mkdir -p "$dir/conf.d"
+  cat >"$dir/config.toml" <<EOF
+version = $version
+imports = ["$dir/conf.d/*.toml"]
+root = "$dir/root"
+state = "$dir/state"
+[plugins."$plugin".containerd.runtimes.runc]
+runtime_type = "io.containerd.runc.v2"
+EOF
+  printf '%s' "$2" >"$dir/conf.d/$1.toml"
+  out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.toml" --runtime-path "$shim" \
+    2>/dev/null) || e2e_fail "runtime configure failed in $1: $out"
+  "$containerd" --config "$dir/config.toml" config dump >"$dir/dump.toml" 2>"$dir/dump.err" ||
+    e2e_fail "containerd config dump failed in $1: $(cat "$dir/dump.err")"
+  if [ -n "$(toml_get "$dir/dump.toml" plugins "$plugin" containerd runtimes nvidia)" ]; then
+    binary=$(toml_get "$dir/dump.toml" plugins "$plugin" containerd runtimes nvidia options BinaryName)
+  else
+    binary="(none)"
+  fi
+}
+added="containerd: runtime \"nvidia\" ($shim) added"
+later=": containerd reads that import after this file"
+
+case_run 99-nvidia "version = $version
+[plugins.\"$plugin\".containerd.runtimes.nvidia]
+runtime_type = \"io.containerd.runc.v2\"
+[plugins.\"$plugin\".containerd.runtimes.nvidia.options]
+BinaryName = \"/usr/bin/nvidia-container-runtime\"
+"
+[ "$binary" = /usr/bin/nvidia-container-runtime ] ||
+  e2e_fail "containerd $containerd_version runs '$binary' for \"nvidia\" beside NVIDIA's drop-in"
+want="$added; $LAB/99-nvidia/config.toml written (the original kept as $LAB/99-nvidia/config.toml.gpuctk-backup); warning: runtime \"nvidia\" of $LAB/99-nvidia/conf.d/99-nvidia.toml wins (it runs /usr/bin/nvidia-container-runtime, not gpuctk's $shim)$later; restart containerd"
+[ "$out" = "$want" ] || e2e_fail "gpuctk's line beside NVIDIA's drop-in: $out (want: $want)"
+echo "ok: containerd $containerd_version runs NVIDIA's runtime beside its drop-in, as gpuctk warns"
+
+case_run 50-cgroup "version = $version
+[plugins.\"$plugin\".containerd.runtimes.runc.options]
+SystemdCgroup = true
+"
+if [ "$merge" = replace ]; then
+  [ "$binary" = "(none)" ] || e2e_fail "containerd $containerd_version kept runtime \"nvidia\" ($binary) under an import of the CRI table"
+  want="$added; $LAB/50-cgroup/config.toml written (the original kept as $LAB/50-cgroup/config.toml.gpuctk-backup); warning: runtime \"nvidia\" is dropped by $LAB/50-cgroup/conf.d/50-cgroup.toml, whose CRI plugin table replaces this file's whole in containerd 1.x$later; restart containerd"
+else
+  [ "$binary" = "$shim" ] || e2e_fail "containerd $containerd_version runs '$binary' for \"nvidia\" under an import of runc's keys"
+  want="$added; $LAB/50-cgroup/config.toml written (the original kept as $LAB/50-cgroup/config.toml.gpuctk-backup); restart containerd"
+fi
+[ "$out" = "$want" ] || e2e_fail "gpuctk's line under an import of the CRI table: $out (want: $want)"
+echo "ok: containerd $containerd_version under an import of the CRI table: runtime \"nvidia\" is $binary, as gpuctk says"
+
+case_run 10-opt "version = $version
+[plugins.\"io.containerd.internal.v1.opt\"]
+path = \"$LAB/opt\"
+"
+[ "$binary" = "$shim" ] || e2e_fail "containerd $containerd_version runs '$binary' for \"nvidia\" under an import of another plugin"
+want="$added; $LAB/10-opt/config.toml written (the original kept as $LAB/10-opt/config.toml.gpuctk-backup); restart containerd"
+[ "$out" = "$want" ] || e2e_fail "gpuctk's line under an import of another plugin: $out (want: $want)"
+echo "ok: containerd $containerd_version runs gpuctk's $shim under an import of another plugin, no warning"
+echo "PASS: containerd $containerd_version's config dump of imported files agrees with gpuctk runtime configure"
