@@ -22,7 +22,7 @@ using EditText = Result<detail::Edit> (*)(const std::optional<std::string>& old,
                                           const RuntimeSettings& settings, const detail::EditInputs& inputs);
 using RemoveText = Result<detail::Edit> (*)(const std::string& old, const RuntimeSettings& settings,
                                             const Replaced& replaced);
-using ReadSources = Result<Sources> (*)(const std::string& path);
+using ReadSources = Result<Sources> (*)(const std::string& path, std::string_view node_root);
 
 struct EngineRow {
   Engine engine;
@@ -40,7 +40,8 @@ constexpr EngineRow k_engines[] = {
     // A drop-in of gpuctk's own in CRI-O's default --config-dir; "99-" sorts it after the usual drop-ins,
     // so that its default runtime wins. CRI-O's other files are read for what the handler inherits.
     {Engine::crio, "crio", "/etc/crio/crio.conf.d/99-gpuctk.conf", detail::crio_configure,
-     detail::crio_remove, detail::crio_sources},
+     detail::crio_remove,
+     [](const std::string& path, std::string_view) { return detail::crio_sources(path); }},
     // dockerd's default --config-file.
     {Engine::docker, "docker", "/etc/docker/daemon.json", detail::docker_configure, detail::docker_remove,
      nullptr},
@@ -364,9 +365,9 @@ Result<std::string> removed_text(Engine engine, const std::string& old, const Ru
   return std::move(edit.text);
 }
 
-Result<Sources> read_sources(Engine engine, const std::string& path) {
+Result<Sources> read_sources(Engine engine, const std::string& path, std::string_view node_root) {
   const EngineRow& row = row_of(engine);
-  return row.sources != nullptr ? row.sources(path) : Result<Sources>(Sources{});
+  return row.sources != nullptr ? row.sources(path, node_root) : Result<Sources>(Sources{});
 }
 
 StateFiles state_files(Engine engine, const std::string& path) {
@@ -397,7 +398,7 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
   GPUCTK_TRY_ASSIGN(const auto run, open_run_files(engine, path));
   const RunFiles& files = *run;
   GPUCTK_TRY_ASSIGN(const FileState file, read_state(files.config));
-  GPUCTK_TRY_ASSIGN(const Sources sources, read_sources(engine, path));
+  GPUCTK_TRY_ASSIGN(const Sources sources, read_sources(engine, path, settings.node_root));
   GPUCTK_TRY_ASSIGN(const Saved saved, read_saved(files));
   auto edit = configured_edit(engine, file.text, settings,
                               detail::EditInputs{.sources = sources, .replaced = saved.replaced});

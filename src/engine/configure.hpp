@@ -62,6 +62,9 @@ struct RuntimeSettings {
   bool set_as_default = false;
   bool enable_cdi = false;
   int containerd_version = 2;  // the schema of a new (or empty) containerd file: 2 or 3 (1 is read only)
+  // The node's root as this process sees it (gpuctk install's --host-root; "" or "/": this process's own):
+  // an absolute containerd import is read below it, lexically (read_sources).
+  std::string node_root;
 };
 
 // A runtime name an engine and a RuntimeClass handler take: 1 to 63 letters, digits, '-', '_' or '.',
@@ -105,14 +108,15 @@ struct Sources {
 // than 16777216 bytes", "/etc/crio/crio.conf: Error while parsing ... at line 3, column 7".
 // containerd reads `path`, then the files its `imports` name, breadth first: each import cleaned and, when
 // relative, taken from the directory of the file that names it, one with a '*' as a glob (its matches by
-// bytes), a file already read skipped, a missing one skipped (containerd 2.x skips it; 1.x refuses to
-// start); a missing `path` has none. Bounded: k_max_config_file per file and for all together,
-// k_max_source_files files; an import of a file on its own way from `path` is an error, "<file>: imports
-// /etc/containerd/config.toml, which imports it (an import loop)", and so are more files,
+// bytes), an absolute one read below `node_root`, a file already read skipped, a missing one skipped
+// (containerd 2.x skips it; 1.x refuses to start); a missing `path` has none. Bounded: k_max_config_file per
+// file and for all together, k_max_source_files files; an import of a file on its own way from `path` is an
+// error, "<file>: imports /etc/containerd/config.toml, which imports it (an import loop)", and so are more
+// files,
 // "/etc/containerd/config.toml: imports more than 1024 files in all". configure() then warns, in its one
 // line, when an import masks gpuctk's runtime or default runtime (containerd_imports.cpp says how
 // containerd 1.x and 2.x merge them).
-Result<Sources> read_sources(Engine engine, const std::string& path);
+Result<Sources> read_sources(Engine engine, const std::string& path, std::string_view node_root = {});
 
 inline constexpr size_t k_max_source_files = 1024;
 inline constexpr int k_max_source_depth = 8;

@@ -42,6 +42,7 @@ struct Node {
 
 struct Walk {
   std::vector<Node> nodes;
+  std::string_view node_root;
   size_t bytes = 0;
   Sources sources;
 };
@@ -105,7 +106,7 @@ Result<void> queue_imports(const std::vector<std::string>& imports, int at, Walk
   const std::string named_in = walk.nodes[static_cast<size_t>(at)].path;  // a copy: nodes grow below
   for (const std::string& import : imports) {
     std::vector<std::string> paths;
-    const std::string joined = import_path(import, named_in);
+    const std::string joined = import_path(import, named_in, walk.node_root);
     if (joined.find('*') != std::string::npos) {
       GPUCTK_TRY_ASSIGN(paths, glob_paths(joined, named_in));
     } else {
@@ -133,9 +134,10 @@ bool loaded_before(const Walk& walk, int at) {
 
 }  // namespace
 
-std::string import_path(std::string_view import, std::string_view named_in) {
+std::string import_path(std::string_view import, std::string_view named_in, std::string_view node_root) {
   if (import.starts_with('/')) {
-    return clean_path(import);
+    // Cleaned before the root goes in front: a ".." never climbs out of it.
+    return node_root.empty() ? clean_path(import) : clean_path(std::string(node_root) + clean_path(import));
   }
   const std::string dir = parent_path(named_in);
   const std::string joined = dir == "." ? std::string(import) : dir + "/" + std::string(import);
@@ -162,8 +164,8 @@ Result<std::vector<std::string>> containerd_imports(const toml::table& doc) {
   return imports;
 }
 
-Result<Sources> containerd_sources(const std::string& path) {
-  Walk walk;
+Result<Sources> containerd_sources(const std::string& path, std::string_view node_root) {
+  Walk walk{.nodes = {}, .node_root = node_root, .bytes = 0, .sources = {}};
   walk.nodes.push_back(Node{.path = path, .parent = -1});
   std::deque<int> pending{0};
   while (!pending.empty()) {

@@ -15,8 +15,9 @@ namespace gpuctk::engine::detail {
 Result<std::vector<std::string>> containerd_imports(const toml::table& doc);
 
 // An import as containerd resolves it in the file `named_in`: cleaned, and joined to that file's directory
-// when relative ("conf.d/*.toml" in /etc/containerd/config.toml: /etc/containerd/conf.d/*.toml).
-std::string import_path(std::string_view import, std::string_view named_in);
+// when relative ("conf.d/*.toml" in /etc/containerd/config.toml: /etc/containerd/conf.d/*.toml); an
+// absolute one below `node_root` ("/etc/x.toml" with /host: /host/etc/x.toml; "" or "/": as it is).
+std::string import_path(std::string_view import, std::string_view named_in, std::string_view node_root = {});
 
 // Where containerd's runtime `name` and its default runtime name come from once it has read `doc` and
 // then `imports` (containerd_sources' order), as its `config dump` shows them: a version 3 `doc` is

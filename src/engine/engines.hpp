@@ -43,7 +43,8 @@ Result<Sources> crio_sources(const std::string& path);
 
 // containerd's imports (containerd_imports.hpp): the files containerd reads after the config file at
 // `path`, in its order (configure.hpp, read_sources, has the rules and bounds); a missing config: none.
-Result<Sources> containerd_sources(const std::string& path);
+// Absolute imports are read below `node_root` ("" or "/": as they are).
+Result<Sources> containerd_sources(const std::string& path, std::string_view node_root);
 
 // Pure: the sources parse, and the keys crio_configure reads from them have the right types. Errors name
 // the source.

@@ -37,6 +37,7 @@ engine::RuntimeSettings runtime_settings(const NodeOptions& options, const Layou
   settings.runtime_path = layout.runtime;
   settings.set_as_default = options.set_as_default;
   settings.enable_cdi = options.enable_cdi;
+  settings.node_root = options.host_root;  // containerd's absolute imports name the node's files
   return settings;
 }
 

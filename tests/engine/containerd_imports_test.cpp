@@ -117,6 +117,28 @@ TEST(EngineContainerdImportPath, JoinedAndCleaned) {
             "/etc/containerd/x/y.toml");
   EXPECT_EQ(engine::detail::import_path("/etc/./z.toml", "/etc/containerd/config.toml"), "/etc/z.toml");
   EXPECT_EQ(engine::detail::import_path("z.toml", "config.toml"), "z.toml");
+  // gpuctk install: an absolute import names the node's file, seen below the host root; ".." stays in it.
+  EXPECT_EQ(engine::detail::import_path("/etc/containerd/conf.d/*.toml", "/host/etc/containerd/config.toml",
+                                        "/host"),
+            "/host/etc/containerd/conf.d/*.toml");
+  EXPECT_EQ(engine::detail::import_path("/../../x.toml", "/host/etc/containerd/config.toml", "/host"),
+            "/host/x.toml");
+  EXPECT_EQ(engine::detail::import_path("/etc/x.toml", "/etc/containerd/config.toml", "/"), "/etc/x.toml");
+  EXPECT_EQ(engine::detail::import_path("x.toml", "/host/etc/containerd/config.toml", "/host"),
+            "/host/etc/containerd/x.toml");
+}
+
+// gpuctk install from a pod: the node's config imports absolute paths, read below the host root.
+TEST_F(EngineContainerdImports, AbsoluteImportsBelowTheNodeRoot) {
+  m_dir.write("host/etc/containerd/config.toml",
+              "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n");
+  m_dir.write("host/etc/containerd/conf.d/99-nvidia.toml", k_nvidia_dropin);
+  auto sources =
+      engine::read_sources(Engine::containerd, path("host/etc/containerd/config.toml"), path("host"));
+  ASSERT_TRUE(sources) << sources.error().message;
+  ASSERT_EQ(sources->after.size(), 1U);
+  EXPECT_EQ(sources->after[0].path, path("host/etc/containerd/conf.d/99-nvidia.toml"));
+  EXPECT_EQ(sources->after[0].text, k_nvidia_dropin);
 }
 
 engine::detail::ContainerdEffective effective_of(std::string_view main,
