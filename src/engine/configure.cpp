@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <memory>
 
 #include "engine/engines.hpp"
@@ -31,6 +32,9 @@ struct EngineRow {
   EditText configure;
   RemoveText remove;
   ReadSources sources;  // nullptr: the file is the whole configuration gpuctk reads
+  // --remove of a file gpuctk never changed leaves it alone (config.toml's `imports`: an import that was
+  // there before is not gpuctk's to remove); otherwise its own keys go wherever they came from.
+  bool undo_own_changes_only = false;
 };
 
 constexpr EngineRow k_engines[] = {
@@ -46,6 +50,18 @@ constexpr EngineRow k_engines[] = {
     {Engine::docker, "docker", "/etc/docker/daemon.json", detail::docker_configure, detail::docker_remove,
      nullptr},
 };
+
+// containerd with a drop-in (RuntimeSettings::drop_in): the drop-in, and config.toml's `imports`.
+constexpr EngineRow k_containerd_drop_in = {
+    Engine::containerd,        "containerd", "", detail::containerd_drop_in_configure,
+    detail::containerd_remove, nullptr};
+constexpr EngineRow k_containerd_import = {Engine::containerd,
+                                           "containerd",
+                                           "",
+                                           detail::containerd_add_import,
+                                           detail::containerd_remove_import,
+                                           nullptr,
+                                           true};
 
 const EngineRow& row_of(Engine engine) {
   for (const EngineRow& row : k_engines) {
@@ -390,18 +406,20 @@ StateFiles state_files(Engine engine, const std::string& path) {
                     .restart = base + ".gpuctk-restart"};
 }
 
-Result<ConfigureResult> configure(Engine engine, const std::string& path, const RuntimeSettings& settings,
-                                  bool dry_run) {
-  const EngineRow& row = row_of(engine);
-  GPUCTK_TRY(check_runtime_name(settings.name));
-  GPUCTK_TRY(check_runtime_path(settings.runtime_path));
+namespace {
+
+// `sources_of` is called once the file is read: an error of the file itself comes first.
+Result<ConfigureResult> configure_file(const EngineRow& row, const std::string& path,
+                                       const RuntimeSettings& settings, bool dry_run,
+                                       const std::function<Result<Sources>()>& sources_of) {
+  const Engine engine = row.engine;
   GPUCTK_TRY_ASSIGN(const auto run, open_run_files(engine, path));
   const RunFiles& files = *run;
   GPUCTK_TRY_ASSIGN(const FileState file, read_state(files.config));
-  GPUCTK_TRY_ASSIGN(const Sources sources, read_sources(engine, path, settings.node_root));
+  GPUCTK_TRY_ASSIGN(const Sources sources, sources_of());
   GPUCTK_TRY_ASSIGN(const Saved saved, read_saved(files));
-  auto edit = configured_edit(engine, file.text, settings,
-                              detail::EditInputs{.sources = sources, .replaced = saved.replaced});
+  auto edit =
+      row.configure(file.text, settings, detail::EditInputs{.sources = sources, .replaced = saved.replaced});
   if (!edit) {
     return fail_with(path, edit.error());
   }
@@ -442,10 +460,9 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
   return result;
 }
 
-Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, const RuntimeSettings& settings,
-                                    bool dry_run) {
-  const EngineRow& row = row_of(engine);
-  GPUCTK_TRY(check_runtime_name(settings.name));
+Result<ConfigureResult> unconfigure_file(const EngineRow& row, const std::string& path,
+                                         const RuntimeSettings& settings, bool dry_run) {
+  const Engine engine = row.engine;
   GPUCTK_TRY_ASSIGN(const auto run, open_run_files(engine, path));
   const RunFiles& files = *run;
   GPUCTK_TRY_ASSIGN(const FileState file, read_state(files.config));
@@ -487,7 +504,9 @@ Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, cons
   }
 
   // Someone else changed the file too (or gpuctk never backed it up): only gpuctk's keys go.
-  if (!file.text) {
+  if (row.undo_own_changes_only && !saved.backup && !saved.absent) {
+    result.summary = prefix + path + " unchanged: gpuctk did not change it";
+  } else if (!file.text) {
     result.summary = prefix + path + " unchanged: it does not exist";
   } else {
     auto edit = row.remove(*file.text, settings, saved.replaced);
@@ -526,6 +545,64 @@ Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, cons
     GPUCTK_TRY(remove_file(files.record));
   }
   return result;
+}
+
+// Two results as one: both changes, the drop-in's text (what --dry-run prints), each summary a line.
+ConfigureResult joined(ConfigureResult drop_in, const std::optional<ConfigureResult>& config) {
+  if (config) {
+    drop_in.changed = drop_in.changed || config->changed;
+    drop_in.summary += "\n" + config->summary;
+  }
+  return drop_in;
+}
+
+Result<void> check_drop_in(Engine engine, const std::string& drop_in) {
+  if (engine != Engine::containerd) {
+    return fail("a drop-in file is for containerd only");
+  }
+  if (!drop_in.starts_with('/') || !is_clean_path(drop_in)) {
+    return fail("drop-in " + quote(drop_in) + ": not a clean absolute path");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ConfigureResult> configure(Engine engine, const std::string& path, const RuntimeSettings& settings,
+                                  bool dry_run) {
+  GPUCTK_TRY(check_runtime_name(settings.name));
+  GPUCTK_TRY(check_runtime_path(settings.runtime_path));
+  if (settings.drop_in.empty()) {
+    return configure_file(row_of(engine), path, settings, dry_run,
+                          [&] { return read_sources(engine, path, settings.node_root); });
+  }
+  GPUCTK_TRY(check_drop_in(engine, settings.drop_in));
+  GPUCTK_TRY_ASSIGN(const detail::DropInPlace place,
+                    detail::containerd_drop_in_place(path, settings.node_root, settings.drop_in));
+  // The drop-in before the import: a crash between the two leaves a file nothing reads yet.
+  GPUCTK_TRY_ASSIGN(ConfigureResult drop_in,
+                    configure_file(k_containerd_drop_in, settings.drop_in, settings, dry_run,
+                                   [&] { return Result<Sources>(place.sources); }));
+  std::optional<ConfigureResult> config;
+  if (place.needs_import) {
+    GPUCTK_TRY_ASSIGN(config, configure_file(k_containerd_import, path, settings, dry_run,
+                                             [] { return Result<Sources>(Sources{}); }));
+  }
+  return joined(std::move(drop_in), config);
+}
+
+Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, const RuntimeSettings& settings,
+                                    bool dry_run) {
+  GPUCTK_TRY(check_runtime_name(settings.name));
+  if (settings.drop_in.empty()) {
+    return unconfigure_file(row_of(engine), path, settings, dry_run);
+  }
+  GPUCTK_TRY(check_drop_in(engine, settings.drop_in));
+  GPUCTK_TRY_ASSIGN(ConfigureResult drop_in,
+                    unconfigure_file(k_containerd_drop_in, settings.drop_in, settings, dry_run));
+  GPUCTK_TRY_ASSIGN(const ConfigureResult config,
+                    unconfigure_file(k_containerd_import, path, settings, dry_run));
+  return joined(std::move(drop_in), config);
 }
 
 }  // namespace gpuctk::engine

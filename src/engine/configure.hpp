@@ -65,6 +65,12 @@ struct RuntimeSettings {
   // The node's root as this process sees it (gpuctk install's --host-root; "" or "/": this process's own):
   // an absolute containerd import is read below it, lexically (read_sources).
   std::string node_root;
+  // containerd: the drop-in file gpuctk's runtime goes to, an absolute path ("": config.toml itself, as
+  // before). configure writes it (the CRI plugin's table as config.toml and the imports read before it
+  // leave it, copied whole, since containerd 1.x lets an import's table replace config.toml's, with
+  // gpuctk's runtime) and adds it to config.toml's `imports` unless one of them names it already;
+  // unconfigure undoes both, the import only when gpuctk added it.
+  std::string drop_in;
 };
 
 // A runtime name an engine and a RuntimeClass handler take: 1 to 63 letters, digits, '-', '_' or '.',

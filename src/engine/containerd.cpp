@@ -218,6 +218,33 @@ void merge_keys(toml::table& to, const toml::table& from) {
   }
 }
 
+// Merges the CRI plugin tables of `imports` into `cri` as containerd does with the config file's `schema`
+// (containerd_effective), calling `after_each` after each import that has one.
+template <class AfterEach>
+Result<void> fold_imports(const Schema& schema, const std::vector<SourceFile>& imports, toml::table& cri,
+                          AfterEach after_each) {
+  for (const SourceFile& file : imports) {
+    auto parsed = parse_toml(file.text);
+    if (!parsed) {
+      return fail_with(file.path, parsed.error());
+    }
+    auto table = cri_table_of(*parsed, schema);
+    if (!table) {
+      return fail_with(file.path, table.error());
+    }
+    if (*table == nullptr) {
+      continue;
+    }
+    if (schema.version >= 3) {
+      merge_keys(cri, **table);
+    } else {
+      cri = **table;  // containerd 1.x: the plugin's table of a later file replaces the earlier one whole
+    }
+    after_each(file);
+  }
+  return {};
+}
+
 // What the merged CRI table says: runtime `name`'s binary and the default runtime name.
 struct Said {
   std::optional<std::string> binary;  // nullopt: no runtime `name`
@@ -247,7 +274,6 @@ Result<ContainerdEffective> containerd_effective(const toml::table& doc,
   GPUCTK_TRY_ASSIGN(const Schema* schema, schema_of(doc));
   // containerd 2.x reads only version 3 files as written (older ones are migrated first); a version 2 or 1
   // file may be read by 1.x, whose replacing merge is the stricter one: what it keeps, 2.x keeps too.
-  const bool key_by_key = schema->version >= 3;
   toml::table cri;
   GPUCTK_TRY_ASSIGN(const toml::table* own, cri_table_of(doc, *schema));
   if (own != nullptr) {
@@ -256,23 +282,7 @@ Result<ContainerdEffective> containerd_effective(const toml::table& doc,
   Said now = said(cri, name);
   ContainerdEffective effective{
       .binary = now.binary, .binary_from = {}, .default_name = now.default_name, .default_from = {}};
-  for (const SourceFile& file : imports) {
-    auto parsed = parse_toml(file.text);
-    if (!parsed) {
-      return fail_with(file.path, parsed.error());
-    }
-    auto table = cri_table_of(*parsed, *schema);
-    if (!table) {
-      return fail_with(file.path, table.error());
-    }
-    if (*table == nullptr) {
-      continue;
-    }
-    if (key_by_key) {
-      merge_keys(cri, **table);
-    } else {
-      cri = **table;  // containerd 1.x: the plugin's table of a later file replaces the earlier one whole
-    }
+  GPUCTK_TRY(fold_imports(*schema, imports, cri, [&](const SourceFile& file) {
     now = said(cri, name);
     if (now.binary != effective.binary) {
       effective.binary = now.binary;
@@ -282,7 +292,7 @@ Result<ContainerdEffective> containerd_effective(const toml::table& doc,
       effective.default_name = now.default_name;
       effective.default_from = file.path;
     }
-  }
+  }));
   return effective;
 }
 
@@ -393,6 +403,110 @@ Result<Edit> containerd_remove(const std::string& old, const RuntimeSettings& se
   if (!edit.changes.empty()) {
     edit.text = print_toml(doc);
   }
+  return edit;
+}
+
+namespace {
+
+// The first text of gpuctk's drop-in: config.toml's version, and its CRI plugin's table as the files read
+// before the drop-in leave it (`before`: config.toml, then those imports), copied whole; "" when
+// config.toml is missing or empty (containerd_configure then starts a file of the version asked for).
+Result<std::string> drop_in_seed(const std::vector<SourceFile>& before) {
+  if (before.empty()) {
+    return std::string();
+  }
+  auto doc = parse_toml(before.front().text);
+  if (!doc) {
+    return fail_with(before.front().path, doc.error());
+  }
+  if (doc->empty()) {
+    return std::string();
+  }
+  auto schema = schema_of(*doc);
+  if (!schema) {
+    return fail_with(before.front().path, schema.error());
+  }
+  toml::table cri;
+  GPUCTK_TRY_ASSIGN(const toml::table* own, cri_table_of(*doc, **schema));
+  if (own != nullptr) {
+    cri = *own;
+  }
+  GPUCTK_TRY(fold_imports(**schema, std::vector<SourceFile>(before.begin() + 1, before.end()), cri,
+                          [](const SourceFile&) {}));
+  toml::table seed;
+  if ((*schema)->version != 1) {
+    seed.insert_or_assign("version", (*schema)->version);
+  }
+  toml::table plugins;
+  plugins.insert_or_assign((*schema)->cri_plugin, std::move(cri));
+  seed.insert_or_assign("plugins", std::move(plugins));
+  return print_toml(seed);
+}
+
+}  // namespace
+
+Result<Edit> containerd_drop_in_configure(const std::optional<std::string>& old,
+                                          const RuntimeSettings& settings, const EditInputs& inputs) {
+  const Sources later{.before = {}, .after = inputs.sources.after};
+  const EditInputs later_inputs{.sources = later, .replaced = inputs.replaced};
+  if (old && !old->empty()) {
+    return containerd_configure(old, settings, later_inputs);
+  }
+  GPUCTK_TRY_ASSIGN(const std::string seed, drop_in_seed(inputs.sources.before));
+  if (seed.empty()) {
+    return containerd_configure(old, settings, later_inputs);
+  }
+  GPUCTK_TRY_ASSIGN(Edit edit, containerd_configure(seed, settings, later_inputs));
+  if (edit.changes.empty()) {
+    // config.toml already has gpuctk's runtime: the drop-in, a copy of its table, is written all the same,
+    // since config.toml will import it.
+    edit.changes.push_back(runtime_phrase(settings, true, ""));
+  }
+  return edit;
+}
+
+Result<Edit> containerd_add_import(const std::optional<std::string>& old, const RuntimeSettings& settings,
+                                   const EditInputs& inputs) {
+  toml::table doc;
+  if (old) {
+    GPUCTK_TRY_ASSIGN(doc, parse_toml(*old));
+  }
+  if (doc.empty()) {
+    doc.insert_or_assign("version", settings.containerd_version);
+  }
+  GPUCTK_TRY(containerd_imports(doc));  // an array of strings
+  if (doc.get("imports") == nullptr) {
+    doc.insert_or_assign("imports", toml::array{});
+  }
+  doc.get("imports")->as_array()->push_back(settings.drop_in);
+  return Edit{.text = print_toml(doc),
+              .changes = {"import " + settings.drop_in + " added"},
+              .notes = {},
+              .replaced = inputs.replaced};
+}
+
+Result<Edit> containerd_remove_import(const std::string& old, const RuntimeSettings& settings,
+                                      const Replaced& replaced) {
+  GPUCTK_TRY_ASSIGN(toml::table doc, parse_toml(old));
+  Edit edit{.text = old, .changes = {}, .notes = {}, .replaced = replaced};
+  toml::array* imports = doc.get("imports") != nullptr ? doc.get("imports")->as_array() : nullptr;
+  if (imports == nullptr) {
+    return edit;
+  }
+  const size_t before = imports->size();
+  for (size_t i = imports->size(); i > 0; --i) {
+    if ((*imports)[i - 1].value_or(std::string_view()) == settings.drop_in) {
+      imports->erase(imports->begin() + static_cast<std::ptrdiff_t>(i - 1));
+    }
+  }
+  if (imports->size() == before) {
+    return edit;
+  }
+  if (imports->empty()) {
+    doc.erase("imports");
+  }
+  edit.changes.push_back("import " + settings.drop_in + " removed");
+  edit.text = print_toml(doc);
   return edit;
 }
 

@@ -16,6 +16,7 @@
 #include "engine/containerd_imports.hpp"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,6 +46,10 @@ struct Walk {
   std::string_view node_root;
   size_t bytes = 0;
   Sources sources;
+  std::string_view assume;  // a file counted as there, not read (gpuctk's drop-in, made next)
+  bool past_assumed = false;
+  bool assumed_queued = false;
+  bool keep_config = false;  // the config's own text goes first into sources.before
 };
 
 // The text of one file, or nullopt when it is missing. Followed when it is a link, as containerd's
@@ -109,10 +114,17 @@ Result<void> queue_imports(const std::vector<std::string>& imports, int at, Walk
     const std::string joined = import_path(import, named_in, walk.node_root);
     if (joined.find('*') != std::string::npos) {
       GPUCTK_TRY_ASSIGN(paths, glob_paths(joined, named_in));
+      // Go's filepath.Match and fnmatch agree on '*' not matching '/'.
+      if (!walk.assume.empty() && std::ranges::find(paths, walk.assume) == paths.end() &&
+          ::fnmatch(joined.c_str(), std::string(walk.assume).c_str(), FNM_PATHNAME) == 0) {
+        paths.emplace_back(walk.assume);
+        std::ranges::sort(paths);
+      }
     } else {
       paths.push_back(joined);
     }
     for (std::string& path : paths) {
+      walk.assumed_queued = walk.assumed_queued || (!walk.assume.empty() && path == walk.assume);
       if (on_the_way(walk, at, path)) {
         return fail(named_in + ": imports " + path + ", which imports it (an import loop)");
       }
@@ -164,8 +176,9 @@ Result<std::vector<std::string>> containerd_imports(const toml::table& doc) {
   return imports;
 }
 
-Result<Sources> containerd_sources(const std::string& path, std::string_view node_root) {
-  Walk walk{.nodes = {}, .node_root = node_root, .bytes = 0, .sources = {}};
+namespace {
+
+Result<void> walk_imports(const std::string& path, Walk& walk) {
   walk.nodes.push_back(Node{.path = path, .parent = -1});
   std::deque<int> pending{0};
   while (!pending.empty()) {
@@ -175,6 +188,10 @@ Result<Sources> containerd_sources(const std::string& path, std::string_view nod
       continue;  // containerd loads a file once
     }
     const std::string file = walk.nodes[static_cast<size_t>(at)].path;
+    if (!walk.assume.empty() && file == walk.assume) {
+      walk.past_assumed = true;
+      continue;
+    }
     GPUCTK_TRY_ASSIGN(std::optional<std::string> text, read_import(file, walk));
     if (!text) {
       continue;  // the config itself (configure makes it) or an import containerd 2.x skips
@@ -188,11 +205,35 @@ Result<Sources> containerd_sources(const std::string& path, std::string_view nod
       return fail_with(file, imports.error());
     }
     GPUCTK_TRY(queue_imports(*imports, at, walk, pending));
-    if (at != 0) {
-      walk.sources.after.push_back(SourceFile{.path = file, .text = std::move(*text)});
+    if (at == 0 && !walk.assume.empty() && !walk.assumed_queued) {
+      walk.nodes.push_back(Node{.path = std::string(walk.assume), .parent = 0});  // imported last
+      pending.push_back(static_cast<int>(walk.nodes.size() - 1));
+    }
+    if (at != 0 || walk.keep_config) {
+      (walk.past_assumed || walk.assume.empty() ? walk.sources.after : walk.sources.before)
+          .push_back(SourceFile{.path = file, .text = std::move(*text)});
     }
   }
+  return {};
+}
+
+}  // namespace
+
+Result<Sources> containerd_sources(const std::string& path, std::string_view node_root) {
+  Walk walk;
+  walk.node_root = node_root;
+  GPUCTK_TRY(walk_imports(path, walk));
   return std::move(walk.sources);
+}
+
+Result<DropInPlace> containerd_drop_in_place(const std::string& path, std::string_view node_root,
+                                             const std::string& drop_in) {
+  Walk walk;
+  walk.node_root = node_root;
+  walk.assume = drop_in;
+  walk.keep_config = true;
+  GPUCTK_TRY(walk_imports(path, walk));
+  return DropInPlace{.sources = std::move(walk.sources), .needs_import = !walk.assumed_queued};
 }
 
 }  // namespace gpuctk::engine::detail

@@ -30,6 +30,27 @@ Result<Edit> containerd_configure(const std::optional<std::string>& old, const R
                                   const EditInputs& inputs);
 Result<Edit> containerd_remove(const std::string& old, const RuntimeSettings& settings,
                                const Replaced& replaced);
+// containerd with RuntimeSettings::drop_in: the drop-in's text (inputs.sources: `before` config.toml and
+// the imports read before the drop-in, whose CRI table a new drop-in copies; `after` those read after it,
+// for the warnings), and config.toml's `imports` with the drop-in added or removed.
+Result<Edit> containerd_drop_in_configure(const std::optional<std::string>& old,
+                                          const RuntimeSettings& settings, const EditInputs& inputs);
+Result<Edit> containerd_add_import(const std::optional<std::string>& old, const RuntimeSettings& settings,
+                                   const EditInputs& inputs);
+Result<Edit> containerd_remove_import(const std::string& old, const RuntimeSettings& settings,
+                                      const Replaced& replaced);
+
+// Where gpuctk's drop-in `drop_in` falls among config.toml's files: `sources.before` config.toml (when
+// there is one) and the imports containerd reads before the drop-in, `sources.after` those after it, as
+// containerd_sources reads them, the drop-in counted as there (a glob that would match it matches it);
+// `needs_import` when no import of config.toml names it (it is then imported last).
+struct DropInPlace {
+  Sources sources;
+  bool needs_import = false;
+};
+Result<DropInPlace> containerd_drop_in_place(const std::string& path, std::string_view node_root,
+                                             const std::string& drop_in);
+
 Result<Edit> crio_configure(const std::optional<std::string>& old, const RuntimeSettings& settings,
                             const EditInputs& inputs);
 Result<Edit> crio_remove(const std::string& old, const RuntimeSettings& settings, const Replaced& replaced);

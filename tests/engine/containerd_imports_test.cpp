@@ -9,6 +9,7 @@
 #include "engine/configure.hpp"
 #include "engine/data.hpp"
 #include "support/temp_dir.hpp"
+#include "util/file.hpp"
 
 namespace gpuctk {
 namespace {
@@ -236,6 +237,125 @@ TEST_F(EngineContainerdImports, ALaterPluginTableDropsTheRuntime) {
                 " not written; warning: runtime \"nvidia\" is dropped by " + path("conf.d/50-cgroup.toml") +
                 ", whose CRI plugin table replaces this file's whole in containerd 1.x: containerd "
                 "reads that import after this file");
+}
+
+// `runtime configure --drop-in-config`: gpuctk's runtime in a drop-in that config.toml imports.
+class EngineContainerdDropIn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(m_dir.path().empty());
+    m_dir.write("config.toml", k_config);
+  }
+
+  std::string path(std::string_view relative) const { return m_dir.path() + "/" + std::string(relative); }
+  std::string config() const { return path("config.toml"); }
+  std::string drop_in() const { return path("conf.d/99-gpuctk.toml"); }
+
+  engine::RuntimeSettings settings() const {
+    return test::shim_settings([this](auto& s) { s.drop_in = drop_in(); });
+  }
+
+  // The summary of configure (or --remove); "(error) <message>" when it fails.
+  std::string run(bool remove) {
+    auto result = remove ? engine::unconfigure(Engine::containerd, config(), settings(), false)
+                         : engine::configure(Engine::containerd, config(), settings(), false);
+    return result ? result->summary : "(error) " + result.error().message;
+  }
+
+  static bool exists(const std::string& file) {
+    struct stat st {};
+    return ::lstat(file.c_str(), &st) == 0;
+  }
+
+  static constexpr std::string_view k_config =
+      "# the node's file\n"
+      "version = 2\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+      "runtime_type = \"io.containerd.runc.v2\"\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n"
+      "SystemdCgroup = true\n";
+
+  test::TempDir m_dir;
+};
+
+// The drop-in copies config.toml's CRI table whole (containerd 1.x replaces it with the drop-in's), with
+// gpuctk's runtime modelled on runc; config.toml imports it; a second run changes nothing; --remove gives
+// config.toml's bytes back and deletes the drop-in and every state file.
+TEST_F(EngineContainerdDropIn, WrittenImportedAndUndone) {
+  EXPECT_EQ(run(false), "containerd: runtime \"nvidia\" (/usr/bin/gpuctk-runtime) added; " + drop_in() +
+                            " written; restart containerd\ncontainerd: import " + drop_in() + " added; " +
+                            config() + " written (the original kept as " + config() +
+                            ".gpuctk-backup); restart containerd");
+  EXPECT_EQ(read_file(drop_in()).value_or("(none)"),
+            "version = 2\n"
+            "\n"
+            "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\n"
+            "runtime_type = \"io.containerd.runc.v2\"\n"
+            "\n"
+            "    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+            "    BinaryName = \"/usr/bin/gpuctk-runtime\"\n"
+            "    SystemdCgroup = true\n"
+            "\n"
+            "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+            "runtime_type = \"io.containerd.runc.v2\"\n"
+            "\n"
+            "    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n"
+            "    SystemdCgroup = true\n");
+  EXPECT_TRUE(read_file(config()).value_or("(none)").starts_with("imports = [ \"" + drop_in() + "\" ]\n"));
+  EXPECT_EQ(run(false), "containerd: " + drop_in() +
+                            " unchanged: runtime \"nvidia\" (/usr/bin/gpuctk-runtime) is already configured");
+  EXPECT_EQ(run(true), "containerd: " + drop_in() +
+                           " deleted (it did not exist before); restart containerd\n" + "containerd: " +
+                           config() + " restored from " + config() + ".gpuctk-backup; restart containerd");
+  EXPECT_EQ(read_file(config()).value_or("(none)"), k_config);
+  for (const std::string& left :
+       {drop_in(), drop_in() + ".gpuctk-backup-absent", drop_in() + ".gpuctk-written",
+        drop_in() + ".gpuctk-replaced", config() + ".gpuctk-backup", config() + ".gpuctk-written"}) {
+    EXPECT_FALSE(exists(left)) << left;
+  }
+}
+
+// An import of config.toml that matches the drop-in already imports it: config.toml is not touched, and
+// --remove leaves it alone. NVIDIA's 99-nvidia.toml sorts after 99-gpuctk.toml: it wins, and the line says
+// so.
+TEST_F(EngineContainerdDropIn, AGlobImportsItBesideNvidias) {
+  m_dir.write("config.toml", "imports = [\"conf.d/*.toml\"]\n" + std::string(k_config));
+  m_dir.write("conf.d/99-nvidia.toml", k_nvidia_dropin);
+  const std::string before = read_file(config()).value_or("");
+  EXPECT_EQ(run(false), "containerd: runtime \"nvidia\" (/usr/bin/gpuctk-runtime) added; " + drop_in() +
+                            " written; warning: runtime \"nvidia\" of " + path("conf.d/99-nvidia.toml") +
+                            " wins (it runs /usr/bin/nvidia-container-runtime, not gpuctk's "
+                            "/usr/bin/gpuctk-runtime): containerd reads that import after this file; restart "
+                            "containerd");
+  EXPECT_EQ(read_file(config()).value_or("(none)"), before);
+  EXPECT_EQ(run(true), "containerd: " + drop_in() +
+                           " deleted (it did not exist before); restart containerd\n" +
+                           "containerd: " + config() + " unchanged: gpuctk did not change it");
+  EXPECT_EQ(read_file(config()).value_or("(none)"), before);
+  EXPECT_TRUE(exists(path("conf.d/99-nvidia.toml")));
+}
+
+// config.toml changed by someone else since: --remove takes only gpuctk's import out.
+TEST_F(EngineContainerdDropIn, RemoveTakesOnlyItsImport) {
+  ASSERT_EQ(run(false).substr(0, 11), "containerd:");
+  m_dir.write("config.toml",
+              "imports = [\"/etc/containerd/other.toml\", \"" + drop_in() + "\"]\nversion = 2\n");
+  EXPECT_EQ(run(true), "containerd: " + drop_in() +
+                           " deleted (it did not exist before); restart containerd\n" +
+                           "containerd: import " + drop_in() + " removed; " + config() +
+                           " written (it was changed since gpuctk wrote it; the original stays in " +
+                           config() + ".gpuctk-backup); restart containerd");
+  EXPECT_EQ(read_file(config()).value_or("(none)"),
+            "imports = [ \"/etc/containerd/other.toml\" ]\nversion = 2\n");
+}
+
+TEST_F(EngineContainerdDropIn, OnlyForContainerdAndAbsolute) {
+  auto result = engine::configure(Engine::crio, config(), settings(), true);
+  EXPECT_EQ(result ? "(no error)" : result.error().message, "a drop-in file is for containerd only");
+  auto relative = test::shim_settings([](auto& s) { s.drop_in = "conf.d/99-gpuctk.toml"; });
+  result = engine::configure(Engine::containerd, config(), relative, true);
+  EXPECT_EQ(result ? "(no error)" : result.error().message,
+            "drop-in \"conf.d/99-gpuctk.toml\": not a clean absolute path");
 }
 
 }  // namespace
