@@ -56,6 +56,13 @@ Result<void> check_containerd_version(std::string_view text) {
   return {};
 }
 
+Result<void> check_drop_in_path(std::string_view path) {
+  if (!path.empty() && (!path.starts_with('/') || !is_clean_path(path))) {
+    return fail(quote(path) + " is not a clean absolute path");
+  }
+  return {};
+}
+
 // What the command line gave, parsed by CLI11 into these.
 struct Options {
   std::string runtime;
@@ -67,6 +74,7 @@ struct Options {
   CLI::Option* runtime_option = nullptr;
   CLI::Option* hook_dir = nullptr;
   CLI::Option* version = nullptr;
+  CLI::Option* drop_in = nullptr;
 };
 
 int run_configure(Options& o, const CLI::App& command) {
@@ -81,6 +89,9 @@ int run_configure(Options& o, const CLI::App& command) {
   }
   if (o.version->count() != 0 && which != engine::Engine::containerd) {
     return usage_error(command, "--containerd-config-version is for --runtime containerd only");
+  }
+  if (!o.settings.drop_in.empty() && which != engine::Engine::containerd) {
+    return usage_error(command, "--drop-in-config is for --runtime containerd only");
   }
   const std::string path = o.config.empty() ? engine::default_config_path(which) : o.config;
 
@@ -180,6 +191,14 @@ Action define_runtime_configure(CLI::App& command) {
               "docker's default --config: /usr/local/bin; with another --config: none), or none")
           ->type_name("DIR")
           ->check(value_check(check_docker_hook_dir));
+  o->drop_in =
+      command
+          .add_option("--drop-in-config", o->settings.drop_in,
+                      "containerd: write the runtime to this drop-in file (absolute), which the config's "
+                      "`imports` then name, instead of into the config itself (default: none, the config "
+                      "itself); --remove takes the same path")
+          ->type_name("FILE")
+          ->check(value_check(check_drop_in_path));
   command.add_flag("--dry-run", o->dry_run, "Print the resulting file on stdout and write nothing");
   command.add_flag("--remove", o->remove, "Undo: restore the original, or remove gpuctk's runtime")
       ->excludes(as_default)

@@ -122,6 +122,10 @@ TEST_F(CliRuntimeConfigureTest, UsageErrorsAreOneLineAndExit2) {
       {{"--runtime", "docker", "--containerd-config-version", "3"},
        "--containerd-config-version is for --runtime containerd only"},
       {{"--runtime", "docker", "--remove", "--cdi"}, "--cdi excludes --remove"},
+      {{"--runtime", "containerd", "--drop-in-config", "conf.d/99-gpuctk.toml"},
+       "--drop-in-config: \"conf.d/99-gpuctk.toml\" is not a clean absolute path"},
+      {{"--runtime", "crio", "--drop-in-config", "/etc/containerd/conf.d/99-gpuctk.toml"},
+       "--drop-in-config is for --runtime containerd only"},
   };
   for (const auto& [args, what] : cases) {
     const auto result = run(args);
