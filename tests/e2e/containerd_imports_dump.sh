@@ -8,7 +8,9 @@
 #     nvidia-container-runtime;
 #   - an import with the CRI plugin's table but no runtime "nvidia": containerd 1.x replaces the table whole
 #     and has no runtime "nvidia" (gpuctk warns it is dropped); 2.x merges key by key and keeps gpuctk's;
-#   - an import of another plugin only: gpuctk's runtime, no warning.
+#   - an import of another plugin only: gpuctk's runtime, no warning;
+#   - --drop-in-config: gpuctk's own drop-in, imported by config.toml: its runtime as the default, and
+#     runc's keys (the drop-in copies the CRI table); --remove gives config.toml's bytes back.
 # No daemon starts: `config dump` only reads the files.
 #   usage: containerd_imports_dump.sh <gpuctk> <gpuctk-fixture> [trixie|sid]
 #   (no suite: Debian 12's containerd 1.6; a suite: that suite's containerd from the engines cache)
@@ -106,4 +108,41 @@ path = \"$LAB/opt\"
 want="$added; $LAB/10-opt/config.toml written (the original kept as $LAB/10-opt/config.toml.gpuctk-backup); restart containerd"
 [ "$out" = "$want" ] || e2e_fail "gpuctk's line under an import of another plugin: $out (want: $want)"
 echo "ok: containerd $containerd_version runs gpuctk's $shim under an import of another plugin, no warning"
+# --drop-in-config: gpuctk's runtime in a drop-in of its own that config.toml imports (no import before).
+dir=$LAB/drop-in
+mkdir -p "$dir"
+cat >"$dir/config.toml" <<EOF
+version = $version
+root = "$dir/root"
+state = "$dir/state"
+[plugins."$plugin".containerd.runtimes.runc]
+runtime_type = "io.containerd.runc.v2"
+[plugins."$plugin".containerd.runtimes.runc.options]
+SystemdCgroup = true
+EOF
+cp "$dir/config.toml" "$LAB/drop-in.original"
+drop_in=$dir/conf.d/99-gpuctk.toml
+out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.toml" --runtime-path "$shim" \
+  --drop-in-config "$drop_in" --set-as-default 2>/dev/null) || e2e_fail "runtime configure --drop-in-config failed: $out"
+want="$added, default runtime set to \"nvidia\"; $drop_in written; restart containerd
+containerd: import $drop_in added; $dir/config.toml written (the original kept as $dir/config.toml.gpuctk-backup); restart containerd"
+[ "$out" = "$want" ] || e2e_fail "gpuctk's lines with --drop-in-config: $out (want: $want)"
+"$containerd" --config "$dir/config.toml" config dump >"$LAB/drop-in.dump" 2>"$LAB/drop-in.err" ||
+  e2e_fail "containerd config dump with the drop-in failed: $(cat "$LAB/drop-in.err")"
+runtimes=(plugins "$plugin" containerd runtimes)
+got=$(toml_get "$LAB/drop-in.dump" "${runtimes[@]}" nvidia options BinaryName)
+[ "$got" = "$shim" ] || e2e_fail "containerd $containerd_version's dump with the drop-in: \"nvidia\" runs '$got'"
+[ "$(toml_get "$LAB/drop-in.dump" plugins "$plugin" containerd default_runtime_name)" = nvidia ] ||
+  e2e_fail "containerd $containerd_version's dump with the drop-in: the default runtime is not nvidia"
+[ "$(toml_get "$LAB/drop-in.dump" "${runtimes[@]}" runc options SystemdCgroup)" = True ] ||
+  e2e_fail "containerd $containerd_version's dump with the drop-in lost runc's SystemdCgroup"
+echo "ok: containerd $containerd_version reads gpuctk's drop-in: \"nvidia\" runs $shim as the default; runc keeps SystemdCgroup"
+out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.toml" --drop-in-config "$drop_in" \
+  --remove 2>&1) || e2e_fail "runtime configure --drop-in-config --remove failed: $out"
+cmp -s "$dir/config.toml" "$LAB/drop-in.original" || e2e_fail "--remove did not give config.toml's bytes back"
+[ ! -e "$drop_in" ] || e2e_fail "--remove left the drop-in"
+"$containerd" --config "$dir/config.toml" config dump >"$LAB/drop-in.dump" 2>"$LAB/drop-in.err" ||
+  e2e_fail "containerd config dump after --remove failed: $(cat "$LAB/drop-in.err")"
+[ -z "$(toml_get "$LAB/drop-in.dump" "${runtimes[@]}" nvidia)" ] || e2e_fail "runtime \"nvidia\" is still in the dump after --remove"
+echo "ok: --remove deleted the drop-in and gave config.toml's bytes back"
 echo "PASS: containerd $containerd_version's config dump of imported files agrees with gpuctk runtime configure"
