@@ -390,8 +390,9 @@ StateFiles state_files(Engine engine, const std::string& path) {
   const auto slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);  // with its '/'
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  // CRI-O reads every file below its drop-in directory (pkg/config: filepath.Walk, no name filter).
-  if (engine == Engine::crio && dir.size() > 1 &&
+  // CRI-O reads every file below its drop-in directory (pkg/config: filepath.Walk, no name filter), and
+  // containerd every file a glob import matches (conf.d/* would take a JSON record for TOML).
+  if (engine != Engine::docker && dir.size() > 1 &&
       std::string_view(dir).substr(0, dir.size() - 1).ends_with(".d")) {
     dir = parent_path(dir.substr(0, dir.size() - 1));
     if (!dir.ends_with('/')) {

@@ -143,10 +143,12 @@ Result<std::string> removed_text(Engine engine, const std::string& old, const Ru
 
 // The files beside a config file that hold the backup and the records (see the top of this file). They
 // are `<file>.gpuctk-backup`, `<file>.gpuctk-backup-absent`, `<file>.gpuctk-written`,
-// `<file>.gpuctk-replaced` and `<file>.gpuctk-restart` in the file's directory, except for a CRI-O file in
-// a directory whose name ends in ".d": CRI-O parses every file in its drop-in directory, whatever the
-// name, so they go to the parent directory instead
-// (/etc/crio/99-gpuctk.conf.gpuctk-backup for /etc/crio/crio.conf.d/99-gpuctk.conf).
+// `<file>.gpuctk-replaced` and `<file>.gpuctk-restart` in the file's directory, except for a CRI-O or
+// containerd file in a directory whose name ends in ".d": CRI-O parses every file in its drop-in
+// directory, whatever the name, and containerd every file a glob import (conf.d/*) matches, so they go to
+// the parent directory instead (/etc/crio/99-gpuctk.conf.gpuctk-backup for
+// /etc/crio/crio.conf.d/99-gpuctk.conf, /etc/containerd/99-gpuctk.toml.gpuctk-written for
+// /etc/containerd/conf.d/99-gpuctk.toml).
 struct StateFiles {
   std::string backup;    // the original bytes
   std::string absent;    // empty marker: there was no original

@@ -115,9 +115,11 @@ TEST(EngineNames, StateFilesBesideTheFileButOutsideCriosDropInDirectory) {
             "/etc/crio/crio.conf.gpuctk-written");
   EXPECT_EQ(engine::state_files(Engine::crio, "crio.conf.d/x.conf").backup, "./x.conf.gpuctk-backup");
   EXPECT_EQ(engine::state_files(Engine::docker, "daemon.json").backup, "daemon.json.gpuctk-backup");
-  // Only CRI-O reads a whole directory.
+  // containerd reads what a glob import matches (conf.d/*): a drop-in's state files are outside too.
   EXPECT_EQ(engine::state_files(Engine::containerd, "/etc/containerd/conf.d/gpu.toml").backup,
-            "/etc/containerd/conf.d/gpu.toml.gpuctk-backup");
+            "/etc/containerd/gpu.toml.gpuctk-backup");
+  EXPECT_EQ(engine::state_files(Engine::docker, "/etc/docker/daemon.d/x.json").backup,
+            "/etc/docker/daemon.d/x.json.gpuctk-backup");
 }
 
 TEST_F(EngineConfigureTest, FirstChangeKeepsTheOriginalWithItsMode) {

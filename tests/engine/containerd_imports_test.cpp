@@ -302,6 +302,11 @@ TEST_F(EngineContainerdDropIn, WrittenImportedAndUndone) {
             "    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n"
             "    SystemdCgroup = true\n");
   EXPECT_TRUE(read_file(config()).value_or("(none)").starts_with("imports = [ \"" + drop_in() + "\" ]\n"));
+  // Nothing but the drop-in in conf.d, where a glob import (conf.d/*) would read every file: the state
+  // files are beside conf.d.
+  EXPECT_TRUE(exists(path("99-gpuctk.toml.gpuctk-written")));
+  EXPECT_TRUE(exists(path("99-gpuctk.toml.gpuctk-backup-absent")));
+  EXPECT_FALSE(exists(drop_in() + ".gpuctk-written"));
   EXPECT_EQ(run(false), "containerd: " + drop_in() +
                             " unchanged: runtime \"nvidia\" (/usr/bin/gpuctk-runtime) is already configured");
   EXPECT_EQ(run(true), "containerd: " + drop_in() +
@@ -309,8 +314,8 @@ TEST_F(EngineContainerdDropIn, WrittenImportedAndUndone) {
                            config() + " restored from " + config() + ".gpuctk-backup; restart containerd");
   EXPECT_EQ(read_file(config()).value_or("(none)"), k_config);
   for (const std::string& left :
-       {drop_in(), drop_in() + ".gpuctk-backup-absent", drop_in() + ".gpuctk-written",
-        drop_in() + ".gpuctk-replaced", config() + ".gpuctk-backup", config() + ".gpuctk-written"}) {
+       {drop_in(), path("99-gpuctk.toml.gpuctk-backup-absent"), path("99-gpuctk.toml.gpuctk-written"),
+        path("99-gpuctk.toml.gpuctk-replaced"), config() + ".gpuctk-backup", config() + ".gpuctk-written"}) {
     EXPECT_FALSE(exists(left)) << left;
   }
 }
