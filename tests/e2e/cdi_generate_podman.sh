@@ -64,7 +64,7 @@ e2e_expect_line "$out" "file /usr/bin/nvidia-smi"
 e2e_expect_line "$out" "file /etc/vulkan/icd.d/nvidia_icd.json"
 e2e_expect_line "$out" "libcuda read-only"
 # The node is real and allowed by the device cgroup: the missing driver answers ENXIO, not EPERM.
-e2e_expect_line "$out" "can't open '/dev/nvidia0': No such device or address"
+e2e_expect_gpu0_enxio "$out"
 e2e_expect_line "$out" "env NVIDIA_VISIBLE_DEVICES=void"
 e2e_check_t4_driver_loads "$out"
 e2e_check_t4_no_gpu1 "$out"
