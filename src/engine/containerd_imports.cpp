@@ -53,30 +53,20 @@ struct Walk {
 };
 
 // The text of one file, or nullopt when it is missing. Followed when it is a link, as containerd's
-// os.ReadFile follows it, but opened without blocking and read only when a regular file within the bounds.
+// os.ReadFile follows it, but read only when a regular file within the bounds (never opened otherwise).
 Result<std::optional<std::string>> read_import(const std::string& path, Walk& walk) {
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) {
-    return errno == ENOENT ? Result<std::optional<std::string>>(std::nullopt)
-                           : fail_errno("read " + path, errno);
+  GPUCTK_TRY_ASSIGN(std::optional<std::string> read,
+                    read_regular_at(AT_FDCWD, path.c_str(), path, k_max_config_file));
+  if (!read) {
+    return std::optional<std::string>{};
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    return fail_errno("read " + path, errno);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return fail("read " + path + ": not a regular file");
-  }
-  if (static_cast<uint64_t>(st.st_size) > k_max_config_file) {
-    return fail("read " + path + ": larger than " + std::to_string(k_max_config_file) + " bytes");
-  }
-  GPUCTK_TRY_ASSIGN(std::string text, read_fd(fd.get(), path, k_max_config_file));
+  std::string& text = *read;
   walk.bytes += text.size();
   if (walk.bytes > k_max_config_file) {
     return fail("read " + path + ": containerd's configuration files together are larger than " +
                 std::to_string(k_max_config_file) + " bytes");
   }
-  return std::optional<std::string>(std::move(text));
+  return read;
 }
 
 // The paths a glob pattern matches, sorted by bytes as Go's filepath.Glob returns them.

@@ -47,28 +47,18 @@ struct Walk {
 
 enum class Missing : uint8_t { error, skip };
 
-// One file, followed like CRI-O's os.ReadFile follows links, but opened without blocking (a FIFO would
-// hang CRI-O and gpuctk alike) and read only when it is a regular file within the bounds.
+// One file, followed like CRI-O's os.ReadFile follows links, but read only when it is a regular file
+// within the bounds (a FIFO, which would hang CRI-O and gpuctk alike, or a device node is never opened).
 Result<void> read_source(int dir_fd, const char* name, const std::string& path, Missing missing, Walk& walk) {
   if (++walk.files > k_max_source_files) {
     return fail("read " + path + ": more than " + std::to_string(k_max_source_files) +
                 " files in CRI-O's configuration");
   }
-  const UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) {
-    return errno == ENOENT && missing == Missing::skip ? Result<void>{} : fail_errno("read " + path, errno);
+  GPUCTK_TRY_ASSIGN(std::optional<std::string> read, read_regular_at(dir_fd, name, path, k_max_config_file));
+  if (!read) {
+    return missing == Missing::skip ? Result<void>{} : fail_errno("read " + path, ENOENT);
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    return fail_errno("read " + path, errno);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return fail("read " + path + ": not a regular file");
-  }
-  if (static_cast<uint64_t>(st.st_size) > k_max_config_file) {
-    return fail("read " + path + ": larger than " + std::to_string(k_max_config_file) + " bytes");
-  }
-  GPUCTK_TRY_ASSIGN(std::string text, read_fd(fd.get(), path, k_max_config_file));
+  std::string& text = *read;
   walk.bytes += text.size();
   if (walk.bytes > k_max_config_file) {
     return fail("read " + path + ": CRI-O's configuration files together are larger than " +

@@ -131,12 +131,11 @@ Result<UniqueFd> open_regular_at(int dir, const std::string& name, const std::st
   return reopen_regular(path.get(), O_RDONLY, what);
 }
 
-Result<std::string> read_file_nofollow(const std::string& path, size_t max_size) {
-  // Looked up without opening (O_PATH): a device node or FIFO there is never opened, only refused.
-  const UniqueFd at(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  if (!at) {
-    return fail_errno("read " + path, errno);
-  }
+namespace {
+
+// The file the O_PATH fd `at` names, read as `path` when it is a regular file of at most `max_size` bytes
+// (read_file_nofollow and read_regular_at: looked at before anything is opened).
+Result<std::string> read_looked_up(const UniqueFd& at, const std::string& path, size_t max_size) {
   struct stat st {};
   if (::fstat(at.get(), &st) != 0) {
     return fail_errno("read " + path, errno);
@@ -153,6 +152,28 @@ Result<std::string> read_file_nofollow(const std::string& path, size_t max_size)
   }
   GPUCTK_TRY_ASSIGN(const auto fd, reopen_regular(at.get(), O_RDONLY, "read " + path));
   return read_fd(fd.get(), path, max_size);
+}
+
+}  // namespace
+
+Result<std::string> read_file_nofollow(const std::string& path, size_t max_size) {
+  // Looked up without opening (O_PATH): a device node or FIFO there is never opened, only refused.
+  const UniqueFd at(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!at) {
+    return fail_errno("read " + path, errno);
+  }
+  return read_looked_up(at, path, max_size);
+}
+
+Result<std::optional<std::string>> read_regular_at(int dir, const char* name, const std::string& path,
+                                                   size_t max_size) {
+  const UniqueFd at(::openat(dir, name, O_PATH | O_CLOEXEC));
+  if (!at) {
+    return errno == ENOENT ? Result<std::optional<std::string>>(std::nullopt)
+                           : fail_errno("read " + path, errno);
+  }
+  GPUCTK_TRY_ASSIGN(std::string text, read_looked_up(at, path, max_size));
+  return std::optional<std::string>(std::move(text));
 }
 
 Result<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode,

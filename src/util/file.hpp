@@ -56,6 +56,14 @@ int write_all(int fd, std::string_view data);
 // directory".
 Result<std::string> read_file_nofollow(const std::string& path, size_t max_size);
 
+// The regular file `name` of the directory fd `dir` (AT_FDCWD: the working directory; an absolute name
+// ignores `dir`), links followed, at most `max_size` bytes; nullopt when nothing is there (ENOENT). As
+// read_file_nofollow, looked up with O_PATH and opened only when it is a regular file: a FIFO or device
+// node named there is refused, never opened. Errors name it `path`: "read P: not a regular file",
+// "read P: larger than N bytes", "read P: <errno text>".
+Result<std::optional<std::string>> read_regular_at(int dir, const char* name, const std::string& path,
+                                                   size_t max_size);
+
 // An fd for the file that the O_PATH fd `path_fd` names, opened again with `flags` (O_NONBLOCK, O_NOCTTY
 // and O_CLOEXEC added) through /proc/self/fd only when it is a regular file: the file opened is the one
 // whose type was checked on `path_fd`, never a name looked up again. Anything else is never opened: a
