@@ -527,6 +527,7 @@ Result<Inventory> discover(const DiscoverOptions& options) {
   }
   inv.files = std::move(files->files);
   inv.library_dirs = std::move(files->library_dirs);
+  inv.driver_library_dirs = std::move(files->driver_library_dirs);
   inv.library_links = std::move(files->links);
   inv.notes = std::move(files->notes);
   inv.library_cache_entries = library_cache_entries(options.driver_root, input.cache, inv);

@@ -56,6 +56,7 @@ constexpr std::string_view k_own_version_libraries[] = {
     "libnvidia-egl-wayland2.so.",  // its successor
     "libnvidia-egl-xcb.so.",       // EGL external platform for XCB
     "libnvidia-egl-xlib.so.",      // EGL external platform for Xlib
+    "libnvidia-nvvm70.so.",        // NVVM 7.0 kept for older CUDA toolkits (libnvidia-nvvm70.so.4)
 };
 
 // Driver libraries whose file name carries no version at all; each is the driver's only when it lies in
@@ -123,6 +124,7 @@ struct ConfigRow {
   std::string_view relative;   // searched under /etc, /usr/local/share, /usr/share of the driver root
   std::string_view container;  // where it goes in the container, wherever the host keeps it
   Capability capability;
+  std::optional<Arch> arch = std::nullopt;  // only for a driver of this architecture (a file named for it)
 };
 // Configuration files of the driver, mounted at their canonical container paths.
 constexpr ConfigRow k_configs[] = {
@@ -146,8 +148,11 @@ constexpr ConfigRow k_configs[] = {
      Capability::compute},  // OpenCL ICD loader entry
     {"vulkan/icd.d/nvidia_icd.json", "/etc/vulkan/icd.d/nvidia_icd.json",
      Capability::graphics},  // Vulkan ICD
-    {"vulkan/icd.d/nvidia_icd.x86_64.json", "/etc/vulkan/icd.d/nvidia_icd.x86_64.json",
-     Capability::graphics},  // RPM layout
+    // RPM's layout: the ICD named for the package's architecture (nvidia_icd.%{_target_cpu}.json).
+    {"vulkan/icd.d/nvidia_icd.x86_64.json", "/etc/vulkan/icd.d/nvidia_icd.x86_64.json", Capability::graphics,
+     Arch::x86_64},
+    {"vulkan/icd.d/nvidia_icd.aarch64.json", "/etc/vulkan/icd.d/nvidia_icd.aarch64.json",
+     Capability::graphics, Arch::aarch64},
     {"vulkan/icd.d/nvidia_layers.json", "/etc/vulkan/icd.d/nvidia_layers.json", Capability::graphics},
     {"vulkan/implicit_layer.d/nvidia_layers.json", "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
      Capability::graphics},
@@ -258,6 +263,10 @@ class Collector {
       }
     }
     m_out.library_dirs.assign(dirs.begin(), dirs.end());
+    m_out.driver_library_dirs = m_container_library_dirs64;
+    std::ranges::sort(m_out.driver_library_dirs);
+    m_out.driver_library_dirs.erase(std::ranges::unique(m_out.driver_library_dirs).begin(),
+                                    m_out.driver_library_dirs.end());
     return std::move(m_out);
   }
 
@@ -753,6 +762,9 @@ class Collector {
 
   void collect_configs() {
     for (const auto& row : k_configs) {
+      if (row.arch && row.arch != m_in.arch) {
+        continue;  // another architecture's file: its driver is not this one
+      }
       for (const auto dir : k_config_dirs) {
         const auto host = locate(std::string(dir) + "/" + std::string(row.relative));
         const auto st = host ? examine(*host) : std::nullopt;

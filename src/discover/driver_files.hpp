@@ -8,11 +8,13 @@
 // dangle or loop is skipped with a warning naming the link and its target.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "discover/inventory.hpp"
+#include "discover/ld_cache.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::discover {
@@ -34,6 +36,9 @@ struct DriverFilesInput {
   std::vector<std::string> library_search_paths;
   // The kernel's custom firmware directory (/sys/module/firmware_class/parameters/path), if set.
   std::string firmware_class_path;
+  // The architecture of the driver whose files are looked for: only its own arch-named files (RPM's
+  // vulkan/icd.d/nvidia_icd.<arch>.json) are mounted. This build's own by default.
+  std::optional<Arch> arch = native_arch();
 };
 
 struct DriverFiles {
@@ -41,6 +46,8 @@ struct DriverFiles {
   // Container paths of every directory holding a mounted library (64- and 32-bit, vdpau/ included):
   // the update-ldcache hook's folders.
   std::vector<std::string> library_dirs;
+  // Container paths of the 64-bit directories that held driver libraries (not their gbm/ or vdpau/).
+  std::vector<std::string> driver_library_dirs;
   std::vector<Symlink> links;      // links next to the libraries (SONAME, dev, GLX indirect, gbm)
   std::vector<std::string> notes;  // optional components the host lacks (IMEX): not warnings
 };

@@ -136,7 +136,10 @@ struct Inventory {
   std::vector<DeviceNode> management_nodes;  // management mode: GPU nodes in /dev, caps, IMEX channels
   std::vector<DriverFile> files;             // sorted by container path
   std::vector<std::string> library_dirs;     // container paths of every directory with a mounted library
-  std::vector<Symlink> library_links;        // SONAME and development links of the driver libraries
+  // Container paths of the 64-bit directories that hold the driver's libraries (libcuda.so.<version>'s,
+  // the loaders' gbm/ and vdpau/ not counted), sorted: the spec's NVIDIA_CTK_LIBCUDA_DIR.
+  std::vector<std::string> driver_library_dirs;
+  std::vector<Symlink> library_links;  // SONAME and development links of the driver libraries
   // The host cache's entries for mounted libraries (sorted, each once); empty without a host cache.
   std::vector<LibraryCacheEntry> library_cache_entries;
   // What a user should look at: expected pieces that are missing, files refused for leaving the driver

@@ -380,6 +380,59 @@ TEST(DiscoverDriverVersion, GbmLinkComesWithTheAllocatorWhateverTheHostHas) {
   EXPECT_FALSE(has(link_pairs(*without), gbm));
 }
 
+// libnvidia-nvvm70.so.4 (NVVM 7.0, which older CUDA toolkits load) carries its own version, not the
+// driver's: it is a driver library of compute all the same, as NVIDIA's v1.20 mounts it. The spec's
+// NVIDIA_CTK_LIBCUDA_DIR is the directory of the driver's libraries (not its vdpau/).
+TEST(DiscoverDriverVersion, LegacyNvvmIsMountedAndTheLibcudaDirIsKnown) {
+  auto f = materialise_or_die("t4-debian");
+  SKIP_WITHOUT_REAL_NODES(f);
+  const fs::path dir = fs::path(f.host.cuda_library).parent_path();
+  const std::string cdir = dir.string().substr(f.host.driver_root.size());
+  std::ofstream(dir / "libnvidia-nvvm70.so.4") << "nvvm70";
+  auto inv = discover(options_for(f, Mode::proc));
+  ASSERT_TRUE(inv) << inv.error().message;
+  const auto* nvvm = find_file(*inv, cdir + "/libnvidia-nvvm70.so.4");
+  ASSERT_NE(nvvm, nullptr);
+  EXPECT_EQ(nvvm->kind, FileKind::library);
+  EXPECT_EQ(nvvm->capability, std::optional<Capability>(Capability::compute));
+  EXPECT_EQ(inv->driver_library_dirs, (std::vector<std::string>{cdir}));
+  EXPECT_TRUE(std::ranges::any_of(inv->library_dirs, [](const std::string& d) {
+    return d.ends_with("/vdpau");
+  })) << "vdpau/ is an update-ldcache folder, not a libcuda directory";
+}
+
+// The RPM packages' Vulkan ICD is named for their architecture: discovery mounts the one of the driver's
+// architecture (aarch64 on Arm, as NVIDIA's v1.20 looks for it there) and never another's.
+TEST(DiscoverDriverFiles, TheVulkanIcdNamedForTheDriversArchitectureOnly) {
+  auto f = materialise_or_die("t4-debian");
+  SKIP_WITHOUT_REAL_NODES(f);
+  const fs::path icds = fs::path(f.host.driver_root) / "usr/share/vulkan/icd.d";
+  std::ofstream(icds / "nvidia_icd.x86_64.json") << "{}";
+  std::ofstream(icds / "nvidia_icd.aarch64.json") << "{}";
+  DriverFilesInput input;
+  input.driver_root = f.host.driver_root;
+  input.driver_version = f.manifest.driver.version;
+  const auto mounted = [&](Arch arch) {
+    input.arch = arch;
+    std::vector<std::string> warnings;
+    auto found = discover_driver_files(input, warnings);
+    EXPECT_TRUE(found) << found.error().message;
+    std::vector<std::string> out;
+    for (const auto& file : found ? found->files : std::vector<DriverFile>{}) {
+      if (file.container_path.starts_with("/etc/vulkan/icd.d/")) {
+        out.push_back(file.container_path);
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(mounted(Arch::aarch64), (std::vector<std::string>{"/etc/vulkan/icd.d/nvidia_icd.aarch64.json",
+                                                              "/etc/vulkan/icd.d/nvidia_icd.json"}));
+  EXPECT_EQ(mounted(Arch::x86_64), (std::vector<std::string>{"/etc/vulkan/icd.d/nvidia_icd.json",
+                                                             "/etc/vulkan/icd.d/nvidia_icd.x86_64.json"}));
+  EXPECT_EQ(file_need("/etc/vulkan/icd.d/nvidia_icd.aarch64.json"),
+            (FileNeed{FileNeed::Kind::capability, Capability::graphics, false}));
+}
+
 TEST(DiscoverDriverVersion, LibnvidiaMlWhenThereIsNoLibcuda) {
   auto f = without_proc_version("t4-debian");
   SKIP_WITHOUT_REAL_NODES(f);
