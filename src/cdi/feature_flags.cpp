@@ -14,6 +14,7 @@ namespace {
 // What a flag does to gpuctk's spec.
 enum class Effect : uint8_t {
   no_additional_gids,  // BuildOptions::additional_gids = none
+  no_ipc_files,        // BuildOptions::ipc_files = leave_out
   nothing,             // accepted: gpuctk already behaves as the flag asks
   unsupported,         // refused, with `why`
 };
@@ -38,9 +39,8 @@ constexpr FeatureFlag k_flags[] = {
      "gpuctk mounts the driver files its classifier knows, not NVIDIA's explicit list of libraries"},
     // Device annotations for coherent (Grace) GPUs.
     {"enable-coherent-annotations", Effect::unsupported, "gpuctk writes no device annotations"},
-    // Leaves out the persistenced, fabric manager and MPS sockets.
-    {"disable-ipc-discoverer", Effect::unsupported,
-     "gpuctk always mounts the persistenced, fabric manager and MPS sockets it finds"},
+    // Leaves out the persistenced and fabric manager sockets and the MPS pipe directory.
+    {"disable-ipc-discoverer", Effect::no_ipc_files, ""},
 };
 
 Result<const FeatureFlag*> find_flag(std::string_view name) {
@@ -48,7 +48,7 @@ Result<const FeatureFlag*> find_flag(std::string_view name) {
   if (flag == std::end(k_flags)) {
     return fail("unknown feature flag " + quote(name) +
                 " (nvidia-ctk v1.20's that gpuctk takes: no-additional-gids-for-device-nodes, "
-                "disable-nvsandboxutils, disable-multiple-csv-devices)");
+                "disable-ipc-discoverer, disable-nvsandboxutils, disable-multiple-csv-devices)");
   }
   if (flag->effect == Effect::unsupported) {
     return fail("feature flag " + quote(name) + " is not supported by gpuctk: " + std::string(flag->why));
@@ -67,6 +67,8 @@ Result<void> apply_feature_flag(std::string_view name, BuildOptions& options) {
   GPUCTK_TRY_ASSIGN(const auto* flag, find_flag(name));
   if (flag->effect == Effect::no_additional_gids) {
     options.additional_gids = AdditionalGids::none;
+  } else if (flag->effect == Effect::no_ipc_files) {
+    options.ipc_files = IpcFiles::leave_out;
   }
   return {};
 }

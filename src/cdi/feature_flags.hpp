@@ -11,14 +11,16 @@ namespace gpuctk::cdi {
 
 // Applies the feature flag `name` to `options`:
 //   no-additional-gids-for-device-nodes  options.additional_gids = AdditionalGids::none
+//   disable-ipc-discoverer               options.ipc_files = IpcFiles::leave_out
 //   disable-nvsandboxutils (also its first spelling, disable-nvsandbox-utils), disable-multiple-csv-devices
 //                                        accepted, nothing changes (gpuctk never uses nvsandboxutils and
 //                                        has no CSV mode)
-//   enable-explicit-driver-libraries, enable-coherent-annotations, disable-ipc-discoverer
-//                                        an error: `feature flag "disable-ipc-discoverer" is not supported
-//                                        by gpuctk: <why>`
+//   enable-explicit-driver-libraries, enable-coherent-annotations
+//                                        an error: `feature flag "enable-coherent-annotations" is not
+//                                        supported by gpuctk: <why>`
 // Any other name is an error: `unknown feature flag "x" (nvidia-ctk v1.20's that gpuctk takes:
-// no-additional-gids-for-device-nodes, disable-nvsandboxutils, disable-multiple-csv-devices)`. NVIDIA's
+// no-additional-gids-for-device-nodes, disable-ipc-discoverer, disable-nvsandboxutils,
+// disable-multiple-csv-devices)`. NVIDIA's
 // toolkit ignores a name it does not know; a spec written without what the operator asked for is worse
 // than a command that stops.
 Result<void> apply_feature_flag(std::string_view name, BuildOptions& options);

@@ -10,6 +10,7 @@
 #include "cdi/version.hpp"
 #include "discover/driver_files.hpp"
 #include "util/path.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::cdi {
 
@@ -25,15 +26,20 @@ using discover::MigDevice;
 // the container's mounts from propagating back to the host. IPC files: see spec_builder.hpp.
 const std::vector<std::string> k_file_options{"ro", "nosuid", "nodev", "rbind", "rprivate"};
 
-constexpr std::string_view k_all_hooks[] = {k_hook_create_symlinks, k_hook_enable_cuda_compat,
-                                            k_hook_update_ldcache, k_hook_disable_device_node_modification};
+// Every hook name --disable-hook and --enable-hook take, in the order of their help text.
+constexpr std::string_view k_all_hooks[] = {k_hook_create_symlinks,
+                                            k_hook_enable_cuda_compat,
+                                            k_hook_update_ldcache,
+                                            k_hook_disable_device_node_modification,
+                                            k_hook_update_application_profile,
+                                            k_hook_chmod};
+
+// The directories chmod may be asked to open up, as NVIDIA's v1.20 picks them: the parents of a device's
+// nested nodes (DRM's, the MIG capabilities').
+constexpr std::string_view k_chmod_dirs[] = {"/dev/dri", "/dev/nvidia-caps"};
 
 const std::vector<std::string>& mount_options(const DriverFile& file) {
-  if (file.kind != FileKind::ipc) {
-    return k_file_options;
-  }
-  return discover::is_ipc_directory(file.container_path) ? k_ipc_directory_mount_options
-                                                         : k_ipc_socket_mount_options;
+  return file.kind == FileKind::ipc ? k_ipc_mount_options : k_file_options;
 }
 
 // FLAGS:OSVERSION:SONAME:PATH, the numbers in hex as ldconfig's headers write them ("0x303:0x0:
@@ -76,7 +82,7 @@ class Builder {
           "no devices to generate: no NVIDIA device nodes (nvidia<N>, nvidia-caps, IMEX channels) in " +
           m_inv.dev_dir);
     }
-    if (m_opt.all_device && !m_opt.management) {
+    if (m_opt.all_device && !m_opt.management && !m_none) {
       Device all{"all", {}, {}};
       for (const auto& device : spec.devices) {
         append(all.container_edits, device.container_edits);
@@ -95,9 +101,7 @@ class Builder {
   }
 
  private:
-  [[nodiscard]] bool hook_enabled(std::string_view name) const {
-    return !m_opt.disabled_hooks.contains("all") && !m_opt.disabled_hooks.contains(std::string(name));
-  }
+  [[nodiscard]] bool hook_enabled(std::string_view name) const { return cdi::hook_enabled(m_opt, name); }
 
   [[nodiscard]] Hook hook(std::string_view name, std::vector<std::string> args) const {
     std::vector<std::string> argv{"gpuctk", "hook", std::string(name)};
@@ -146,12 +150,33 @@ class Builder {
         args.insert(args.end(), {"--ld-cache-entry", ld_cache_entry_arg(entry)});
       }
     }
-    // Management containers (nvidia-smi -mig, driver tools) must be able to create nodes.
+    // Management containers (nvidia-smi -mig, driver tools) must be able to create nodes, and see every
+    // GPU (NVIDIA's management spec has no application profile either).
     if (!m_opt.management && hook_enabled(k_hook_disable_device_node_modification)) {
       args.emplace_back("--disable-device-node-modification");
     }
+    if (!m_opt.management && hook_enabled(k_hook_update_application_profile)) {
+      args.emplace_back("--update-application-profile");
+    }
     if (!args.empty()) {
       edits.hooks.push_back(hook(k_hook_container_start, std::move(args)));
+    }
+  }
+
+  // --enable-hook chmod: mode 755 on the k_chmod_dirs that hold the edits' nodes, in node order.
+  void add_chmod_hook(ContainerEdits& edits) const {
+    if (!hook_enabled(k_hook_chmod)) {
+      return;
+    }
+    std::vector<std::string> args{"--mode", "755"};
+    for (const auto dir : k_chmod_dirs) {
+      if (std::ranges::any_of(edits.device_nodes,
+                              [&](const DeviceNode& n) { return parent_path(n.path) == dir; })) {
+        args.insert(args.end(), {"--path", std::string(dir)});
+      }
+    }
+    if (args.size() > 2) {
+      edits.hooks.push_back(hook(k_hook_chmod, std::move(args)));
     }
   }
 
@@ -162,6 +187,7 @@ class Builder {
       edits.device_nodes.push_back(spec_device_node(node));
     }
     add_links_hook(edits, gpu.by_path_links);
+    add_chmod_hook(edits);
     return edits;
   }
 
@@ -229,6 +255,15 @@ class Builder {
   }
 
   Result<std::vector<Device>> gpu_devices() {
+    if (std::ranges::find(m_opt.device_ids, "none") != m_opt.device_ids.end()) {
+      if (m_opt.device_ids.size() > 1) {
+        return fail("device id \"none\" (no GPU device) cannot be combined with other ids");
+      }
+      m_none = true;
+      ContainerEdits edits;
+      edits.env.emplace_back("NVCT_EMPTY_DEVICE=");  // a CDI device needs an edit
+      return std::vector<Device>{{"none", {}, std::move(edits)}};
+    }
     std::vector<Device> devices;
     std::vector<std::string> existing;
     const auto add = [&](const std::vector<std::string>& names, const ContainerEdits& edits) {
@@ -274,17 +309,25 @@ class Builder {
     for (const auto& node : m_inv.management_nodes) {
       all.container_edits.device_nodes.push_back(spec_device_node(node));
     }
+    add_chmod_hook(all.container_edits);
     return all;
   }
 
   [[nodiscard]] ContainerEdits common_edits() const {
     ContainerEdits edits;
     edits.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
+    // Where the driver's libraries are in the container, as NVIDIA's v1.20 says it (for tools in the
+    // image that look for libcuda.so.1 themselves).
+    if (!m_inv.driver_library_dirs.empty()) {
+      edits.env.push_back("NVIDIA_CTK_LIBCUDA_DIR=" + join(m_inv.driver_library_dirs, ":"));
+    }
     for (const auto& node : m_inv.control_nodes) {
       edits.device_nodes.push_back(spec_device_node(node));
     }
     for (const auto& file : m_inv.files) {
-      edits.mounts.push_back(to_mount(file));
+      if (file.kind != FileKind::ipc || m_opt.ipc_files == IpcFiles::mount) {
+        edits.mounts.push_back(to_mount(file));
+      }
     }
     add_container_start_hook(edits);
     normalise(edits);
@@ -376,6 +419,7 @@ class Builder {
   const Inventory& m_inv;
   const BuildOptions& m_opt;
   std::set<std::string> m_matched;
+  bool m_none = false;  // --device-ids none: the one device "none", no "all"
 };
 
 // `inventory` without its 32-bit driver libraries (BuildOptions::libraries32): their files, the folders
@@ -488,13 +532,39 @@ bool is_create_symlinks_hook(const Hook& hook) {
          (hook.args[2] == k_hook_create_symlinks || hook.args[2] == k_hook_container_start);
 }
 
+namespace {
+
+std::string hook_names() {
+  std::vector<std::string_view> names(std::begin(k_all_hooks), std::end(k_all_hooks));
+  return join(names, ", ");
+}
+
+}  // namespace
+
+bool hook_enabled(const BuildOptions& options, std::string_view name) {
+  const std::string key(name);
+  if (options.enabled_hooks.contains(key)) {
+    return true;
+  }
+  return name != k_hook_chmod && !options.disabled_hooks.contains("all") &&
+         !options.disabled_hooks.contains(key);
+}
+
 Result<void> check_hook_name(std::string_view name) {
   if (name == "all" || std::ranges::find(k_all_hooks, name) != std::end(k_all_hooks)) {
     return {};
   }
-  return fail("unknown hook \"" + std::string(name) +
-              "\" (want create-symlinks, enable-cuda-compat, update-ldcache, "
-              "disable-device-node-modification or all)");
+  return fail("unknown hook " + quote(name) + " (want " + hook_names() + " or all)");
+}
+
+Result<void> check_enable_hook_name(std::string_view name) {
+  if (name == "all") {
+    return fail("--enable-hook all: enabling all hooks is not supported (name each: " + hook_names() + ")");
+  }
+  if (std::ranges::find(k_all_hooks, name) != std::end(k_all_hooks)) {
+    return {};
+  }
+  return fail("unknown hook " + quote(name) + " (want " + hook_names() + ")");
 }
 
 Result<Spec> build_spec(const Inventory& inventory, const BuildOptions& options) {

@@ -30,15 +30,22 @@ Result<NameStrategy> parse_name_strategy(std::string_view text);
 inline const std::vector<std::string> k_hook_env{"GPUCTK_DEBUG=false"};
 
 // The steps of the createContainer hooks a generated spec can carry (each also a `gpuctk hook <name>`
-// subcommand, NVIDIA's names; --disable-hook takes them). A device's by-path links are a create-symlinks
-// hook of the device; the spec-wide steps are ONE hook, `gpuctk hook container-start` with each enabled
-// step's options, run in one process (a hook process per step costs the runtime a fork, an exec and the
-// state each time).
+// subcommand, NVIDIA's names; --disable-hook and --enable-hook take them). A device's by-path links are a
+// create-symlinks hook of the device; the spec-wide steps are ONE hook, `gpuctk hook container-start` with
+// each enabled step's options, run in one process (a hook process per step costs the runtime a fork, an
+// exec and the state each time).
 inline constexpr std::string_view k_hook_create_symlinks = "create-symlinks";
 inline constexpr std::string_view k_hook_enable_cuda_compat = "enable-cuda-compat";
 inline constexpr std::string_view k_hook_update_ldcache = "update-ldcache";
 inline constexpr std::string_view k_hook_disable_device_node_modification =
     "disable-device-node-modification";
+// The driver's application profile: EGL and Vulkan see only the container's GPUs (NVIDIA's v1.20 specs
+// run it for every container; gpuctk's as a step of container-start).
+inline constexpr std::string_view k_hook_update_application_profile = "update-application-profile";
+// Mode 755 on a device's /dev/dri (and the management device's /dev/nvidia-caps): off unless
+// --enable-hook chmod, as in NVIDIA's v1.20 (a workaround for old crun's nested /dev directories). A hook
+// of the device, like its links.
+inline constexpr std::string_view k_hook_chmod = "chmod";
 inline constexpr std::string_view k_hook_container_start = "container-start";
 
 // Whether `hook` makes links with its "--link TARGET::LINK" pairs first, as gpuctk writes them: `gpuctk hook
@@ -46,18 +53,13 @@ inline constexpr std::string_view k_hook_container_start = "container-start";
 // capability filter drops the links whose target it drops, whichever of the two carries them).
 bool is_create_symlinks_hook(const Hook& hook);
 
-// Mount options of a daemon's socket (persistenced, fabric manager), as libnvidia-container mounts them.
-// Read-only: connect(2) needs write permission on the socket's inode, which a read-only mount does not
-// take away (the kernel refuses writes on read-only mounts only for files, directories and links), while
-// chmod/chown of the host's socket from inside the container fail with EROFS. Never executable, setuid
-// or device-bearing.
-inline const std::vector<std::string> k_ipc_socket_mount_options{"ro", "nosuid", "nodev", "noexec", "bind"};
-
-// Mount options of an IPC directory (the MPS pipe directory, from the spec or CUDA_MPS_PIPE_DIRECTORY):
-// writable, since MPS makes its pipes and files in it at run time, but never executable, setuid or
-// device-bearing.
-inline const std::vector<std::string> k_ipc_directory_mount_options{"nosuid", "nodev", "rbind", "rprivate",
-                                                                    "noexec"};
+// Mount options of every IPC file: a daemon's socket (persistenced, fabric manager) and the MPS pipe
+// directory, as NVIDIA's v1.20 and libnvidia-container mount them. Not read-only: MPS makes its pipes in
+// the directory at run time, and a nested runtime (enroot) must be able to bind a socket again, which a
+// read-only mount locked in a user namespace refuses. Never executable, setuid or device-bearing. What
+// write access adds on a socket is chmod/chown of its inode by a root that has CAP_FOWNER/CAP_CHOWN: the
+// daemons' sockets are open to every user already (0666/0777), and the container was given them to use.
+inline const std::vector<std::string> k_ipc_mount_options{"nosuid", "nodev", "rbind", "rprivate", "noexec"};
 
 // The device majors that are the same on every Linux host: the NVIDIA driver's (GPUs, nvidiactl,
 // nvidia-modeset; registered statically) and DRM's. Every other major a GPU spec meets (nvidia-uvm,
@@ -91,8 +93,18 @@ std::vector<uint32_t> device_node_gids(const std::vector<DeviceNode>& nodes);
 // moved into the common edits takes its group there.
 void set_device_node_gids(Spec& spec, AdditionalGids mode);
 
-// Checks a --disable-hook value: one of the hook names above, or "all".
+// Checks a --disable-hook value: one of the hook names above (container-start aside), or "all".
 Result<void> check_hook_name(std::string_view name);
+// Checks an --enable-hook value: one of the hook names above (container-start aside); "all" is refused,
+// as NVIDIA's v1.20 refuses it ("enabling all hooks is not supported").
+Result<void> check_enable_hook_name(std::string_view name);
+
+// Whether the IPC files discovery found (daemon sockets, the MPS pipe directory) are mounted
+// (--feature-flag disable-ipc-discoverer leaves them out).
+enum class IpcFiles : uint8_t {
+  mount,
+  leave_out,
+};
 
 struct BuildOptions {
   std::string vendor = "nvidia.com";
@@ -101,10 +113,16 @@ struct BuildOptions {
   bool all_device = true;   // add the device "all" (the union of every device)
   bool management = false;  // one "all" device with every NVIDIA node; no per-GPU devices
   // Restrict the devices to these ids (index, GPU UUID, "gpu:mig", MIG UUID, "all"); empty = every GPU.
-  // An id that matches nothing is an error listing the ids that exist.
+  // An id that matches nothing is an error listing the ids that exist. "none" alone: no GPU device but
+  // one named "none" whose only edit is the env NVCT_EMPTY_DEVICE= (a CDI device needs an edit), and no
+  // "all" device, as NVIDIA's v1.20 writes it: the common edits (driver files, hooks) without a GPU.
   std::vector<std::string> device_ids;
   std::string hook_path;                 // absolute path of the gpuctk binary the hooks run
   std::set<std::string> disabled_hooks;  // hook names, or "all"
+  // Hook names turned on over disabled_hooks and the hooks that are off by default (chmod), as NVIDIA's
+  // --enable-hook: `--disable-hook all --enable-hook update-ldcache` writes that one step alone.
+  std::set<std::string> enabled_hooks;
+  IpcFiles ipc_files = IpcFiles::mount;
   // Mount the 32-bit driver libraries (FileKind::library32), their links and their folder's update-ldcache
   // --folder. Off by default, as in NVIDIA's spec: only the compat32 capability, which no default request
   // has, uses them, and the engine pays for every mount at every start (`cdi generate --compat32`). The
@@ -113,6 +131,10 @@ struct BuildOptions {
   bool libraries32 = false;
   AdditionalGids additional_gids = AdditionalGids::for_device_nodes;
 };
+
+// Whether a spec built with `options` carries the hook step `name`, NVIDIA's v1.20 rule: named by
+// enabled_hooks, yes; chmod (off by default), no; named by disabled_hooks, or "all" there, no; else yes.
+bool hook_enabled(const BuildOptions& options, std::string_view name);
 
 // The spec for `inventory`, with cdiVersion set to the minimum its content needs.
 Result<Spec> build_spec(const discover::Inventory& inventory, const BuildOptions& options);

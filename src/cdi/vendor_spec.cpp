@@ -109,9 +109,7 @@ class DrmBuilder {
     return by_uuid;
   }
 
-  [[nodiscard]] bool hook_enabled(std::string_view name) const {
-    return !m_opt.disabled_hooks.contains("all") && !m_opt.disabled_hooks.contains(std::string(name));
-  }
+  [[nodiscard]] bool hook_enabled(std::string_view name) const { return cdi::hook_enabled(m_opt, name); }
 
   // The nodes of `gpus` (and /dev/kfd for AMD), sorted, and one create-symlinks hook for their links.
   [[nodiscard]] ContainerEdits edits_of(const std::vector<const DrmGpu*>& gpus) const {

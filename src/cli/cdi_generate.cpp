@@ -35,6 +35,7 @@ struct GenerateArgs {
   std::string hook_path;
   std::vector<std::string> library_search_paths;
   std::vector<std::string> disabled_hooks;
+  std::vector<std::string> enabled_hooks;
   std::vector<std::string> feature_flags;  // nvidia-ctk's names (cdi/feature_flags.hpp)
   std::string vendor_set;                  // --vendor-set; empty: NVIDIA only, one spec at --output
 };
@@ -181,6 +182,7 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
     }
   }
   build.disabled_hooks.insert(args.disabled_hooks.begin(), args.disabled_hooks.end());
+  build.enabled_hooks.insert(args.enabled_hooks.begin(), args.enabled_hooks.end());
   build.all_device = !args.no_all_device;
   build.libraries32 = args.compat32;
   build.management = mode == discover::Mode::management;
@@ -246,7 +248,9 @@ Action define_cdi_generate(CLI::App& command) {
       ->check(value_check(cdi::check_class));
   command
       .add_option("--device-ids,--device-id,--device,--devices", args->device_ids,
-                  "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all)")
+                  "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all); none alone: no GPU "
+                  "device and no \"all\", only the device \"none\" (env NVCT_EMPTY_DEVICE=) beside the "
+                  "driver's files and hooks")
       ->delimiter(',');
   command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
   add_compat32_option(command, args->compat32, Compat32Default::off);
@@ -261,15 +265,26 @@ Action define_cdi_generate(CLI::App& command) {
   command
       .add_option("--disable-hook,--disable-hooks", args->disabled_hooks,
                   "Leave out a hook: create-symlinks, enable-cuda-compat, update-ldcache, "
-                  "disable-device-node-modification, or all; repeatable")
+                  "disable-device-node-modification, update-application-profile, chmod, or all; a comma "
+                  "list or repeated")
+      ->delimiter(',')
       ->check(value_check(cdi::check_hook_name));
+  command
+      .add_option("--enable-hook,--enable-hooks", args->enabled_hooks,
+                  "Add a hook, over --disable-hook and the hooks that are off by default: chmod (mode 755 "
+                  "on a GPU's /dev/dri, for old crun's nested device directories) or any name "
+                  "--disable-hook takes but all; a comma list or repeated")
+      ->delimiter(',')
+      ->check(value_check(cdi::check_enable_hook_name));
   command
       .add_option("--feature-flag,--feature-flags", args->feature_flags,
                   "nvidia-ctk's feature flags: no-additional-gids-for-device-nodes leaves out additionalGids "
                   "(the groups of device nodes others may not both read and write; also the config's key "
                   "of that name), for engines whose CDI library refuses them (podman 4.3.1); "
-                  "disable-nvsandboxutils and disable-multiple-csv-devices change nothing; a comma list or "
-                  "repeated")
+                  "disable-ipc-discoverer leaves out the persistenced and fabric manager sockets and the MPS "
+                  "directory; disable-nvsandboxutils and disable-multiple-csv-devices change nothing; "
+                  "enable-explicit-driver-libraries and enable-coherent-annotations are refused; a comma "
+                  "list or repeated")
       ->delimiter(',')
       ->check(value_check(cdi::check_feature_flag));
   command

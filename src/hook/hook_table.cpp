@@ -252,6 +252,9 @@ constexpr HookOption k_disable_device_node_modification{
     .name = "--disable-device-node-modification",
     .kind = Kind::flag,
     .help = "Run the disable-device-node-modification step"};
+constexpr HookOption k_update_application_profile{.name = "--update-application-profile",
+                                                  .kind = Kind::flag,
+                                                  .help = "Run the update-application-profile step"};
 constexpr HookOption k_container_start_options[] = {k_link,
                                                     k_host_driver_version,
                                                     k_host_cuda_version,
@@ -259,7 +262,8 @@ constexpr HookOption k_container_start_options[] = {k_link,
                                                     k_ldconfig_path,
                                                     k_folder,
                                                     k_ld_cache_entry,
-                                                    k_disable_device_node_modification};
+                                                    k_disable_device_node_modification,
+                                                    k_update_application_profile};
 struct Step {
   const char* row;                  // the step's own row
   std::array<const char*, 2> when;  // the options that ask for it (null: none)
@@ -271,8 +275,11 @@ constexpr Step k_container_start_steps[] = {
     {"enable-cuda-compat", {"--host-driver-version", "--host-cuda-version"}},
     // The linker cache.
     {"update-ldcache", {"--folder", nullptr}},
-    // The params file last, as nvidia-ctk orders it.
+    // The params file after the linker cache, as nvidia-ctk orders it.
     {"disable-device-node-modification", {"--disable-device-node-modification", nullptr}},
+    // The application profile last, as NVIDIA's v1.20 specs order it: it reads the container's /dev,
+    // which the runtime made before any hook.
+    {"update-application-profile", {"--update-application-profile", nullptr}},
 };
 
 Result<HookBody> prepare_container_start(const HookArgs& args, const Config& config, const Log& log,
@@ -344,13 +351,12 @@ constexpr HookRow k_hooks[] = {
      k_chmod_options, prepare_chmod},
     // The spec-wide steps above in one process (gpuctk's own specs; its errors are its steps').
     {"container-start",
-     "createContainer hook: links, CUDA compat, linker cache and params in one process (gpuctk's own specs)",
+     "createContainer hook: links, CUDA compat, linker cache, params and application profile in one process "
+     "(gpuctk's own specs)",
      "A createContainer hook: reads the OCI state on stdin. Runs, in one process and in this order, the "
-     "steps "
-     "its options ask for: create-symlinks (--link), enable-cuda-compat (--host-driver-version, "
-     "--host-cuda-version), update-ldcache (--folder) and disable-device-node-modification; each as that "
-     "hook "
-     "would, and the first that fails is the error.",
+     "steps its options ask for: create-symlinks (--link), enable-cuda-compat (--host-driver-version, "
+     "--host-cuda-version), update-ldcache (--folder), disable-device-node-modification and "
+     "update-application-profile; each as that hook would, and the first that fails is the error.",
      k_container_start_options, prepare_container_start, false},
 };
 

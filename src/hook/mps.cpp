@@ -171,7 +171,7 @@ Result<std::optional<cdi::Mount>> mps_mount(const nlohmann::ordered_json& config
   // can rename, replace or mount over any component afterwards, and root needs no trick to mount
   // anything. Should a check fail, nothing is mounted and the container is refused.
   log.info(std::string(variable.name) + "=" + path + ": mounting host directory " + host_path);
-  return cdi::Mount{host_path, path, cdi::k_ipc_directory_mount_options, ""};
+  return cdi::Mount{host_path, path, cdi::k_ipc_mount_options, ""};
 }
 
 }  // namespace

@@ -172,6 +172,7 @@ discover::Inventory two_gpus_one_mig() {
                {discover::FileKind::ipc, "/run/nvidia-persistenced/socket", "/run/nvidia-persistenced/socket",
                 discover::Capability::utility}};
   inv.library_dirs = {"/usr/lib"};
+  inv.driver_library_dirs = {"/usr/lib"};
   inv.library_links = {{"libcuda.so.550.54.15", "/usr/lib/libcuda.so.1"}};
   return inv;
 }
@@ -261,20 +262,25 @@ TEST(SpecBuilder, CommonEditsCarryControlNodesMountsHooksAndEnv) {
   auto spec = build_spec(two_gpus_one_mig(), options());
   ASSERT_TRUE(spec);
   const auto& e = spec->container_edits;
-  EXPECT_EQ(e.env, (std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void"}));
+  // Where the driver's libraries are, as NVIDIA's v1.20 writes it.
+  EXPECT_EQ(e.env,
+            (std::vector<std::string>{"NVIDIA_CTK_LIBCUDA_DIR=/usr/lib", "NVIDIA_VISIBLE_DEVICES=void"}));
   ASSERT_EQ(e.device_nodes.size(), 1u);
   EXPECT_EQ(e.device_nodes[0].path, "/dev/nvidiactl");
   ASSERT_EQ(e.mounts.size(), 2u);
-  // A daemon's socket is read-only (connecting needs no writable mount), as libnvidia-container mounts it.
-  EXPECT_EQ(e.mounts[0].options, (std::vector<std::string>{"ro", "nosuid", "nodev", "noexec", "bind"}));
+  // A daemon's socket is not read-only (a nested runtime binds it again), as NVIDIA's v1.20 and
+  // libnvidia-container mount it.
+  EXPECT_EQ(e.mounts[0].options,
+            (std::vector<std::string>{"nosuid", "nodev", "rbind", "rprivate", "noexec"}));
   EXPECT_EQ(e.mounts[0].container_path, "/run/nvidia-persistenced/socket");
   EXPECT_EQ(e.mounts[1].options, (std::vector<std::string>{"ro", "nosuid", "nodev", "rbind", "rprivate"}));
   // One hook process for the spec-wide steps (issue 24 cut 1), each step's options in the steps' order.
   ASSERT_EQ(e.hooks.size(), 1u);
-  EXPECT_EQ(e.hooks[0].args, (std::vector<std::string>{"gpuctk", "hook", "container-start", "--link",
-                                                       "libcuda.so.550.54.15::/usr/lib/libcuda.so.1",
-                                                       "--host-driver-version", "550.54.15", "--folder",
-                                                       "/usr/lib", "--disable-device-node-modification"}));
+  EXPECT_EQ(e.hooks[0].args,
+            (std::vector<std::string>{"gpuctk", "hook", "container-start", "--link",
+                                      "libcuda.so.550.54.15::/usr/lib/libcuda.so.1", "--host-driver-version",
+                                      "550.54.15", "--folder", "/usr/lib",
+                                      "--disable-device-node-modification", "--update-application-profile"}));
   for (const auto& h : e.hooks) {
     EXPECT_EQ(h.hook_name, "createContainer");
     EXPECT_EQ(h.path, k_hook);
@@ -308,11 +314,12 @@ TEST(SpecBuilder, ThirtyTwoBitLibrariesOnlyWhenAskedFor) {
   EXPECT_EQ(mounts(*spec),
             (std::vector<std::string>{"/run/nvidia-persistenced/socket", "/usr/lib/libcuda.so.550.54.15"}));
   ASSERT_EQ(spec->container_edits.hooks.size(), 1u);
-  EXPECT_EQ(spec->container_edits.hooks[0].args,
-            (std::vector<std::string>{
-                "gpuctk", "hook", "container-start", "--link", "libcuda.so.1::/usr/lib/libcuda.so", "--link",
-                "libcuda.so.550.54.15::/usr/lib/libcuda.so.1", "--host-driver-version", "550.54.15",
-                "--folder", "/usr/lib", "--disable-device-node-modification"}));
+  EXPECT_EQ(
+      spec->container_edits.hooks[0].args,
+      (std::vector<std::string>{
+          "gpuctk", "hook", "container-start", "--link", "libcuda.so.1::/usr/lib/libcuda.so", "--link",
+          "libcuda.so.550.54.15::/usr/lib/libcuda.so.1", "--host-driver-version", "550.54.15", "--folder",
+          "/usr/lib", "--disable-device-node-modification", "--update-application-profile"}));
 
   auto o = options();
   o.libraries32 = true;
@@ -342,10 +349,13 @@ TEST(SpecBuilder, ThirtyTwoBitLibrariesOnlyWhenAskedFor) {
                                       "/usr/lib",
                                       "--folder",
                                       "/usr/lib/i386-linux-gnu",
-                                      "--disable-device-node-modification"}));
+                                      "--disable-device-node-modification",
+                                      "--update-application-profile"}));
 }
 
-TEST(SpecBuilder, IpcSocketsAreReadOnlyAndTheMpsDirectoryStaysWritable) {
+// Every IPC file gets NVIDIA's v1.20 options (no ro: a nested runtime binds a socket again), never
+// executable, setuid or device-bearing; --feature-flag disable-ipc-discoverer leaves them all out.
+TEST(SpecBuilder, IpcFilesHaveNvidiasOptionsOrAreLeftOut) {
   auto inv = two_gpus_one_mig();
   inv.files.push_back({discover::FileKind::ipc, "/run/nvidia-fabricmanager/socket",
                        "/run/nvidia-fabricmanager/socket", discover::Capability::utility});
@@ -357,11 +367,21 @@ TEST(SpecBuilder, IpcSocketsAreReadOnlyAndTheMpsDirectoryStaysWritable) {
   for (const auto& m : spec->container_edits.mounts) {
     options_of[m.container_path] = m.options;
   }
-  EXPECT_EQ(options_of["/run/nvidia-persistenced/socket"], k_ipc_socket_mount_options);
-  EXPECT_EQ(options_of["/run/nvidia-fabricmanager/socket"], k_ipc_socket_mount_options);
-  EXPECT_EQ(options_of["/tmp/nvidia-mps"], k_ipc_directory_mount_options);
-  EXPECT_EQ(k_ipc_directory_mount_options,
+  EXPECT_EQ(options_of["/run/nvidia-persistenced/socket"], k_ipc_mount_options);
+  EXPECT_EQ(options_of["/run/nvidia-fabricmanager/socket"], k_ipc_mount_options);
+  EXPECT_EQ(options_of["/tmp/nvidia-mps"], k_ipc_mount_options);
+  EXPECT_EQ(k_ipc_mount_options,
             (std::vector<std::string>{"nosuid", "nodev", "rbind", "rprivate", "noexec"}));
+
+  auto o = options();
+  o.ipc_files = IpcFiles::leave_out;
+  spec = build_spec(inv, o);
+  ASSERT_TRUE(spec);
+  std::vector<std::string> mounted;
+  for (const auto& m : spec->container_edits.mounts) {
+    mounted.push_back(m.container_path);
+  }
+  EXPECT_EQ(mounted, (std::vector<std::string>{"/usr/lib/libcuda.so.550.54.15"}));
 }
 
 TEST(SpecBuilder, DisableHookByNameAndAll) {
@@ -373,9 +393,15 @@ TEST(SpecBuilder, DisableHookByNameAndAll) {
   EXPECT_EQ(spec->container_edits.hooks[0].args,
             (std::vector<std::string>{"gpuctk", "hook", "container-start", "--link",
                                       "libcuda.so.550.54.15::/usr/lib/libcuda.so.1",
-                                      "--disable-device-node-modification"}));
+                                      "--disable-device-node-modification", "--update-application-profile"}));
+  // NVIDIA's v1.20 name of the application profile's hook leaves out that step alone.
+  o.disabled_hooks = {"update-application-profile"};
+  spec = build_spec(two_gpus_one_mig(), o);
+  ASSERT_TRUE(spec);
+  ASSERT_EQ(spec->container_edits.hooks.size(), 1u);
+  EXPECT_EQ(spec->container_edits.hooks[0].args.back(), "--disable-device-node-modification");
   o.disabled_hooks = {"create-symlinks", "enable-cuda-compat", "update-ldcache",
-                      "disable-device-node-modification"};
+                      "disable-device-node-modification", "update-application-profile"};
   spec = build_spec(two_gpus_one_mig(), o);
   ASSERT_TRUE(spec);
   EXPECT_TRUE(spec->container_edits.hooks.empty()) << "every step disabled: no container-start hook";
@@ -384,10 +410,81 @@ TEST(SpecBuilder, DisableHookByNameAndAll) {
   ASSERT_TRUE(spec);
   EXPECT_TRUE(spec->container_edits.hooks.empty());
   EXPECT_TRUE(check_hook_name("all"));
-  ASSERT_FALSE(check_hook_name("chmod"));
-  EXPECT_EQ(check_hook_name("chmod").error().message,
-            "unknown hook \"chmod\" (want create-symlinks, enable-cuda-compat, update-ldcache, "
-            "disable-device-node-modification or all)");
+  EXPECT_TRUE(check_hook_name("chmod"));
+  EXPECT_TRUE(check_hook_name("update-application-profile"));
+  ASSERT_FALSE(check_hook_name("container-start"));
+  EXPECT_EQ(check_hook_name("container-start").error().message,
+            "unknown hook \"container-start\" (want create-symlinks, enable-cuda-compat, update-ldcache, "
+            "disable-device-node-modification, update-application-profile, chmod or all)");
+}
+
+// --enable-hook as NVIDIA's v1.20 reads it: chmod, off by default, gives each GPU with DRM nodes (and the
+// "all" device) mode 755 on /dev/dri; a hook enabled wins over --disable-hook, "all" included; enabling
+// "all" is refused.
+TEST(SpecBuilder, EnableHookTurnsOnChmodAndWinsOverDisableHook) {
+  auto inv = two_gpus_one_mig();
+  inv.gpus[0].drm_nodes = {node("/dev/dri/card1", 226, 1), node("/dev/dri/renderD128", 226, 128)};
+  const auto chmod_hooks = [](const Device& d) {
+    std::vector<std::vector<std::string>> out;
+    for (const auto& h : d.container_edits.hooks) {
+      if (h.args[2] == "chmod") {
+        out.push_back(h.args);
+      }
+    }
+    return out;
+  };
+  auto spec = build_spec(inv, options());
+  ASSERT_TRUE(spec);
+  for (const auto& d : spec->devices) {
+    EXPECT_TRUE(chmod_hooks(d).empty()) << d.name << ": chmod is off by default";
+  }
+  auto o = options();
+  o.enabled_hooks = {"chmod"};
+  spec = build_spec(inv, o);
+  ASSERT_TRUE(spec) << spec.error().message;
+  const std::vector<std::string> chmod{"gpuctk", "hook", "chmod", "--mode", "755", "--path", "/dev/dri"};
+  for (const auto& d : spec->devices) {
+    const bool has_dri = d.name == "0" || d.name == "all" || d.name == inv.gpus[0].uuid;
+    EXPECT_EQ(chmod_hooks(d), has_dri ? std::vector<std::vector<std::string>>{chmod}
+                                      : std::vector<std::vector<std::string>>{})
+        << d.name;
+  }
+  o.disabled_hooks = {"all"};
+  o.enabled_hooks = {"update-ldcache"};
+  spec = build_spec(inv, o);
+  ASSERT_TRUE(spec);
+  ASSERT_EQ(spec->container_edits.hooks.size(), 1u);
+  EXPECT_EQ(spec->container_edits.hooks[0].args,
+            (std::vector<std::string>{"gpuctk", "hook", "container-start", "--folder", "/usr/lib"}));
+  EXPECT_TRUE(check_enable_hook_name("chmod"));
+  ASSERT_FALSE(check_enable_hook_name("all"));
+  EXPECT_EQ(
+      check_enable_hook_name("all").error().message,
+      "--enable-hook all: enabling all hooks is not supported (name each: create-symlinks, "
+      "enable-cuda-compat, update-ldcache, disable-device-node-modification, update-application-profile, "
+      "chmod)");
+  EXPECT_FALSE(check_enable_hook_name("ldcache"));
+}
+
+// --device-ids none as NVIDIA's v1.20 writes it: the one device "none" with NVCT_EMPTY_DEVICE= and the
+// common edits, no GPU and no "all"; with another id it is an error.
+TEST(SpecBuilder, DeviceIdNoneIsTheEmptyDeviceAlone) {
+  auto o = options();
+  o.device_ids = {"none"};
+  auto spec = build_spec(two_gpus_one_mig(), o);
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(names(*spec), (std::vector<std::string>{"none"}));
+  const auto& none = spec->devices[0].container_edits;
+  EXPECT_EQ(none.env, (std::vector<std::string>{"NVCT_EMPTY_DEVICE="}));
+  EXPECT_TRUE(none.device_nodes.empty());
+  EXPECT_TRUE(none.hooks.empty());
+  EXPECT_EQ(spec->container_edits.device_nodes.size(), 1u) << "nvidiactl";
+  EXPECT_EQ(spec->container_edits.mounts.size(), 2u);
+  EXPECT_TRUE(validate(*spec).empty());
+  o.device_ids = {"0", "none"};
+  spec = build_spec(two_gpus_one_mig(), o);
+  ASSERT_FALSE(spec);
+  EXPECT_EQ(spec.error().message, "device id \"none\" (no GPU device) cannot be combined with other ids");
 }
 
 TEST(SpecBuilder, DeviceIdsRestrictGenerationAndUnknownIdsAreErrors) {
@@ -417,6 +514,9 @@ TEST(SpecBuilder, ManagementModeIsOneAllDeviceWithoutNodeModificationHook) {
   EXPECT_EQ(spec->container_edits.hooks[0].args[2], "container-start");
   EXPECT_EQ(std::ranges::find(spec->container_edits.hooks[0].args, "--disable-device-node-modification"),
             spec->container_edits.hooks[0].args.end());
+  EXPECT_EQ(std::ranges::find(spec->container_edits.hooks[0].args, "--update-application-profile"),
+            spec->container_edits.hooks[0].args.end())
+      << "a management container sees every GPU, as NVIDIA's management spec has no profile";
 }
 
 TEST(SpecBuilder, ManagementModeWithoutAnyNodeIsAnErrorNamingTheDirectory) {

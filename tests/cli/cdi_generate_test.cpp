@@ -157,14 +157,65 @@ TEST_F(CliCdiGenerateTest, FeatureFlagOrConfigKeyLeavesOutAdditionalGids) {
   ASSERT_EQ(by_env.exit_code, 0) << by_env.err;
   EXPECT_EQ(by_env.out, off.out);
 
-  const auto refused = generate({"--feature-flag", "disable-ipc-discoverer"});
+  const auto refused = generate({"--feature-flag", "enable-coherent-annotations"});
   EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_EQ(
-      refused.err,
-      "gpuctk: error: --feature-flag: feature flag \"disable-ipc-discoverer\" is not supported by gpuctk: "
-      "gpuctk always mounts the persistenced, fabric manager and MPS sockets it finds (see gpuctk cdi "
-      "generate --help)\n");
+  EXPECT_EQ(refused.err,
+            "gpuctk: error: --feature-flag: feature flag \"enable-coherent-annotations\" is not supported by "
+            "gpuctk: gpuctk writes no device annotations (see gpuctk cdi generate --help)\n");
   EXPECT_EQ(refused.out, "");
+}
+
+// --feature-flag disable-ipc-discoverer leaves out the persistenced socket this host has.
+TEST_F(CliCdiGenerateTest, DisableIpcDiscovererLeavesOutTheSockets) {
+  const auto plain = generate({"--hook-path", "/usr/bin/gpuctk"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("containerPath: \"/run/nvidia-persistenced/socket\""), std::string::npos);
+  const auto without =
+      generate({"--hook-path", "/usr/bin/gpuctk", "--feature-flag", "disable-ipc-discoverer"});
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  EXPECT_EQ(without.out.find("nvidia-persistenced/socket"), std::string::npos);
+}
+
+// --disable-hook and --enable-hook take comma lists and NVIDIA's v1.20 names; --enable-hook all is one
+// usage error line.
+TEST_F(CliCdiGenerateTest, HookListsAndEnableHook) {
+  const auto comma = generate(
+      {"--hook-path", "/usr/bin/gpuctk", "--disable-hook", "update-ldcache,update-application-profile"});
+  ASSERT_EQ(comma.exit_code, 0) << comma.err;
+  const auto repeated = generate({"--hook-path", "/usr/bin/gpuctk", "--disable-hook", "update-ldcache",
+                                  "--disable-hooks", "update-application-profile"});
+  ASSERT_EQ(repeated.exit_code, 0) << repeated.err;
+  EXPECT_EQ(comma.out, repeated.out);
+  EXPECT_EQ(comma.out.find("--folder"), std::string::npos);
+  EXPECT_EQ(comma.out.find("--update-application-profile"), std::string::npos);
+  EXPECT_NE(comma.out.find("--disable-device-node-modification"), std::string::npos);
+
+  const auto chmod = generate({"--hook-path", "/usr/bin/gpuctk", "--enable-hook", "chmod"});
+  ASSERT_EQ(chmod.exit_code, 0) << chmod.err;
+  EXPECT_NE(chmod.out.find("            - \"chmod\"\n            - \"--mode\"\n            - \"755\"\n"
+                           "            - \"--path\"\n            - \"/dev/dri\"\n"),
+            std::string::npos)
+      << chmod.out;
+  const auto all = generate({"--enable-hook", "all"});
+  EXPECT_EQ(all.exit_code, 2);
+  EXPECT_EQ(
+      all.err,
+      "gpuctk: error: --enable-hook: --enable-hook all: enabling all hooks is not supported (name each: "
+      "create-symlinks, enable-cuda-compat, update-ldcache, disable-device-node-modification, "
+      "update-application-profile, chmod) (see gpuctk cdi generate --help)\n");
+  EXPECT_EQ(all.out, "");
+}
+
+// --device-id none: the driver's files and hooks with no GPU, as NVIDIA's v1.20 writes it.
+TEST_F(CliCdiGenerateTest, DeviceIdNoneWritesTheEmptyDeviceOnly) {
+  const auto r = generate({"--hook-path", "/usr/bin/gpuctk", "--device-id", "none", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto spec = nlohmann::json::parse(r.out);
+  ASSERT_EQ(spec["devices"].size(), 1u) << r.out;
+  EXPECT_EQ(spec["devices"][0]["name"], "none");
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["env"], nlohmann::json::array({"NVCT_EMPTY_DEVICE="}));
+  EXPECT_EQ(r.out.find("/dev/nvidia0"), std::string::npos);
+  EXPECT_NE(r.out.find("libcuda.so.535.183.01"), std::string::npos);
 }
 
 // The 32-bit driver libraries only with --compat32 (issue 24 cut 3): NVIDIA's spec leaves them out too.

@@ -156,10 +156,10 @@ TEST_F(CliInstallTest, FeatureFlagLeavesAdditionalGidsOutOfTheSpec) {
   const auto spec = read_file(at("/run/cdi/nvidia.yaml")).value();
   EXPECT_EQ(spec.find("additionalGids"), std::string::npos);
   EXPECT_TRUE(spec.starts_with("---\ncdiVersion: \"0.5.0\"\n")) << spec.substr(0, 40);  // names "0"
-  r = install({"--feature-flag", "disable-ipc-discoverer"});
+  r = install({"--feature-flag", "enable-coherent-annotations"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(
-      r.err.starts_with("gpuctk: error: --feature-flag: feature flag \"disable-ipc-discoverer\" is not "
+      r.err.starts_with("gpuctk: error: --feature-flag: feature flag \"enable-coherent-annotations\" is not "
                         "supported by gpuctk: "))
       << r.err;
 }

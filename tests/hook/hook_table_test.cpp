@@ -1,12 +1,17 @@
 #include "hook/hook_table.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "hook/container_hooks.hpp"
 #include "rootfs/rootfs_test_support.hpp"
+#include "util/file.hpp"
 
 namespace gpuctk::hook {
 namespace {
@@ -108,6 +113,38 @@ TEST(ContainerStart, RunsOnlyTheStepsItsOptionsAskFor) {
   auto nothing = prepare_hook(*find_hook("container-start"), HookArgs{}, config, log);
   ASSERT_TRUE(nothing) << nothing.error().message;
   EXPECT_TRUE((*nothing)(*root, config, log));
+}
+
+// The application profile is a step of container-start (NVIDIA's v1.20 specs run update-application-profile
+// in every container): with --update-application-profile the container's GPU nodes give the mask, without
+// it no profile is written.
+TEST(ContainerStart, UpdateApplicationProfileIsAStepOfItsOwnOption) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "only root makes device nodes";
+  }
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  test::make_host_dirs(temp.path() + "/dev");
+  ASSERT_EQ(::mknod((temp.path() + "/dev/nvidia2").c_str(), S_IFCHR | 0666, ::makedev(195, 2)), 0);
+  const std::string profile = temp.path() + std::string(k_application_profile);
+  Config config;
+  config.dev_root = temp.path() + "/no-driver";
+  const Log log;
+  auto root = rootfs::Root::open(temp.path());
+  ASSERT_TRUE(root) << root.error().message;
+  HookArgs without;
+  without.add("--link", "libcuda.so.1::/usr/lib/libcuda.so");
+  auto other_steps = prepare_hook(*find_hook("container-start"), without, config, log);
+  ASSERT_TRUE(other_steps) << other_steps.error().message;
+  ASSERT_TRUE((*other_steps)(*root, config, log));
+  EXPECT_FALSE(std::filesystem::exists(profile)) << "not asked for: no profile";
+  HookArgs with;
+  with.add("--update-application-profile", "true");
+  auto body = prepare_hook(*find_hook("container-start"), with, config, log);
+  ASSERT_TRUE(body) << body.error().message;
+  auto done = (*body)(*root, config, log);
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(read_file(profile).value_or(""), application_profile_text(0x4));
 }
 
 TEST(ContainerStart, AFailingStepIsTheErrorUnderTheStepsOwnName) {

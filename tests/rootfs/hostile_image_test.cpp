@@ -957,6 +957,45 @@ TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
 }
 
 // CVE-2024-0132/0133 for chmod: the paths are links out of the root, or through a directory that is.
+// update-application-profile, a step of every gpuctk spec's container-start: an image whose /etc/nvidia
+// (where the profile goes) leads out of the root gets the profile inside its own root ("/" and ".." are
+// the root itself) or one error line (a link to a path the root lacks), never a file outside it.
+TEST_P(HostileImageTest, UpdateApplicationProfileStaysInTheRoot) {
+  std::string report;
+  for (const auto& escape : escapes(m_image.m_sentinel)) {
+    for (const bool cli : {false, true}) {
+      m_image.reset_root();
+      ASSERT_EQ(::mknod((m_image.m_root + "/dev/nvidia2").c_str(), S_IFCHR | 0666, ::makedev(195, 2)), 0);
+      make_host_link(escape.target == m_image.m_sentinel ? escape.target + "/etc" : escape.target,
+                     m_image.m_root + "/etc/nvidia");
+      const std::string before_outside = m_image.outside();
+      const std::string before_root = m_image.root_digest();
+      std::string outcome;
+      if (cli) {
+        outcome = hook_outcome(m_image.hook({"container-start", "--update-application-profile"}));
+      } else {
+        outcome = lib_outcome(hook::update_application_profile(root(), hook::Log{}));
+      }
+      EXPECT_EQ(m_image.outside(), before_outside) << escape.name;
+      report += std::string(escape.name) + (cli ? " (cli)" : "") + ": " + outcome +
+                "; changed: " + changed_paths(before_root, m_image.root_digest()) + "\n";
+    }
+  }
+  EXPECT_EQ(
+      m_image.normalise(report),
+      R"x(slash: ok; changed: ./nvidia-application-profiles-rc.d ./nvidia-application-profiles-rc.d/10-container.conf
+slash (cli): ok; changed: ./nvidia-application-profiles-rc.d ./nvidia-application-profiles-rc.d/10-container.conf
+dotdot: ok; changed: ./nvidia-application-profiles-rc.d ./nvidia-application-profiles-rc.d/10-container.conf
+dotdot (cli): ok; changed: ./nvidia-application-profiles-rc.d ./nvidia-application-profiles-rc.d/10-container.conf
+sentinel: error: /etc/nvidia in container root <root>: Not a directory; changed: nothing
+sentinel (cli): gpuctk: error: update-application-profile: /etc/nvidia in container root <root>: Not a directory; changed: nothing
+proc-self-root: error: /etc/nvidia in container root <root>: Not a directory; changed: nothing
+proc-self-root (cli): gpuctk: error: update-application-profile: /etc/nvidia in container root <root>: Not a directory; changed: nothing
+proc-1-root: error: /etc/nvidia in container root <root>: Not a directory; changed: nothing
+proc-1-root (cli): gpuctk: error: update-application-profile: /etc/nvidia in container root <root>: Not a directory; changed: nothing
+)x");
+}
+
 TEST_P(HostileImageTest, ChmodNeverChangesAHostFile) {
   std::string report;
   for (const auto& escape : escapes(m_image.m_sentinel)) {
