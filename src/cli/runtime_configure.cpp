@@ -75,6 +75,8 @@ struct Options {
   CLI::Option* hook_dir = nullptr;
   CLI::Option* version = nullptr;
   CLI::Option* drop_in = nullptr;
+  CLI::Option* source_option = nullptr;
+  CLI::Option* executable_option = nullptr;
 };
 
 int run_configure(Options& o, const CLI::App& command) {
@@ -93,7 +95,26 @@ int run_configure(Options& o, const CLI::App& command) {
   if (!o.settings.drop_in.empty() && which != engine::Engine::containerd) {
     return usage_error(command, "--drop-in-config is for --runtime containerd only");
   }
+  if (which == engine::Engine::docker &&
+      (o.source_option->count() != 0 || o.executable_option->count() != 0)) {
+    // nvidia-ctk ignores them for docker, whose config is daemon.json alone.
+    warn("--config-source and --executable-path are ignored for docker (daemon.json is its whole config)");
+    o.settings.config_source = engine::ConfigSource::file;
+  }
+  if (which == engine::Engine::crio && o.settings.config_source == engine::ConfigSource::command) {
+    return usage_error(command,
+                       "--config-source command is for --runtime containerd (gpuctk reads CRI-O's files "
+                       "in CRI-O's order)");
+  }
   const std::string path = o.config.empty() ? engine::default_config_path(which) : o.config;
+  // containerd: a drop-in beside config.toml unless --drop-in-config says otherwise ("": none).
+  if (which == engine::Engine::containerd && o.drop_in->count() == 0) {
+    o.settings.drop_in = engine::default_drop_in_path(path);
+    o.settings.drop_in_choice = engine::DropIn::by_default;
+  }
+  if (o.settings.config_source == engine::ConfigSource::command && o.settings.drop_in.empty()) {
+    return usage_error(command, "--config-source command needs a drop-in (not --drop-in-config \"\")");
+  }
 
   const auto result = o.remove ? engine::unconfigure(which, path, o.settings, o.dry_run)
                                : engine::configure(which, path, o.settings, o.dry_run);
@@ -194,16 +215,39 @@ Action define_runtime_configure(CLI::App& command) {
   o->drop_in =
       command
           .add_option("--drop-in-config", o->settings.drop_in,
-                      "containerd: write the runtime to this drop-in file (absolute), which the config's "
-                      "`imports` then name, instead of into the config itself (default: none, the config "
-                      "itself); --remove takes the same path")
+                      "containerd: the drop-in file (absolute) the runtime goes to, which the config's "
+                      "`imports` then name (default: conf.d/" +
+                          std::string(engine::k_drop_in_name) +
+                          " beside the config; with a schema-1 config, the config itself); \"\": the "
+                          "config itself, as before; --remove takes the same value")
           ->type_name("FILE")
           ->check(value_check(check_drop_in_path));
+  o->source_option =
+      command
+          .add_option_function<std::string>(
+              "--config-source",
+              [o](const std::string& text) {
+                o->settings.config_source = *engine::parse_config_source(text);
+              },
+              "containerd: where a new drop-in's CRI table comes from: file (config.toml and its imports, "
+              "read as containerd reads them) or command (`containerd --config FILE config dump`, run "
+              "from --executable-path)")
+          ->type_name("SOURCE")
+          ->default_str("file")
+          ->check(value_check(engine::parse_config_source));
+  o->executable_option =
+      command
+          .add_option("--executable-path", o->settings.executable_path,
+                      "containerd: the containerd that --config-source command runs (default: containerd "
+                      "on PATH)")
+          ->type_name("PATH");
   command.add_flag("--dry-run", o->dry_run, "Print the resulting file on stdout and write nothing");
   command.add_flag("--remove", o->remove, "Undo: restore the original, or remove gpuctk's runtime")
       ->excludes(as_default)
       ->excludes(cdi)
-      ->excludes(o->version);
+      ->excludes(o->version)
+      ->excludes(o->source_option)
+      ->excludes(o->executable_option);
 
   return [o, &command] { return run_configure(*o, command); };
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include "engine/containerd_dump.hpp"
 #include "engine/engines.hpp"
 #include "util/fd.hpp"
 #include "util/file.hpp"
@@ -569,17 +570,105 @@ Result<void> check_drop_in(Engine engine, const std::string& drop_in) {
 
 }  // namespace
 
+namespace {
+
+// The settings of config.toml itself, with no drop-in.
+RuntimeSettings in_place(RuntimeSettings settings) {
+  settings.drop_in.clear();
+  return settings;
+}
+
+// An earlier gpuctk's runtime in config.toml itself taken out, as --remove would (the original bytes back
+// when only gpuctk changed the file, else gpuctk's keys alone), before the drop-in gets it: else two
+// definitions, and --remove of the drop-in would leave config.toml's. The line says where it went; `text`
+// is config.toml's text after it ("": no file).
+Result<std::optional<ConfigureResult>> move_out_of_config(const std::string& path,
+                                                          const RuntimeSettings& settings, bool dry_run,
+                                                          std::string& text) {
+  GPUCTK_TRY_ASSIGN(ConfigureResult moved,
+                    unconfigure_file(row_of(Engine::containerd), path, in_place(settings), dry_run));
+  text = moved.text;
+  const std::string prefix = "containerd: ";
+  moved.summary = prefix + "runtime " + quote(settings.name) + " moves from " + path + " to " +
+                  settings.drop_in + ": " + moved.summary.substr(prefix.size());
+  return std::optional<ConfigureResult>(std::move(moved));
+}
+
+// Two or three results as one.
+ConfigureResult joined_all(std::optional<ConfigureResult> first, ConfigureResult drop_in,
+                           const std::optional<ConfigureResult>& config) {
+  ConfigureResult out = joined(std::move(drop_in), config);
+  if (first) {
+    out.changed = out.changed || first->changed;
+    out.summary = first->summary + "\n" + out.summary;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ConfigSource> parse_config_source(std::string_view text) {
+  if (text == "file") {
+    return ConfigSource::file;
+  }
+  if (text == "command") {
+    return ConfigSource::command;
+  }
+  return fail(quote(text) + " is not a config source (want file or command)");
+}
+
+std::string default_drop_in_path(const std::string& config_path) {
+  return clean_path(parent_path(config_path) + "/conf.d/" + std::string(k_drop_in_name));
+}
+
 Result<ConfigureResult> configure(Engine engine, const std::string& path, const RuntimeSettings& settings,
                                   bool dry_run) {
   GPUCTK_TRY(check_runtime_name(settings.name));
   GPUCTK_TRY(check_runtime_path(settings.runtime_path));
+  if (settings.config_source == ConfigSource::command &&
+      (settings.drop_in.empty() || engine != Engine::containerd)) {
+    return fail(
+        "config source \"command\": containerd's `config dump` is every file merged, for a drop-in "
+        "only (gpuctk never writes it into " +
+        path + ")");
+  }
   if (settings.drop_in.empty()) {
     return configure_file(row_of(engine), path, settings, dry_run,
                           [&] { return read_sources(engine, path, settings.node_root); });
   }
   GPUCTK_TRY(check_drop_in(engine, settings.drop_in));
-  GPUCTK_TRY_ASSIGN(const detail::DropInPlace place,
+  GPUCTK_TRY_ASSIGN(detail::DropInPlace place,
                     detail::containerd_drop_in_place(path, settings.node_root, settings.drop_in));
+  // sources.before starts with config.toml's own text when there is one.
+  const bool has_config = !place.sources.before.empty() && place.sources.before.front().path == path;
+  detail::ContainerdOwn own;
+  if (has_config) {
+    auto read = detail::containerd_own(place.sources.before.front().text, settings);
+    if (!read) {
+      return fail_with(path, read.error());
+    }
+    own = *read;
+  }
+  if (own.version == 1 && settings.drop_in_choice == DropIn::by_default) {
+    // Schema 1 has no imports (NVIDIA's toolkit writes no drop-in for it either): config.toml itself.
+    if (settings.config_source == ConfigSource::command) {
+      return fail(path + ": schema 1 has no imports: config source \"command\" needs a drop-in");
+    }
+    return configure_file(row_of(engine), path, in_place(settings), dry_run,
+                          [&] { return read_sources(engine, path, settings.node_root); });
+  }
+  std::optional<ConfigureResult> moved;
+  if (own.holds_runtime) {
+    std::string text;
+    GPUCTK_TRY_ASSIGN(moved, move_out_of_config(path, settings, dry_run, text));
+    GPUCTK_TRY_ASSIGN(place,
+                      detail::containerd_drop_in_place(path, settings.node_root, settings.drop_in, &text));
+  }
+  if (settings.config_source == ConfigSource::command) {
+    // A new drop-in's CRI table: containerd's own merge (the files after the drop-in still warn).
+    GPUCTK_TRY_ASSIGN(std::string dump, containerd_config_dump(settings.executable_path, path));
+    place.sources.before = {SourceFile{.path = "containerd config dump", .text = std::move(dump)}};
+  }
   // The drop-in before the import: a crash between the two leaves a file nothing reads yet.
   GPUCTK_TRY_ASSIGN(ConfigureResult drop_in,
                     configure_file(k_containerd_drop_in, settings.drop_in, settings, dry_run,
@@ -589,7 +678,7 @@ Result<ConfigureResult> configure(Engine engine, const std::string& path, const 
     GPUCTK_TRY_ASSIGN(config, configure_file(k_containerd_import, path, settings, dry_run,
                                              [] { return Result<Sources>(Sources{}); }));
   }
-  return joined(std::move(drop_in), config);
+  return joined_all(std::move(moved), std::move(drop_in), config);
 }
 
 Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, const RuntimeSettings& settings,
@@ -599,11 +688,34 @@ Result<ConfigureResult> unconfigure(Engine engine, const std::string& path, cons
     return unconfigure_file(row_of(engine), path, settings, dry_run);
   }
   GPUCTK_TRY(check_drop_in(engine, settings.drop_in));
+  // What config.toml itself holds, before and after the drop-in and its import are undone.
+  const auto own_of = [&]() -> Result<detail::ContainerdOwn> {
+    GPUCTK_TRY_ASSIGN(const std::optional<std::string> text,
+                      read_regular_at(AT_FDCWD, path.c_str(), path, k_max_config_file));
+    if (!text) {
+      return detail::ContainerdOwn{};
+    }
+    auto own = detail::containerd_own(*text, settings);
+    if (!own) {
+      return fail_with(path, own.error());
+    }
+    return own;
+  };
+  GPUCTK_TRY_ASSIGN(const detail::ContainerdOwn before, own_of());
+  if (before.version == 1 && settings.drop_in_choice == DropIn::by_default) {
+    return unconfigure_file(row_of(engine), path, in_place(settings), dry_run);  // as configure did
+  }
   GPUCTK_TRY_ASSIGN(ConfigureResult drop_in,
                     unconfigure_file(k_containerd_drop_in, settings.drop_in, settings, dry_run));
   GPUCTK_TRY_ASSIGN(const ConfigureResult config,
                     unconfigure_file(k_containerd_import, path, settings, dry_run));
-  return joined(std::move(drop_in), config);
+  // An earlier gpuctk's runtime in config.toml itself (no run has moved it to the drop-in yet) goes too.
+  GPUCTK_TRY_ASSIGN(const detail::ContainerdOwn after, own_of());
+  std::optional<ConfigureResult> own;
+  if (after.holds_runtime) {
+    GPUCTK_TRY_ASSIGN(own, unconfigure_file(row_of(engine), path, in_place(settings), dry_run));
+  }
+  return joined(joined(std::move(drop_in), config), own);
 }
 
 }  // namespace gpuctk::engine

@@ -56,6 +56,22 @@ std::string default_config_path(Engine engine);
 // The runtime name of a new entry: what a Kubernetes RuntimeClass handler and `docker run --runtime` use.
 inline constexpr std::string_view k_default_runtime_name = "nvidia";
 
+// How RuntimeSettings::drop_in was chosen.
+enum class DropIn : uint8_t { given, by_default };
+
+// Where configure reads containerd's effective configuration from (nvidia-ctk's --config-source).
+enum class ConfigSource : uint8_t { file, command };
+
+// "file" or "command"; anything else: `"x" is not a config source (want file or command)`.
+Result<ConfigSource> parse_config_source(std::string_view text);
+
+// The drop-in `runtime configure --runtime containerd` writes by default: `<config's directory>/conf.d/
+// 99-zz-gpuctk.toml` (/etc/containerd/conf.d/99-zz-gpuctk.toml). "zz" sorts it after NVIDIA's
+// 99-nvidia.toml when one glob import (conf.d/*.toml) reads both: gpuctk's runtime is the one containerd
+// keeps, since the administrator asked for it last.
+std::string default_drop_in_path(const std::string& config_path);
+inline constexpr std::string_view k_drop_in_name = "99-zz-gpuctk.toml";
+
 struct RuntimeSettings {
   std::string name = std::string(k_default_runtime_name);
   std::string runtime_path;  // absolute path of the gpuctk-runtime shim
@@ -69,8 +85,18 @@ struct RuntimeSettings {
   // before). configure writes it (the CRI plugin's table as config.toml and the imports read before it
   // leave it, copied whole, since containerd 1.x lets an import's table replace config.toml's, with
   // gpuctk's runtime) and adds it to config.toml's `imports` unless one of them names it already;
-  // unconfigure undoes both, the import only when gpuctk added it.
+  // unconfigure undoes both, the import only when gpuctk added it. A config.toml that holds gpuctk's own
+  // runtime (an earlier gpuctk wrote it there: options.BinaryName is `runtime_path`) has it taken out
+  // first, as --remove would, so that one definition is left (the drop-in's).
   std::string drop_in;
+  // DropIn::by_default (`runtime configure` without --drop-in-config): a schema-1 config.toml, which has
+  // no imports, is edited itself instead, as NVIDIA's toolkit does.
+  DropIn drop_in_choice = DropIn::given;
+  // Where a new drop-in's CRI table comes from: config.toml and its imports read before the drop-in
+  // (ConfigSource::file), or the engine's own merge of every file, `<executable_path> --config <config>
+  // config dump` (ConfigSource::command; containerd_dump.hpp). Needs a drop-in.
+  ConfigSource config_source = ConfigSource::file;
+  std::string executable_path;  // "": "containerd", found on PATH
 };
 
 // A runtime name an engine and a RuntimeClass handler take: 1 to 63 letters, digits, '-', '_' or '.',

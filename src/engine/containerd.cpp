@@ -296,6 +296,17 @@ Result<ContainerdEffective> containerd_effective(const toml::table& doc,
   return effective;
 }
 
+Result<ContainerdOwn> containerd_own(std::string_view text, const RuntimeSettings& settings) {
+  GPUCTK_TRY_ASSIGN(const toml::table doc, parse_toml(text));
+  if (doc.empty()) {
+    return ContainerdOwn{};
+  }
+  GPUCTK_TRY_ASSIGN(const Schema* schema, schema_of(doc));
+  GPUCTK_TRY_ASSIGN(const toml::table* cri, cri_table_of(doc, *schema));
+  const bool holds = cri != nullptr && said(*cri, settings.name).binary == settings.runtime_path;
+  return ContainerdOwn{.version = static_cast<int>(schema->version), .holds_runtime = holds};
+}
+
 namespace {
 
 // The notes of containerd_configure when an import read after `doc` masks what gpuctk wrote there.

@@ -49,7 +49,8 @@ struct Walk {
   std::string_view assume;  // a file counted as there, not read (gpuctk's drop-in, made next)
   bool past_assumed = false;
   bool assumed_queued = false;
-  bool keep_config = false;  // the config's own text goes first into sources.before
+  bool keep_config = false;                  // the config's own text goes first into sources.before
+  const std::string* config_text = nullptr;  // the config's text instead of the file's (nullptr: the file)
 };
 
 // The text of one file, or nullopt when it is missing. Followed when it is a link, as containerd's
@@ -182,7 +183,14 @@ Result<void> walk_imports(const std::string& path, Walk& walk) {
       walk.past_assumed = true;
       continue;
     }
-    GPUCTK_TRY_ASSIGN(std::optional<std::string> text, read_import(file, walk));
+    std::optional<std::string> text;
+    if (at == 0 && walk.config_text != nullptr) {
+      if (!walk.config_text->empty()) {
+        text = *walk.config_text;
+      }
+    } else {
+      GPUCTK_TRY_ASSIGN(text, read_import(file, walk));
+    }
     if (!text) {
       continue;  // the config itself (configure makes it) or an import containerd 2.x skips
     }
@@ -217,8 +225,9 @@ Result<Sources> containerd_sources(const std::string& path, std::string_view nod
 }
 
 Result<DropInPlace> containerd_drop_in_place(const std::string& path, std::string_view node_root,
-                                             const std::string& drop_in) {
+                                             const std::string& drop_in, const std::string* config_text) {
   Walk walk;
+  walk.config_text = config_text;
   walk.node_root = node_root;
   walk.assume = drop_in;
   walk.keep_config = true;

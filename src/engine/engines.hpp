@@ -43,13 +43,24 @@ Result<Edit> containerd_remove_import(const std::string& old, const RuntimeSetti
 // Where gpuctk's drop-in `drop_in` falls among config.toml's files: `sources.before` config.toml (when
 // there is one) and the imports containerd reads before the drop-in, `sources.after` those after it, as
 // containerd_sources reads them, the drop-in counted as there (a glob that would match it matches it);
-// `needs_import` when no import of config.toml names it (it is then imported last).
+// `needs_import` when no import of config.toml names it (it is then imported last). `config_text`: the text
+// config.toml is taken to have instead of what the file holds (nullptr: the file; "": none).
 struct DropInPlace {
   Sources sources;
   bool needs_import = false;
 };
 Result<DropInPlace> containerd_drop_in_place(const std::string& path, std::string_view node_root,
-                                             const std::string& drop_in);
+                                             const std::string& drop_in,
+                                             const std::string* config_text = nullptr);
+
+// What config.toml's own text (not its imports) says before gpuctk writes a drop-in: its schema (0: an
+// empty file, or comments only), and whether it holds gpuctk's runtime itself (runtime `settings.name`
+// whose options.BinaryName is `settings.runtime_path`: an earlier gpuctk wrote it there).
+struct ContainerdOwn {
+  int version = 0;
+  bool holds_runtime = false;
+};
+Result<ContainerdOwn> containerd_own(std::string_view text, const RuntimeSettings& settings);
 
 Result<Edit> crio_configure(const std::optional<std::string>& old, const RuntimeSettings& settings,
                             const EditInputs& inputs);

@@ -126,6 +126,14 @@ TEST_F(CliRuntimeConfigureTest, UsageErrorsAreOneLineAndExit2) {
        "--drop-in-config: \"conf.d/99-gpuctk.toml\" is not a clean absolute path"},
       {{"--runtime", "crio", "--drop-in-config", "/etc/containerd/conf.d/99-gpuctk.toml"},
        "--drop-in-config is for --runtime containerd only"},
+      {{"--runtime", "containerd", "--config-source", "dump"},
+       "--config-source: \"dump\" is not a config source (want file or command)"},
+      {{"--runtime", "crio", "--config-source", "command"},
+       "--config-source command is for --runtime containerd (gpuctk reads CRI-O's files in CRI-O's order)"},
+      {{"--runtime", "containerd", "--drop-in-config", "", "--config-source", "command"},
+       "--config-source command needs a drop-in (not --drop-in-config \"\")"},
+      {{"--runtime", "containerd", "--remove", "--config-source", "command"},
+       "--config-source excludes --remove"},
   };
   for (const auto& [args, what] : cases) {
     const auto result = run(args);
@@ -134,6 +142,50 @@ TEST_F(CliRuntimeConfigureTest, UsageErrorsAreOneLineAndExit2) {
     EXPECT_EQ(result.err, "gpuctk: error: " + what + " (see gpuctk runtime configure --help)\n");
   }
   EXPECT_FALSE(std::filesystem::exists(m_daemon_json));
+}
+
+// containerd: a drop-in beside config.toml by default (conf.d/99-zz-gpuctk.toml), imported by config.toml;
+// --remove without --drop-in-config takes the same default back.
+TEST_F(CliRuntimeConfigureTest, ContainerdWritesADropInByDefault) {
+  const std::string config = m_dir.path() + "/config.toml";
+  const std::string drop_in = m_dir.path() + "/conf.d/99-zz-gpuctk.toml";
+  m_dir.write("config.toml", "version = 2\n");
+  auto result = configure({"--runtime", "containerd", "--config", config});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "containerd: runtime \"nvidia\" (" GPUCTK_BINARY ") added; " + drop_in +
+                            " written; restart containerd\ncontainerd: import " + drop_in + " added; " +
+                            config + " written (the original kept as " + config +
+                            ".gpuctk-backup); restart containerd\n");
+  EXPECT_EQ(contents(config), "imports = [ \"" + drop_in + "\" ]\nversion = 2\n");
+  EXPECT_TRUE(contents(drop_in).value_or("").find("BinaryName = \"" GPUCTK_BINARY "\"") != std::string::npos);
+  result = run({"--runtime", "containerd", "--config", config, "--remove"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(contents(config), "version = 2\n");
+  EXPECT_FALSE(std::filesystem::exists(drop_in));
+}
+
+// --drop-in-config "" (as nvidia-ctk takes it): config.toml itself, no conf.d.
+TEST_F(CliRuntimeConfigureTest, ContainerdEmptyDropInEditsTheConfig) {
+  const std::string config = m_dir.path() + "/config.toml";
+  m_dir.write("config.toml", "version = 2\n");
+  const auto result = configure({"--runtime", "containerd", "--config", config, "--drop-in-config", ""});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "containerd: runtime \"nvidia\" (" GPUCTK_BINARY ") added; " + config +
+                            " written (the original kept as " + config +
+                            ".gpuctk-backup); restart containerd\n");
+  EXPECT_FALSE(std::filesystem::exists(m_dir.path() + "/conf.d"));
+}
+
+// nvidia-ctk ignores --config-source and --executable-path for docker; gpuctk says so.
+TEST_F(CliRuntimeConfigureTest, DockerIgnoresConfigSourceWithAWarning) {
+  const auto result = configure({"--runtime", "docker", "--config", m_daemon_json, "--config-source",
+                                 "command", "--executable-path", "/nonexistent/dockerd"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(
+      result.err,
+      "gpuctk: warning: --config-source and --executable-path are ignored for docker (daemon.json is its "
+      "whole config)\n");
+  EXPECT_TRUE(std::filesystem::exists(m_daemon_json));
 }
 
 TEST_F(CliRuntimeConfigureTest, HelpOnStdout) {

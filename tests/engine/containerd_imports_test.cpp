@@ -354,6 +354,111 @@ TEST_F(EngineContainerdDropIn, RemoveTakesOnlyItsImport) {
             "imports = [ \"/etc/containerd/other.toml\" ]\nversion = 2\n");
 }
 
+// gpuctk's default name sorts after NVIDIA's under one glob import: its runtime is the one containerd keeps.
+TEST(EngineContainerdDropInDefault, BesideTheConfigAfterNvidias) {
+  EXPECT_EQ(engine::default_drop_in_path("/etc/containerd/config.toml"),
+            "/etc/containerd/conf.d/99-zz-gpuctk.toml");
+  EXPECT_EQ(engine::default_drop_in_path("/config.toml"), "/conf.d/99-zz-gpuctk.toml");
+  EXPECT_LT(std::string_view("99-nvidia.toml"), engine::k_drop_in_name);
+}
+
+// By default, a schema-1 config.toml (no imports, as NVIDIA's toolkit says too) is edited itself; a drop-in
+// asked for by name is written all the same.
+TEST_F(EngineContainerdDropIn, ByDefaultASchema1ConfigIsEditedItself) {
+  const std::string v1 = "[plugins.cri.containerd.runtimes.runc]\nruntime_type = \"io.containerd.runc.v2\"\n";
+  m_dir.write("config.toml", v1);
+  auto by_default = settings();
+  by_default.drop_in_choice = engine::DropIn::by_default;
+  auto result = engine::configure(Engine::containerd, config(), by_default, false);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(result->summary, "containerd: runtime \"nvidia\" (/usr/bin/gpuctk-runtime) added; " + config() +
+                                 " written (the original kept as " + config() +
+                                 ".gpuctk-backup); restart containerd");
+  EXPECT_FALSE(exists(drop_in()));
+  result = engine::unconfigure(Engine::containerd, config(), by_default, false);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(read_file(config()).value_or("(none)"), v1);
+}
+
+// An earlier gpuctk wrote its runtime into config.toml itself: the drop-in run takes it out of config.toml
+// (its bytes come back), so that one definition is left; --remove then gives config.toml's original back.
+TEST_F(EngineContainerdDropIn, AnEarlierGpuctksRuntimeMovesToTheDropIn) {
+  auto in_place = settings();
+  in_place.drop_in.clear();
+  in_place.set_as_default = true;
+  ASSERT_TRUE(engine::configure(Engine::containerd, config(), in_place, false));
+  auto moved = settings();
+  moved.set_as_default = true;
+  auto result = engine::configure(Engine::containerd, config(), moved, false);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(result->summary, "containerd: runtime \"nvidia\" moves from " + config() + " to " + drop_in() +
+                                 ": " + config() + " restored from " + config() +
+                                 ".gpuctk-backup; restart containerd\n"
+                                 "containerd: runtime \"nvidia\" (/usr/bin/gpuctk-runtime) added, default "
+                                 "runtime set to \"nvidia\"; " +
+                                 drop_in() + " written; restart containerd\ncontainerd: import " + drop_in() +
+                                 " added; " + config() + " written (the original kept as " + config() +
+                                 ".gpuctk-backup); restart containerd");
+  const std::string text = read_file(config()).value_or("(none)");
+  EXPECT_EQ(text.find("nvidia"), std::string::npos) << text;
+  EXPECT_EQ(text.find("default_runtime_name"), std::string::npos) << text;
+  EXPECT_NE(read_file(drop_in()).value_or("").find("default_runtime_name = \"nvidia\""), std::string::npos);
+  result = engine::unconfigure(Engine::containerd, config(), settings(), false);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(read_file(config()).value_or("(none)"), k_config);
+  EXPECT_FALSE(exists(drop_in()));
+}
+
+// --remove with the drop-in also takes an earlier gpuctk's runtime out of a config.toml edited since (key by
+// key: the administrator's key stays).
+TEST_F(EngineContainerdDropIn, RemoveTakesAnEarlierRuntimeOutOfAnEditedConfig) {
+  auto in_place = settings();
+  in_place.drop_in.clear();
+  ASSERT_TRUE(engine::configure(Engine::containerd, config(), in_place, false));
+  m_dir.write("config.toml", "oom_score = -999\n" + read_file(config()).value_or(""));
+  auto result = engine::unconfigure(Engine::containerd, config(), settings(), false);
+  ASSERT_TRUE(result) << result.error().message;
+  const std::string text = read_file(config()).value_or("(none)");
+  EXPECT_EQ(text.find("nvidia"), std::string::npos) << text;
+  EXPECT_NE(text.find("oom_score = -999"), std::string::npos) << text;
+  EXPECT_NE(text.find("SystemdCgroup = true"), std::string::npos) << text;
+}
+
+// --config-source command: a new drop-in's CRI table is containerd's own dump, not config.toml's; the
+// program gets `--config <config.toml> config dump`.
+TEST_F(EngineContainerdDropIn, ConfigSourceCommandSeedsFromTheDump) {
+  const std::string dump =
+      "version = 2\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+      "sandbox_image = \"from-the-dump\"\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+      "runtime_type = \"io.containerd.runc.v2\"\n";
+  m_dir.write("dump.toml", dump);
+  m_dir.write("containerd", "#!/bin/sh\n[ \"$*\" = \"--config " + config() +
+                                " config dump\" ] || exit 3\nexec cat " + path("dump.toml") + "\n");
+  ASSERT_EQ(::chmod(path("containerd").c_str(), 0755), 0);
+  auto command = settings();
+  command.config_source = engine::ConfigSource::command;
+  command.executable_path = path("containerd");
+  auto result = engine::configure(Engine::containerd, config(), command, false);
+  ASSERT_TRUE(result) << result.error().message;
+  const std::string text = read_file(drop_in()).value_or("(none)");
+  EXPECT_NE(text.find("sandbox_image = \"from-the-dump\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("SystemdCgroup"), std::string::npos) << text;  // config.toml's, not in the dump
+  EXPECT_NE(text.find("BinaryName = \"/usr/bin/gpuctk-runtime\""), std::string::npos) << text;
+}
+
+TEST_F(EngineContainerdDropIn, ConfigSourceCommandNeedsADropIn) {
+  auto command = settings();
+  command.drop_in.clear();
+  command.config_source = engine::ConfigSource::command;
+  const auto result = engine::configure(Engine::containerd, config(), command, true);
+  EXPECT_EQ(result ? "(no error)" : result.error().message,
+            "config source \"command\": containerd's `config dump` is every file merged, for a drop-in only "
+            "(gpuctk never writes it into " +
+                config() + ")");
+}
+
 TEST_F(EngineContainerdDropIn, OnlyForContainerdAndAbsolute) {
   auto result = engine::configure(Engine::crio, config(), settings(), true);
   EXPECT_EQ(result ? "(no error)" : result.error().message, "a drop-in file is for containerd only");
