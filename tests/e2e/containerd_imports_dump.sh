@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # containerd's own reading of the imports of a config.toml that `gpuctk runtime configure --runtime
-# containerd` wrote runtime "nvidia" into, against what gpuctk says of them. For each layout of conf.d
-# (imported by config.toml with an absolute glob, as NVIDIA's toolkit v1.18+ adds it; containerd 1.6 would
-# match a relative one from its working directory), gpuctk configures config.toml and `containerd config
-# dump` must show what gpuctk's one line says:
+# containerd --drop-in-config ""` wrote runtime "nvidia" into, against what gpuctk says of them. For each
+# layout of conf.d (imported by config.toml with an absolute glob, as NVIDIA's toolkit v1.18+ adds it;
+# containerd 1.6 would match a relative one from its working directory), gpuctk configures config.toml and
+# `containerd config dump` must show what gpuctk's one line says:
 #   - NVIDIA's 99-nvidia.toml: its runtime "nvidia" wins, and gpuctk warns that it runs
 #     nvidia-container-runtime;
 #   - an import with the CRI plugin's table but no runtime "nvidia": containerd 1.x replaces the table whole
 #     and has no runtime "nvidia" (gpuctk warns it is dropped); 2.x merges key by key and keeps gpuctk's;
 #   - an import of another plugin only: gpuctk's runtime, no warning;
 #   - --drop-in-config: gpuctk's own drop-in, imported by config.toml: its runtime as the default, and
-#     runc's keys (the drop-in copies the CRI table); --remove gives config.toml's bytes back.
+#     runc's keys (the drop-in copies the CRI table); --remove gives config.toml's bytes back;
+#   - no --drop-in-config (the default: conf.d/99-zz-gpuctk.toml) beside NVIDIA's 99-nvidia.toml under
+#     the glob: gpuctk's sorts after it, containerd runs gpuctk's shim, config.toml is not touched;
+#   - --config-source command: the drop-in's CRI table is this containerd's own `config dump` (its
+#     defaults, such as default_runtime_name = "runc", which config.toml does not set).
 # No daemon starts: `config dump` only reads the files.
 #   usage: containerd_imports_dump.sh <gpuctk> <gpuctk-fixture> [trixie|sid]
 #   (no suite: Debian 12's containerd 1.6; a suite: that suite's containerd from the engines cache)
@@ -62,7 +66,7 @@ runtime_type = "io.containerd.runc.v2"
 EOF
   printf '%s' "$2" >"$dir/conf.d/$1.toml"
   out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.toml" --runtime-path "$shim" \
-    2>/dev/null) || e2e_fail "runtime configure failed in $1: $out"
+    --drop-in-config "" 2>/dev/null) || e2e_fail "runtime configure failed in $1: $out"
   "$containerd" --config "$dir/config.toml" config dump >"$dir/dump.toml" 2>"$dir/dump.err" ||
     e2e_fail "containerd config dump failed in $1: $(cat "$dir/dump.err")"
   if [ -n "$(toml_get "$dir/dump.toml" plugins "$plugin" containerd runtimes nvidia)" ]; then
@@ -145,4 +149,57 @@ cmp -s "$dir/config.toml" "$LAB/drop-in.original" || e2e_fail "--remove did not 
   e2e_fail "containerd config dump after --remove failed: $(cat "$LAB/drop-in.err")"
 [ -z "$(toml_get "$LAB/drop-in.dump" "${runtimes[@]}" nvidia)" ] || e2e_fail "runtime \"nvidia\" is still in the dump after --remove"
 echo "ok: --remove deleted the drop-in and gave config.toml's bytes back"
+# The default drop-in beside NVIDIA's, one glob importing both: gpuctk's sorts after NVIDIA's and wins.
+dir=$LAB/default
+mkdir -p "$dir/conf.d"
+cat >"$dir/config.toml" <<EOF
+version = $version
+imports = ["$dir/conf.d/*.toml"]
+root = "$dir/root"
+state = "$dir/state"
+[plugins."$plugin".containerd.runtimes.runc]
+runtime_type = "io.containerd.runc.v2"
+EOF
+cp "$dir/config.toml" "$LAB/default.original"
+printf '%s' "version = $version
+[plugins.\"$plugin\".containerd.runtimes.nvidia]
+runtime_type = \"io.containerd.runc.v2\"
+[plugins.\"$plugin\".containerd.runtimes.nvidia.options]
+BinaryName = \"/usr/bin/nvidia-container-runtime\"
+" >"$dir/conf.d/99-nvidia.toml"
+out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.toml" --runtime-path "$shim" \
+  2>/dev/null) || e2e_fail "runtime configure with the default drop-in failed: $out"
+# The drop-in copies the CRI table as NVIDIA's leaves it: its runtime "nvidia", taken over.
+want="containerd: runtime \"nvidia\" ($shim) updated (was /usr/bin/nvidia-container-runtime); $dir/conf.d/99-zz-gpuctk.toml written; restart containerd"
+[ "$out" = "$want" ] || e2e_fail "gpuctk's line with the default drop-in: $out (want: $want)"
+cmp -s "$dir/config.toml" "$LAB/default.original" || e2e_fail "config.toml changed though its glob imports the drop-in"
+"$containerd" --config "$dir/config.toml" config dump >"$LAB/default.dump" 2>"$LAB/default.err" ||
+  e2e_fail "containerd config dump with the default drop-in failed: $(cat "$LAB/default.err")"
+got=$(toml_get "$LAB/default.dump" "${runtimes[@]}" nvidia options BinaryName)
+[ "$got" = "$shim" ] ||
+  e2e_fail "containerd $containerd_version runs '$got' for \"nvidia\" beside NVIDIA's drop-in, not gpuctk's $shim"
+echo "ok: containerd $containerd_version reads gpuctk's default drop-in after NVIDIA's: \"nvidia\" runs $shim"
+
+# --config-source command: the drop-in's CRI table from this containerd's own dump.
+dir=$LAB/command
+mkdir -p "$dir"
+cat >"$dir/config.toml" <<EOF
+version = $version
+root = "$dir/root"
+state = "$dir/state"
+[plugins."$plugin".containerd.runtimes.runc]
+runtime_type = "io.containerd.runc.v2"
+EOF
+out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.toml" --runtime-path "$shim" \
+  --config-source command --executable-path "$containerd" 2>&1) ||
+  e2e_fail "runtime configure --config-source command failed: $out"
+drop_in=$dir/conf.d/99-zz-gpuctk.toml
+[ "$(toml_get "$drop_in" plugins "$plugin" containerd default_runtime_name)" = runc ] ||
+  e2e_fail "the drop-in did not get the dump's default_runtime_name: $(cat "$drop_in")"
+"$containerd" --config "$dir/config.toml" config dump >"$LAB/command.dump" 2>"$LAB/command.err" ||
+  e2e_fail "containerd config dump with the command-sourced drop-in failed: $(cat "$LAB/command.err")"
+got=$(toml_get "$LAB/command.dump" "${runtimes[@]}" nvidia options BinaryName)
+[ "$got" = "$shim" ] ||
+  e2e_fail "containerd $containerd_version's dump with the command-sourced drop-in: \"nvidia\" runs '$got'"
+echo "ok: --config-source command: the drop-in holds containerd $containerd_version's dump; \"nvidia\" runs $shim"
 echo "PASS: containerd $containerd_version's config dump of imported files agrees with gpuctk runtime configure"

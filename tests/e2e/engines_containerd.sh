@@ -2,7 +2,7 @@
 # The kubelet's path on the containerd clusters run today: containerd 1.7 (Debian 13) or 2.x (Debian
 # unstable), fetched into the test cache and started with all its paths in the lab, on its own `containerd
 # config default` output into which `gpuctk runtime configure --cdi` wrote the runtime handler "nvidia"
-# (and, on 1.7, turned CDI on); `containerd config dump` must show both. A kubelet stand-in (cri.py) runs
+# (and, on 1.7, turned CDI on), through its default drop-in; `containerd config dump` must show both. A kubelet stand-in (cri.py) runs
 # one pod per case over CRI v1 (host network, the pause image as the sandbox image), with the device
 # plugin's answers as the kubelet passes them on:
 #   1. CreateContainer's CDI devices: nvidia.com/gpu=0, a MIG device (1:0), all;
@@ -35,7 +35,9 @@ case "$containerd_version" in
   1.*) expected="containerd: runtime \"nvidia\" ($shim) added, CDI enabled" ;;
   *) expected="containerd: runtime \"nvidia\" ($shim) added" ;;
 esac
-expected+="; $c/config.toml written (the original kept as $c/config.toml.gpuctk-backup); restart containerd"
+# gpuctk's default drop-in, which config.toml then imports.
+expected+="; $c/conf.d/99-zz-gpuctk.toml written; restart containerd
+containerd: import $c/conf.d/99-zz-gpuctk.toml added; $c/config.toml written (the original kept as $c/config.toml.gpuctk-backup); restart containerd"
 [ "$out" = "$expected" ] || e2e_fail "unexpected output of runtime configure: $out (want: $expected)"
 # containerd's own reading of the file (its defaults merged in).
 "$engines_root/usr/bin/containerd" --config "$c/config.toml" config dump >"$c/dump.toml" 2>"$c/dump.err" ||

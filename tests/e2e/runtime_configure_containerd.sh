@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # End to end for `gpuctk runtime configure --runtime containerd` with containerd 1.6 (Debian 12's) as the
 # consumer: the output of `containerd config default` (every path moved into the lab) is configured with
-# runtime "nvidia" (gpuctk-runtime) as the default runtime, and CDI on (which 1.6 ignores); containerd
+# runtime "nvidia" (gpuctk-runtime) as the default runtime, and CDI on (which 1.6 ignores), in gpuctk's
+# default drop-in conf.d/99-zz-gpuctk.toml that config.toml then imports; containerd
 # starts with that file and its CRI plugin, which validates the runtimes table, loads; `containerd config
 # dump` shows the runtime with our BinaryName; a container run with that BinaryName as its runc sees GPU 0
-# and loads the driver's libcuda.so.1. A second configure changes nothing; --remove gives back
-# `containerd config default`'s bytes, and the dump no longer has the runtime.
+# and loads the driver's libcuda.so.1. A second configure changes nothing; --remove deletes the drop-in,
+# gives back `containerd config default`'s bytes, and the dump no longer has the runtime.
 # Then the same file written in schema 1 (no version key, plugins by their short IDs, as containerd 1.x
 # before 1.3 wrote it) is configured with the command's default options: containerd 1.6 reads it, its CRI
-# plugin loads, the dump shows runtime "nvidia" with the default shim path as its BinaryName, and --remove
-# gives back the schema-1 bytes.
+# plugin loads, the dump shows runtime "nvidia" with the default shim path as its BinaryName (schema 1 has no
+# imports: the file itself is edited, no drop-in), and --remove gives back the schema-1 bytes.
 #   usage: runtime_configure_containerd.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
@@ -71,12 +72,15 @@ cp "$c/config.toml" "$LAB/config.toml.original"
 
 out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --runtime-path "$shim" \
   --set-as-default --cdi 2>&1) || e2e_fail "runtime configure failed: $out"
-expected="containerd: runtime \"nvidia\" ($shim) added, default runtime set to \"nvidia\" (was \"runc\"), CDI enabled; $c/config.toml written (the original kept as $c/config.toml.gpuctk-backup); restart containerd"
+drop_in=$c/conf.d/99-zz-gpuctk.toml
+expected="containerd: runtime \"nvidia\" ($shim) added, default runtime set to \"nvidia\" (was \"runc\"), CDI enabled; $drop_in written; restart containerd
+containerd: import $drop_in added; $c/config.toml written (the original kept as $c/config.toml.gpuctk-backup); restart containerd"
 [ "$out" = "$expected" ] || e2e_fail "unexpected output: $out"
 cmp -s "$c/config.toml.gpuctk-backup" "$LAB/config.toml.original" || e2e_fail "the backup is not the original"
+! grep -q 'runtimes.nvidia' "$c/config.toml" || e2e_fail "config.toml itself got runtime \"nvidia\""
 out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --runtime-path "$shim" \
   --set-as-default --cdi 2>&1) || e2e_fail "the second runtime configure failed: $out"
-[ "$out" = "containerd: $c/config.toml unchanged: runtime \"nvidia\" ($shim) is already configured" ] ||
+[ "$out" = "containerd: $drop_in unchanged: runtime \"nvidia\" ($shim) is already configured" ] ||
   e2e_fail "the second run was not a no-op: $out"
 echo "ok: configured, and a second run changes nothing"
 
@@ -99,9 +103,11 @@ stop_containerd
 
 out=$("$gpuctk" runtime configure --runtime containerd --config "$c/config.toml" --remove 2>&1) ||
   e2e_fail "runtime configure --remove failed: $out"
-[ "$out" = "containerd: $c/config.toml restored from $c/config.toml.gpuctk-backup; restart containerd" ] ||
+[ "$out" = "containerd: $drop_in deleted (it did not exist before); restart containerd
+containerd: $c/config.toml restored from $c/config.toml.gpuctk-backup; restart containerd" ] ||
   e2e_fail "unexpected output of --remove: $out"
 cmp -s "$c/config.toml" "$LAB/config.toml.original" || e2e_fail "--remove did not give back the original bytes"
+[ ! -e "$drop_in" ] || e2e_fail "--remove left the drop-in"
 [ ! -e "$c/config.toml.gpuctk-backup" ] && [ ! -e "$c/config.toml.gpuctk-written" ] ||
   e2e_fail "--remove left the backup or the record"
 dump=$(containerd --config "$c/config.toml" config dump 2>&1) || e2e_fail "containerd config dump failed: $dump"
@@ -133,4 +139,5 @@ out=$("$gpuctk" runtime configure --runtime containerd --config "$v1" --remove 2
   e2e_fail "unexpected output of --remove for the schema-1 file: $out"
 cmp -s "$v1" "$LAB/config-v1.toml.original" || e2e_fail "--remove did not give back the schema-1 bytes"
 echo "ok: --remove restored the schema-1 bytes"
+[ ! -e "$c/conf.d/99-zz-gpuctk.toml" ] || e2e_fail "a schema-1 file got a drop-in"
 echo "PASS: gpuctk runtime configure wired gpuctk-runtime into containerd 1.6 (schemas 2 and 1) and took it out again"
