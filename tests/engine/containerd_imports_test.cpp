@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/configure.hpp"
 #include "engine/data.hpp"
@@ -446,6 +447,34 @@ TEST_F(EngineContainerdDropIn, ConfigSourceCommandSeedsFromTheDump) {
   EXPECT_NE(text.find("sandbox_image = \"from-the-dump\""), std::string::npos) << text;
   EXPECT_EQ(text.find("SystemdCgroup"), std::string::npos) << text;  // config.toml's, not in the dump
   EXPECT_NE(text.find("BinaryName = \"/usr/bin/gpuctk-runtime\""), std::string::npos) << text;
+}
+
+// A node with no config.toml yet (containerd runs on its defaults): config.toml becomes `imports` and the
+// schema asked for, the drop-in the runtime alone; --remove deletes both, and every state file.
+TEST_F(EngineContainerdDropIn, NoConfigYetGetsImportsAndVersionAlone) {
+  ASSERT_EQ(::unlink(config().c_str()), 0);
+  auto fresh = settings();
+  fresh.containerd_version = 3;
+  fresh.drop_in_choice = engine::DropIn::by_default;
+  auto result = engine::configure(Engine::containerd, config(), fresh, false);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(read_file(config()).value_or("(none)"), "imports = [ \"" + drop_in() + "\" ]\nversion = 3\n");
+  EXPECT_EQ(read_file(drop_in()).value_or("(none)"),
+            "version = 3\n"
+            "\n"
+            "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia]\n"
+            "runtime_type = \"io.containerd.runc.v2\"\n"
+            "\n"
+            "    [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia.options]\n"
+            "    BinaryName = \"/usr/bin/gpuctk-runtime\"\n");
+  result = engine::unconfigure(Engine::containerd, config(), fresh, false);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(result->summary, "containerd: " + drop_in() +
+                                 " deleted (it did not exist before); restart containerd\ncontainerd: " +
+                                 config() + " deleted (it did not exist before); restart containerd");
+  EXPECT_FALSE(exists(config()));
+  EXPECT_FALSE(exists(drop_in()));
+  EXPECT_FALSE(exists(config() + ".gpuctk-backup-absent"));
 }
 
 TEST_F(EngineContainerdDropIn, ConfigSourceCommandNeedsADropIn) {
