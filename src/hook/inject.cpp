@@ -10,6 +10,7 @@
 #include "discover/discover.hpp"
 #include "discover/gpu_information.hpp"
 #include "discover/host_fs.hpp"
+#include "discover/imex_channels.hpp"
 #include "discover/nvidia_caps.hpp"
 #include "hook/capability_filter.hpp"
 #include "hook/hook_table.hpp"
@@ -57,7 +58,36 @@ void make_hooks_safe(cdi::ContainerEdits& edits) {
   }
 }
 
-// MIG management capabilities and the MPS directories, which no spec device carries.
+// The host's nodes of the requested IMEX channels (request.hpp): a channel asked for by number that the
+// host lacks is an error, as in NVIDIA's toolkit; "all" on a host without channels adds none (a warning).
+Result<void> add_imex_channels(cdi::ContainerEdits& edits, const Request& request, const Config& cfg,
+                               const Log& log) {
+  std::vector<discover::DeviceNode> nodes;
+  if (request.imex_all) {
+    GPUCTK_TRY_ASSIGN(nodes, discover::discover_imex_channels(cfg.dev_root));
+    if (nodes.empty()) {
+      log.warning("IMEX channels \"all\": none in " +
+                  discover::under_root(cfg.dev_root, discover::k_imex_channels_dir));
+    }
+  }
+  for (const auto channel : request.imex_channels) {
+    GPUCTK_TRY_ASSIGN(auto node, discover::imex_channel_node(cfg.dev_root, channel));
+    nodes.push_back(std::move(node));
+  }
+  std::set<std::string> seen;
+  for (auto& node : nodes) {
+    if (seen.insert(node.path).second) {
+      // Type and numbers come from the host node when the edits are applied, as for every dynamic major.
+      cdi::DeviceNode added;
+      added.path = std::move(node.path);
+      added.host_path = std::move(node.host_path);
+      edits.device_nodes.push_back(std::move(added));
+    }
+  }
+  return {};
+}
+
+// MIG management capabilities, IMEX channels and the MPS directories, which no spec device carries.
 Result<void> add_extras(cdi::ContainerEdits& edits, const nlohmann::ordered_json& config,
                         const Request& request, const Config& cfg, const Log& log) {
   if (request.mig_config || request.mig_monitor) {
@@ -82,6 +112,7 @@ Result<void> add_extras(cdi::ContainerEdits& edits, const nlohmann::ordered_json
       edits.device_nodes.push_back(std::move(node));
     }
   }
+  GPUCTK_TRY(add_imex_channels(edits, request, cfg, log));
   return add_mps_mounts(edits, config, request, cfg, log);
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cdi/names.hpp"
+#include "discover/imex_channels.hpp"
 #include "util/path.hpp"
 #include "util/strings.hpp"
 
@@ -34,11 +35,17 @@ constexpr std::string_view k_mig_config = "NVIDIA_MIG_CONFIG_DEVICES";
 constexpr std::string_view k_mig_monitor = "NVIDIA_MIG_MONITOR_DEVICES";
 constexpr std::string_view k_mps_pipe_directory = "CUDA_MPS_PIPE_DIRECTORY";
 constexpr std::string_view k_mps_log_directory = "CUDA_MPS_LOG_DIRECTORY";
+constexpr std::string_view k_imex_channels = "NVIDIA_IMEX_CHANNELS";
 constexpr std::string_view k_device_mount_dir = "/var/run/nvidia-container-devices/";
+constexpr std::string_view k_imex_mount_prefix = "imex/";
 
 constexpr std::string_view k_env_wanted =
     "(want an index, GPU-<uuid>, <gpu>:<mig>, MIG-<uuid>, a CDI name, all, none or void)";
 constexpr std::string_view k_mount_wanted = "(want an index, GPU-<uuid>, <gpu>:<mig>, MIG-<uuid> or all)";
+constexpr std::string_view k_imex_env_wanted =
+    "(want a channel number from 0 to 1048575, channel<N>, none or void)";
+constexpr std::string_view k_imex_mount_wanted =
+    "(want a channel number from 0 to 1048575, channel<N> or all)";
 
 // Every capability, in enum order (CapabilitySet cannot be iterated).
 constexpr std::array k_all_capabilities{Capability::utility,  Capability::compute, Capability::video,
@@ -284,8 +291,10 @@ Result<void> read_annotations(const Json& config, const RequestConfig& rc, Devic
   return {};
 }
 
+// Reads the device requests of the volume mounts into `list`; the IMEX channel requests (what follows
+// ".../imex/") go to `imex`, read only for a GPU container (read_imex_channels).
 Result<void> read_volume_mounts(const Json& config, const RequestConfig& rc, DeviceList& list,
-                                std::vector<std::string>& log) {
+                                std::vector<std::string_view>& imex, std::vector<std::string>& log) {
   const Json* mounts = member(config, "mounts");
   if (mounts == nullptr || !mounts->is_array()) {
     return {};
@@ -305,8 +314,8 @@ Result<void> read_volume_mounts(const Json& config, const RequestConfig& rc, Dev
     }
     const std::string context = "volume mount " + *destination;
     const std::string_view rest = std::string_view(*destination).substr(k_device_mount_dir.size());
-    if (rest.starts_with("imex/")) {
-      log.push_back("ignoring IMEX channel request by " + context + " (IMEX channels are not supported)");
+    if (rest.starts_with(k_imex_mount_prefix)) {
+      imex.push_back(rest.substr(k_imex_mount_prefix.size()));
       continue;
     }
     if (rest.starts_with("cdi/")) {
@@ -550,6 +559,88 @@ Result<std::string> read_mps_directory(const Environment& env, std::string_view 
   return clean_path(*value);
 }
 
+// The IMEX channels of a GPU container (request.hpp): the volume mounts' (`mounts`: what follows
+// ".../imex/"), else NVIDIA_IMEX_CHANNELS's when the container may use variables.
+Result<void> read_imex_channels(const Environment& env, const std::vector<std::string_view>& mounts,
+                                const RequestConfig& rc, Request& request) {
+  const std::string variable(k_imex_channels);
+  std::set<uint32_t> seen;
+  const auto add = [&](const std::string& context, std::string_view text,
+                       std::string_view wanted) -> Result<void> {
+    const auto channel = discover::parse_imex_channel(text);
+    if (!channel) {
+      return fail(context + ": invalid IMEX channel " + quote(text) + " " + std::string(wanted));
+    }
+    if (seen.contains(*channel)) {
+      return {};
+    }
+    if (request.imex_channels.size() >= rc.max_devices) {
+      return fail(context + ": more than " + std::to_string(rc.max_devices) +
+                  " IMEX channels requested (the limit per container)");
+    }
+    seen.insert(*channel);
+    request.imex_channels.push_back(*channel);
+    return {};
+  };
+  const auto described = [&] {
+    std::vector<std::string> names;
+    if (request.imex_all) {
+      names.emplace_back("all");
+    }
+    for (const auto channel : request.imex_channels) {
+      names.push_back(std::to_string(channel));
+    }
+    return join(names, ",");
+  };
+  const auto value = lookup(env, k_imex_channels);
+  if (!mounts.empty()) {
+    for (const auto rest : mounts) {
+      if (rest == "all") {
+        request.imex_all = true;
+        continue;
+      }
+      const std::string context = "volume mount " + std::string(k_device_mount_dir) +
+                                  std::string(k_imex_mount_prefix) + std::string(rest);
+      GPUCTK_TRY(add(context, rest, k_imex_mount_wanted));
+    }
+    if (value) {
+      request.log.push_back("ignoring " + variable + ": IMEX channels were requested by volume mount");
+    }
+    request.log.push_back("IMEX channels from volume mounts: " + described());
+    return {};
+  }
+  if (!value) {
+    return {};
+  }
+  if (!request.privileged && !rc.accept_envvar_when_unprivileged) {
+    request.log.push_back("ignoring " + variable + " from an unprivileged container");
+    return {};
+  }
+  GPUCTK_TRY(check_length(variable, *value));
+  std::vector<std::string_view> entries;
+  for (const auto piece : split(*value, ',')) {
+    if (const auto entry = trim(piece); !entry.empty()) {
+      entries.push_back(entry);
+    }
+  }
+  // As for NVIDIA_VISIBLE_DEVICES, the first of all, none and void decides for the whole list.
+  const auto special = std::ranges::find_if(
+      entries, [](std::string_view e) { return e == "all" || e == "none" || e == "void"; });
+  if (special != entries.end() && *special == "all") {
+    request.log.push_back("ignoring " + variable + "=" + quote(*value) +
+                          ": \"all\" gives no IMEX channel, as in NVIDIA's toolkit (name the channels)");
+    return {};
+  }
+  if (special != entries.end() || entries.empty()) {
+    return {};
+  }
+  for (const auto entry : entries) {
+    GPUCTK_TRY(add(variable, entry, k_imex_env_wanted));
+  }
+  request.log.push_back("IMEX channels from " + variable + ": " + described());
+  return {};
+}
+
 }  // namespace
 
 bool is_privileged(const nlohmann::ordered_json& config) {
@@ -599,8 +690,9 @@ Result<Request> read_request(const nlohmann::ordered_json& config, const Request
   const std::string visible_name(k_visible_devices);
 
   DeviceList list(rc.max_devices);
+  std::vector<std::string_view> imex_mounts;
   GPUCTK_TRY(read_annotations(config, rc, list, request.log));
-  GPUCTK_TRY(read_volume_mounts(config, rc, list, request.log));
+  GPUCTK_TRY(read_volume_mounts(config, rc, list, imex_mounts, request.log));
   bool none_only = false;
   if (!list.empty()) {
     if (visible) {
@@ -651,6 +743,7 @@ Result<Request> read_request(const nlohmann::ordered_json& config, const Request
 
   GPUCTK_TRY_ASSIGN(request.mps_pipe_directory, read_mps_directory(env, k_mps_pipe_directory));
   GPUCTK_TRY_ASSIGN(request.mps_log_directory, read_mps_directory(env, k_mps_log_directory));
+  GPUCTK_TRY(read_imex_channels(env, imex_mounts, rc, request));
   return request;
 }
 

@@ -6,7 +6,7 @@
 //     fully qualified CDI names; keys are read in sorted order;
 //  2. volume mounts (only with `accept_volume_mounts`): `/dev/null` mounted on
 //     /var/run/nvidia-container-devices/<id>, .../cdi/<vendor>/<class>/<name> or
-//     .../cdi/<vendor>/<class>=<name> (.../imex/<channel> is logged and ignored);
+//     .../cdi/<vendor>/<class>=<name> (.../imex/<channel> requests an IMEX channel, below);
 //  3. the env NVIDIA_VISIBLE_DEVICES, honoured only for a privileged container or with
 //     `accept_envvar_when_unprivileged`; not used at all when 1. or 2. requested devices.
 // Annotations and volume mounts are set by the orchestrator (device plugin), not by the image, so they
@@ -23,11 +23,20 @@
 //
 // When the result is not a GPU container, nothing else is read: no other variable can cause an error.
 //
+// IMEX channels (discover/imex_channels.hpp), of a GPU container only, as NVIDIA's toolkit v1.20 reads
+// them: the volume mounts /var/run/nvidia-container-devices/imex/<channel> (with `accept_volume_mounts`;
+// <channel> is N, channel<N> or all: every channel the host has), else NVIDIA_IMEX_CHANNELS under the
+// same privilege rule as NVIDIA_VISIBLE_DEVICES: a comma list of N or channel<N>. Its "all" is ignored
+// with a log line, as NVIDIA ignores it (a variable an image sets must not hand out every channel;
+// only the orchestrator's mount can), and "none", "void" or empty ask for none. N is decimal, without
+// leading zeros, at most 1048575 (a 20-bit minor); anything else is an error naming the value.
+//
 // Everything here comes from the container (or from a pod spec anyone who can create pods writes), so
 // it is bounded and parsed in linear time (docs/architecture.md, security rule 11): the limits below are
 // errors that name the limit and the variable or annotation, never silent truncation.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -89,6 +98,9 @@ struct Request {
   // (if at all) is decided by inject against config.json's mounts and the host (see inject.hpp).
   std::string mps_pipe_directory;
   std::string mps_log_directory;
+  // IMEX channels, in request order, each once; `imex_all`: every channel of the host (a mount's "all").
+  std::vector<uint32_t> imex_channels;
+  bool imex_all = false;
   bool privileged = false;       // see is_privileged
   std::vector<std::string> log;  // one line per decision worth knowing
 };

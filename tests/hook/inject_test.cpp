@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
 #include "cdi/codec.hpp"
 #include "cdi/spec_builder.hpp"
@@ -379,6 +380,95 @@ TEST_F(InjectTest, DynamicMajorsComeFromTheHostNodeAtInjection) {
     rule = rule || (r.contains("major") && r["major"] == 487 && r["minor"] == 0 && r["allow"] == true);
   }
   EXPECT_TRUE(rule) << config["linux"]["resources"]["devices"].dump();
+}
+
+// ---- IMEX channels ---------------------------------------------------------------------------------
+
+// The host's channel nodes, made in the fixture's dev root (the t4 has none): channel<N> has minor N.
+void make_imex_channels(const std::string& dev_root, std::initializer_list<unsigned> channels) {
+  const std::string dir = dev_root + "/dev/nvidia-caps-imex-channels";
+  std::filesystem::create_directories(dir);
+  for (const auto channel : channels) {
+    const std::string path = dir + "/channel" + std::to_string(channel);
+    ASSERT_EQ(::mknod(path.c_str(), S_IFCHR | 0666, makedev(234, channel)), 0) << path;
+  }
+}
+
+// (path, major, minor) of each device in config.json, and whether the cgroup allows (major, minor).
+std::vector<std::tuple<std::string, int, int>> imex_devices(const ordered_json& config) {
+  std::vector<std::tuple<std::string, int, int>> out;
+  for (const auto& d : config.at("linux").value("devices", ordered_json::array())) {
+    if (d["path"].get<std::string>().starts_with("/dev/nvidia-caps-imex-channels/")) {
+      out.emplace_back(d["path"], d["major"], d["minor"]);
+    }
+  }
+  return out;
+}
+
+bool allowed(const ordered_json& config, int major, int minor) {
+  return std::ranges::any_of(config["linux"]["resources"]["devices"], [&](const ordered_json& r) {
+    return r.contains("major") && r["major"] == major && r["minor"] == minor && r["allow"] == true;
+  });
+}
+
+TEST_F(InjectTest, ImexChannelsAreTheHostsNodes) {
+  install_spec();
+  make_imex_channels(m_cfg.dev_root, {0, 1, 3});
+  auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_IMEX_CHANNELS=3,channel1"});
+  auto result = inject(config);
+  ASSERT_TRUE(result) << result.error().message;
+  using Node = std::tuple<std::string, int, int>;
+  EXPECT_EQ(imex_devices(config), (std::vector<Node>{{"/dev/nvidia-caps-imex-channels/channel3", 234, 3},
+                                                     {"/dev/nvidia-caps-imex-channels/channel1", 234, 1}}));
+  EXPECT_TRUE(allowed(config, 234, 3));
+  EXPECT_TRUE(allowed(config, 234, 1));
+  EXPECT_FALSE(allowed(config, 234, 0));
+  // Without a GPU request, no channel.
+  auto gpuless = runc_config({"NVIDIA_IMEX_CHANNELS=0"});
+  ASSERT_TRUE(inject(gpuless));
+  EXPECT_TRUE(imex_devices(gpuless).empty());
+}
+
+TEST_F(InjectTest, AnImexChannelTheHostLacksIsAnError) {
+  install_spec();
+  make_imex_channels(m_cfg.dev_root, {0});
+  const std::string link = m_cfg.dev_root + "/dev/nvidia-caps-imex-channels/channel2";
+  ASSERT_EQ(::symlink("/dev/null", link.c_str()), 0);
+  auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_IMEX_CHANNELS=0,5"});
+  auto result = inject(config);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().message,
+            "IMEX channel 5: " + m_cfg.dev_root + "/dev/nvidia-caps-imex-channels/channel5 does not exist");
+  // A link where a channel should be is never followed.
+  config = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_IMEX_CHANNELS=2"});
+  result = inject(config);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().message, "IMEX channel 2: " + link + ": not a device node");
+}
+
+TEST_F(InjectTest, ImexVolumeMountAllIsEveryChannelOfTheHost) {
+  install_spec();
+  m_cfg.request.accept_volume_mounts = true;
+  const auto with_mount = [](std::string_view channel) {
+    auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0"});
+    config["mounts"].push_back(
+        {{"destination", "/var/run/nvidia-container-devices/imex/" + std::string(channel)},
+         {"type", "bind"},
+         {"source", "/dev/null"},
+         {"options", {"bind"}}});
+    return config;
+  };
+  // No channel on the host: none injected, and the container still starts.
+  auto none = with_mount("all");
+  ASSERT_TRUE(inject(none));
+  EXPECT_TRUE(imex_devices(none).empty());
+  make_imex_channels(m_cfg.dev_root, {0, 4});
+  auto config = with_mount("all");
+  auto result = inject(config);
+  ASSERT_TRUE(result) << result.error().message;
+  using Node = std::tuple<std::string, int, int>;
+  EXPECT_EQ(imex_devices(config), (std::vector<Node>{{"/dev/nvidia-caps-imex-channels/channel0", 234, 0},
+                                                     {"/dev/nvidia-caps-imex-channels/channel4", 234, 4}}));
 }
 
 // ---- NVIDIA_DRIVER_CAPABILITIES and other vendors' devices -------------------------------------------

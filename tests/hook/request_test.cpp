@@ -425,13 +425,13 @@ TEST(Request, VolumeMountsWhenAccepted) {
   EXPECT_TRUE(r.gpu_container);
   EXPECT_EQ(r.devices, (Strings{"GPU-4d2a7d5e", "1"}));
   EXPECT_EQ(r.cdi_devices, (Strings{"nvidia.com/gpu=0", "k8s.device-plugin.nvidia.com/gpu=GPU-4d2a"}));
+  EXPECT_EQ(r.imex_channels, (std::vector<uint32_t>{3}));
   EXPECT_EQ(r.log,
             (Strings{
-                "ignoring IMEX channel request by volume mount /var/run/nvidia-container-devices/imex/3 "
-                "(IMEX channels are not supported)",
                 "request from volume mounts: GPU-4d2a7d5e,1,nvidia.com/gpu=0,"
                 "k8s.device-plugin.nvidia.com/gpu=GPU-4d2a",
                 "ignoring NVIDIA_VISIBLE_DEVICES: devices were requested by annotation or volume mount",
+                "IMEX channels from volume mounts: 3",
             }));
 }
 
@@ -470,6 +470,124 @@ TEST(Request, VolumeMountAllAndErrors) {
   EXPECT_EQ(error_of(mount("/var/run/nvidia-container-devices/cdi/nvidia.com/gpu"), rc),
             "volume mount /var/run/nvidia-container-devices/cdi/nvidia.com/gpu: invalid device name "
             "\"nvidia.com=gpu\": missing \"/\" (want vendor/class=name)");
+}
+
+// ---- IMEX channels -------------------------------------------------------------------------------
+
+using Channels = std::vector<uint32_t>;
+
+// A GPU container (GPU 0) with `imex` appended to its environment and /dev/null mounted on each of
+// `mounts` (paths under /var/run/nvidia-container-devices/imex/).
+Json with_imex(std::initializer_list<std::string> imex, std::initializer_list<std::string> mounts = {},
+               Privilege privilege = Privilege::unprivileged) {
+  Json config = with_env({"NVIDIA_VISIBLE_DEVICES=0"}, privilege);
+  for (const auto& entry : imex) {
+    config["process"]["env"].push_back(entry);
+  }
+  config["mounts"] = Json::array();
+  for (const auto& channel : mounts) {
+    config["mounts"].push_back({{"destination", "/var/run/nvidia-container-devices/imex/" + channel},
+                                {"type", "bind"},
+                                {"source", "/dev/null"}});
+  }
+  return config;
+}
+
+TEST(Request, ImexChannelsFromTheVariable) {
+  const auto r = read(with_imex({"NVIDIA_IMEX_CHANNELS=3, 0,channel7,3,,"}));
+  EXPECT_EQ(r.imex_channels, (Channels{3, 0, 7}));
+  EXPECT_FALSE(r.imex_all);
+  EXPECT_TRUE(logged(r, "IMEX channels from NVIDIA_IMEX_CHANNELS: 3,0,7"));
+  EXPECT_EQ(read(with_imex({"NVIDIA_IMEX_CHANNELS=1048575"})).imex_channels, (Channels{1048575}));
+}
+
+// Only a GPU container's channels are read, as NVIDIA's toolkit reads them only beside devices.
+TEST(Request, ImexChannelsOfAContainerWithoutGpusAreNotRead) {
+  const auto r = read(with_env({"NVIDIA_IMEX_CHANNELS=0", "NVIDIA_VISIBLE_DEVICES=void"}));
+  EXPECT_FALSE(r.gpu_container);
+  EXPECT_TRUE(r.imex_channels.empty());
+  EXPECT_EQ(error_of(with_env({"NVIDIA_IMEX_CHANNELS=xyz"})), "(no error)");
+}
+
+TEST(Request, ImexAllNoneVoidAndEmptyGiveNoChannel) {
+  for (const auto* value : {"NVIDIA_IMEX_CHANNELS=", "NVIDIA_IMEX_CHANNELS=none", "NVIDIA_IMEX_CHANNELS=void",
+                            "NVIDIA_IMEX_CHANNELS=0,none", "NVIDIA_IMEX_CHANNELS=void,xyz",
+                            "NVIDIA_IMEX_CHANNELS=all", "NVIDIA_IMEX_CHANNELS=1,all"}) {
+    const auto r = read(with_imex({value}));
+    EXPECT_TRUE(r.gpu_container) << value;
+    EXPECT_TRUE(r.imex_channels.empty()) << value;
+    EXPECT_FALSE(r.imex_all) << value;
+  }
+  EXPECT_TRUE(logged(read(with_imex({"NVIDIA_IMEX_CHANNELS=1,all"})),
+                     "ignoring NVIDIA_IMEX_CHANNELS=\"1,all\": \"all\" gives no IMEX channel, as in "
+                     "NVIDIA's toolkit (name the channels)"));
+}
+
+TEST(Request, InvalidImexChannelsAreRefused) {
+  for (const auto* bad : {"xyz", "-1", "+1", "1048576", "99999999999999999999", "007", "channel", "0x1",
+                          "1.0", "channel-1", "CHANNEL1"}) {
+    EXPECT_EQ(error_of(with_imex({"NVIDIA_IMEX_CHANNELS=1," + std::string(bad)})),
+              "NVIDIA_IMEX_CHANNELS: invalid IMEX channel \"" + std::string(bad) +
+                  "\" (want a channel number from 0 to 1048575, channel<N>, none or void)")
+        << bad;
+  }
+  EXPECT_EQ(error_of(with_imex({"NVIDIA_IMEX_CHANNELS=1\n2"})),
+            "NVIDIA_IMEX_CHANNELS: invalid IMEX channel \"1\\n2\" (want a channel number from 0 to "
+            "1048575, channel<N>, none or void)");
+}
+
+TEST(Request, ImexChannelsAreBounded) {
+  RequestConfig rc;
+  rc.max_devices = 4;
+  EXPECT_EQ(read(with_imex({"NVIDIA_IMEX_CHANNELS=0,1,2,3,3,2"}), rc).imex_channels, (Channels{0, 1, 2, 3}));
+  EXPECT_EQ(error_of(with_imex({"NVIDIA_IMEX_CHANNELS=0,1,2,3,4"}), rc),
+            "NVIDIA_IMEX_CHANNELS: more than 4 IMEX channels requested (the limit per container)");
+  std::string huge = "NVIDIA_IMEX_CHANNELS=";
+  huge.append(k_max_env_value + 1, '1');
+  EXPECT_EQ(error_of(with_imex({huge})), "NVIDIA_IMEX_CHANNELS: value of " +
+                                             std::to_string(k_max_env_value + 1) +
+                                             " bytes is longer than the limit of 131072 bytes");
+}
+
+TEST(Request, ImexVariableFollowsThePrivilegeRule) {
+  RequestConfig rc;
+  rc.accept_envvar_when_unprivileged = false;
+  const auto ignored = read(with_imex({"NVIDIA_IMEX_CHANNELS=0"}, {"0"}), rc);
+  // Not a GPU container either: NVIDIA_VISIBLE_DEVICES is ignored by the same rule.
+  EXPECT_TRUE(ignored.imex_channels.empty());
+  Json annotated = with_imex({"NVIDIA_IMEX_CHANNELS=0"});
+  annotated["annotations"] = {{"cdi.k8s.io/x", "nvidia.com/gpu=0"}};
+  const auto r = read(annotated, rc);
+  EXPECT_TRUE(r.gpu_container);
+  EXPECT_TRUE(r.imex_channels.empty());
+  EXPECT_TRUE(logged(r, "ignoring NVIDIA_IMEX_CHANNELS from an unprivileged container"));
+  EXPECT_EQ(read(with_imex({"NVIDIA_IMEX_CHANNELS=0"}, {}, Privilege::privileged), rc).imex_channels,
+            (Channels{0}));
+}
+
+TEST(Request, ImexVolumeMountsWinOverTheVariable) {
+  RequestConfig rc;
+  rc.accept_volume_mounts = true;
+  const auto r = read(with_imex({"NVIDIA_IMEX_CHANNELS=5"}, {"2", "channel9", "2"}), rc);
+  EXPECT_EQ(r.imex_channels, (Channels{2, 9}));
+  EXPECT_TRUE(logged(r, "ignoring NVIDIA_IMEX_CHANNELS: IMEX channels were requested by volume mount"));
+  EXPECT_TRUE(logged(r, "IMEX channels from volume mounts: 2,9"));
+  const auto all = read(with_imex({}, {"all", "4"}), rc);
+  EXPECT_TRUE(all.imex_all);
+  EXPECT_EQ(all.imex_channels, (Channels{4}));
+  EXPECT_TRUE(logged(all, "IMEX channels from volume mounts: all,4"));
+  EXPECT_EQ(error_of(with_imex({}, {"../../dev/sda"}), rc),
+            "volume mount /var/run/nvidia-container-devices/imex/../../dev/sda: invalid IMEX channel "
+            "\"../../dev/sda\" (want a channel number from 0 to 1048575, channel<N> or all)");
+  EXPECT_EQ(error_of(with_imex({}, {"none"}), rc),
+            "volume mount /var/run/nvidia-container-devices/imex/none: invalid IMEX channel \"none\" (want a "
+            "channel number from 0 to 1048575, channel<N> or all)");
+}
+
+TEST(Request, ImexVolumeMountsNeedAcceptVolumeMounts) {
+  const auto r = read(with_imex({"NVIDIA_IMEX_CHANNELS=5"}, {"2"}));
+  EXPECT_EQ(r.imex_channels, (Channels{5}));
+  EXPECT_FALSE(r.imex_all);
 }
 
 // ---- annotations ---------------------------------------------------------------------------------
