@@ -9,6 +9,7 @@
 #include "cdi/codec.hpp"
 #include "cdi/feature_flags.hpp"
 #include "cdi/hook_programs.hpp"
+#include "cdi/imex_spec.hpp"
 #include "cdi/spec_builder.hpp"
 #include "cdi/vendor_spec.hpp"
 #include "cli/commands.hpp"
@@ -166,9 +167,26 @@ Result<void> generate_vendor_set(const GenerateArgs& args, cdi::Format format, c
   return {};
 }
 
+// Writes the spec to --output (atomically) or stdout.
+Result<void> write_spec_out(const GenerateArgs& args, const cdi::Spec& spec, cdi::Format format) {
+  const std::string text = cdi::write_spec(spec, format);
+  if (args.output == "-") {
+    return write_stdout(text);
+  }
+  return write_file_atomic(args.output, text, 0644);
+}
+
+// --mode imex: the host's IMEX channels alone (cdi/imex_spec.hpp); no driver discovery, no hooks.
+Result<void> generate_imex(const GenerateArgs& args, cdi::Format format, const cdi::BuildOptions& build) {
+  if (!args.vendor_set.empty()) {
+    return fail("--vendor-set: not with --mode imex (IMEX channels are NVIDIA's alone)");
+  }
+  GPUCTK_TRY_ASSIGN(const auto spec, cdi::generate_imex_spec(args.discovery.dev_root, build));
+  return write_spec_out(args, spec, format);
+}
+
 // Runs the command on checked arguments (every option's value passed its check while parsing).
 Result<void> generate(const GenerateArgs& args, cdi::Format format) {
-  GPUCTK_TRY_ASSIGN(const auto mode, discover::parse_mode(args.discovery.mode));
   cdi::BuildOptions build;
   build.vendor = args.vendor;
   build.klass = args.klass;
@@ -185,7 +203,6 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   build.enabled_hooks.insert(args.enabled_hooks.begin(), args.enabled_hooks.end());
   build.all_device = !args.no_all_device;
   build.libraries32 = args.compat32;
-  build.management = mode == discover::Mode::management;
   build.device_ids = args.device_ids;
   // A broken config file still gives its valid keys; its problems are the hooks' business. Its
   // no-additional-gids-for-device-nodes is the default of what --feature-flag says (the refresh service's
@@ -197,6 +214,11 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   for (const auto& flag : args.feature_flags) {
     GPUCTK_TRY(cdi::apply_feature_flag(flag, build));
   }
+  if (args.discovery.mode == k_imex_mode) {
+    return generate_imex(args, format, build);
+  }
+  GPUCTK_TRY_ASSIGN(const auto mode, discover::parse_mode(args.discovery.mode));
+  build.management = mode == discover::Mode::management;
   GPUCTK_TRY_ASSIGN(build.hook_path, hook_path(args, config));
 
   discover::DiscoverOptions options;
@@ -209,12 +231,7 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   }
   GPUCTK_TRY_ASSIGN(auto inventory, discover::discover(options));
   GPUCTK_TRY_ASSIGN(const auto spec, cdi::generate_spec(inventory, build));
-  const std::string text = cdi::write_spec(spec, format);
-  if (args.output == "-") {
-    GPUCTK_TRY(write_stdout(text));
-  } else if (auto written = write_file_atomic(args.output, text, 0644); !written) {
-    return written;
-  }
+  GPUCTK_TRY(write_spec_out(args, spec, format));
   // Optional pieces the host lacks; printed only on success so a failure stays one line.
   for (const auto& warning : inventory.warnings) {
     warn(warning);
@@ -234,7 +251,7 @@ Action define_cdi_generate(CLI::App& command) {
   command
       .add_option("--format", args->format, "yaml or json (default: from the --output extension, else yaml)")
       ->check(value_check(check_format));
-  add_discovery_options(command, args->discovery, ModeChoice::spec);
+  add_discovery_options(command, args->discovery, ModeChoice::generate);
   command
       .add_option("--device-name-strategy", args->strategies,
                   "index, uuid or type-index; a comma list or repeated for several (default: index and uuid)")
@@ -250,7 +267,7 @@ Action define_cdi_generate(CLI::App& command) {
       .add_option("--device-ids,--device-id,--device,--devices", args->device_ids,
                   "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all); none alone: no GPU "
                   "device and no \"all\", only the device \"none\" (env NVCT_EMPTY_DEVICE=) beside the "
-                  "driver's files and hooks")
+                  "driver's files and hooks; with --mode imex these IMEX channels: N or channel<N>")
       ->delimiter(',');
   command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
   add_compat32_option(command, args->compat32, Compat32Default::off);

@@ -21,6 +21,17 @@ Result<void> check_node_mode(std::string_view text) {
   return {};
 }
 
+// --mode of cdi generate: a spec's modes, and imex (which discovers only the IMEX channels).
+Result<void> check_generate_mode(std::string_view text) {
+  if (text == k_imex_mode) {
+    return {};
+  }
+  if (!discover::parse_mode(text)) {
+    return fail("unknown mode " + quote(text) + " (want auto, nvml, proc, management or imex)");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> check_absolute(std::string_view path) {
@@ -58,7 +69,14 @@ void add_compat32_option(CLI::App& command, bool& libraries32, Compat32Default d
 
 void add_discovery_options(CLI::App& command, DiscoveryArgs& args, ModeChoice modes) {
   add_root_options(command, args.driver_root, args.dev_root);
-  if (modes == ModeChoice::spec) {
+  if (modes == ModeChoice::generate) {
+    command
+        .add_option("--mode,--discovery-mode", args.mode,
+                    "auto, nvml, proc, management, or imex: the host's IMEX channels alone (one device per "
+                    "channel, named by its number, and all)")
+        ->capture_default_str()
+        ->check(value_check(check_generate_mode));
+  } else if (modes == ModeChoice::spec) {
     command.add_option("--mode,--discovery-mode", args.mode, "auto, nvml, proc or management")
         ->capture_default_str()
         ->check(value_check(discover::parse_mode));

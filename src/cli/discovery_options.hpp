@@ -20,10 +20,15 @@ struct DiscoveryArgs {
   std::string mode = "auto";  // discover::parse_mode, checked while parsing
 };
 
+// cdi generate's --mode for a spec of the host's IMEX channels (cdi/imex_spec.hpp); no discovery mode.
+inline constexpr std::string_view k_imex_mode = "imex";
+
 // Which values --mode takes.
 enum class ModeChoice : uint8_t {
-  // auto, nvml, proc or management: a spec's modes (cdi generate, info).
+  // auto, nvml, proc or management: a spec's modes (info).
   spec,
+  // spec's, and imex: a spec of the host's IMEX channels alone (cdi generate).
+  generate,
   // auto, nvml or proc: what is on the node; management shapes a spec, it finds nothing (labels).
   node,
 };

@@ -2,6 +2,7 @@
 // line with no partial file for every failure.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -316,6 +317,49 @@ TEST_F(CliCdiGenerateTest, OutputExtensionRuntimesIgnoreIsRefused) {
   EXPECT_EQ(generate({"--output", m_scratch + "/nvidia.yml", "--format", "yaml"}).exit_code, 0);
 }
 
+// --mode imex: the host's IMEX channels alone (cdi/imex_spec.hpp has the spec's shape), a kind of the
+// user's, no driver discovery; --help names the mode.
+TEST_F(CliCdiGenerateTest, ModeImexWritesTheChannelsSpec) {
+  if (!m_fixture->host.nodes_are_real) {
+    GTEST_SKIP() << "device nodes need root to mknod";
+  }
+  const std::string dir = m_fixture->host.dev_root + "/dev/nvidia-caps-imex-channels";
+  EXPECT_EQ(generate({"--mode", "imex"}).err,
+            "gpuctk: error: no devices to generate: no IMEX channels in " + dir + "\n");
+  std::filesystem::create_directories(dir);
+  for (const unsigned channel : {0U, 1U}) {
+    const std::string path = dir + "/channel" + std::to_string(channel);
+    ASSERT_EQ(::mknod(path.c_str(), S_IFCHR | 0666, makedev(234, channel)), 0) << path;
+    ASSERT_EQ(::chmod(path.c_str(), 0666), 0) << path;  // whatever the umask
+  }
+  const auto r = generate({"--mode", "imex", "--class", "imex-channel", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto spec = nlohmann::json::parse(r.out);
+  EXPECT_EQ(spec["kind"], "nvidia.com/imex-channel");
+  std::vector<std::string> names;
+  for (const auto& d : spec["devices"]) {
+    names.push_back(d["name"]);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"0", "1", "all"}));
+  EXPECT_EQ(spec["devices"][1]["containerEdits"]["deviceNodes"][0]["path"],
+            "/dev/nvidia-caps-imex-channels/channel1");
+  EXPECT_EQ(spec["devices"][1]["containerEdits"]["deviceNodes"][0]["hostPath"], dir + "/channel1");
+  EXPECT_EQ(spec["containerEdits"], nlohmann::json::parse(R"({"env": ["NVIDIA_VISIBLE_DEVICES=void"]})"));
+  const auto one = generate({"--mode", "imex", "--device-ids", "1", "--no-all-device", "--format", "json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out),
+            nlohmann::json::parse(R"({"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu",
+    "devices": [{"name": "1", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia-caps-imex-channels/channel1",
+      "hostPath": ")" + dir + R"(/channel1", "type": "c", "fileMode": 438, "permissions": "rwm"}]}}],
+    "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"]}})"));
+  const auto missing = generate({"--mode", "imex", "--device-ids", "7"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "gpuctk: error: IMEX channel 7: " + dir + "/channel7 does not exist\n");
+  const auto help = test::run_gpuctk({"cdi", "generate", "--help"}, m_scratch);
+  EXPECT_NE(help.out.find("auto, nvml, proc, management, or imex"), std::string::npos) << help.out;
+}
+
 // Bad values are usage errors (exit 2, one line, found before discovery); tests/cli/app_test.cpp has the
 // table of every other kind of mistake.
 TEST_F(CliCdiGenerateTest, BadValuesAreUsageErrors) {
@@ -324,7 +368,7 @@ TEST_F(CliCdiGenerateTest, BadValuesAreUsageErrors) {
   };
   auto r = generate({"--mode", "magic"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, usage("--mode: unknown mode \"magic\" (want auto, nvml, proc or management)"));
+  EXPECT_EQ(r.err, usage("--mode: unknown mode \"magic\" (want auto, nvml, proc, management or imex)"));
   EXPECT_EQ(r.out, "");
   r = generate({"--hook-path", "gpuctk"});
   EXPECT_EQ(r.exit_code, 2);
