@@ -8,6 +8,7 @@
 #include "cdi/apply.hpp"
 #include "cdi/names.hpp"
 #include "discover/discover.hpp"
+#include "discover/gated_devices.hpp"
 #include "discover/gpu_information.hpp"
 #include "discover/host_fs.hpp"
 #include "discover/imex_channels.hpp"
@@ -87,7 +88,39 @@ Result<void> add_imex_channels(cdi::ContainerEdits& edits, const Request& reques
   return {};
 }
 
-// MIG management capabilities, IMEX channels and the MPS directories, which no spec device carries.
+// The nodes and files of the opt-in features asked for (NVIDIA_GDS=enabled, ...); a feature the host
+// lacks adds nothing and is one warning, as NVIDIA's toolkit gives nothing for it either.
+Result<void> add_gated_features(cdi::ContainerEdits& edits, const Request& request, const Config& cfg,
+                                const Log& log) {
+  // Host files, read-only: never writable, setuid, device-bearing or seen back on the host.
+  static const std::vector<std::string> k_options{"ro", "nosuid", "nodev", "rbind", "rprivate"};
+  for (const auto feature : request.gated_features) {
+    const auto& info =
+        *std::ranges::find(discover::gated_features(), feature, &discover::GatedFeatureInfo::feature);
+    auto found = discover::discover_gated_devices(feature, cfg.dev_root, cfg.driver_root);
+    if (!found) {
+      return fail_with(std::string(info.variable) + "=enabled", found.error());
+    }
+    if (found->nodes.empty()) {
+      log.warning(std::string(info.variable) + "=enabled: no " + std::string(info.what) +
+                  " devices on this host (" + std::string(info.patterns) + " under " + cfg.dev_root +
+                  "); none injected");
+    }
+    for (auto& node : found->nodes) {
+      cdi::DeviceNode added;
+      added.path = std::move(node.path);
+      added.host_path = std::move(node.host_path);
+      edits.device_nodes.push_back(std::move(added));
+    }
+    for (auto& [host, container] : found->mounts) {
+      edits.mounts.push_back({std::move(host), std::move(container), k_options, ""});
+    }
+  }
+  return {};
+}
+
+// MIG management capabilities, IMEX channels, opt-in features' devices and the MPS directories, which no
+// spec device carries.
 Result<void> add_extras(cdi::ContainerEdits& edits, const nlohmann::ordered_json& config,
                         const Request& request, const Config& cfg, const Log& log) {
   if (request.mig_config || request.mig_monitor) {
@@ -113,6 +146,7 @@ Result<void> add_extras(cdi::ContainerEdits& edits, const nlohmann::ordered_json
     }
   }
   GPUCTK_TRY(add_imex_channels(edits, request, cfg, log));
+  GPUCTK_TRY(add_gated_features(edits, request, cfg, log));
   return add_mps_mounts(edits, config, request, cfg, log);
 }
 

@@ -744,6 +744,13 @@ Result<Request> read_request(const nlohmann::ordered_json& config, const Request
   GPUCTK_TRY_ASSIGN(request.mps_pipe_directory, read_mps_directory(env, k_mps_pipe_directory));
   GPUCTK_TRY_ASSIGN(request.mps_log_directory, read_mps_directory(env, k_mps_log_directory));
   GPUCTK_TRY(read_imex_channels(env, imex_mounts, rc, request));
+  for (const auto& feature : discover::gated_features()) {
+    if (lookup(env, feature.variable) == "enabled") {
+      request.gated_features.push_back(feature.feature);
+      request.log.push_back(std::string(feature.variable) + "=enabled: " + std::string(feature.what) +
+                            " devices");
+    }
+  }
   return request;
 }
 

@@ -23,6 +23,10 @@
 //
 // When the result is not a GPU container, nothing else is read: no other variable can cause an error.
 //
+// Opt-in features (discover/gated_devices.hpp), of a GPU container only, as NVIDIA's toolkit v1.20 reads
+// them: NVIDIA_GDS, NVIDIA_MOFED, NVIDIA_GDRCOPY, NVIDIA_NVSWITCH each exactly "enabled" (any other value
+// is no request); not subject to accept-envvar-when-unprivileged, as in NVIDIA's toolkit.
+//
 // IMEX channels (discover/imex_channels.hpp), of a GPU container only, as NVIDIA's toolkit v1.20 reads
 // them: the volume mounts /var/run/nvidia-container-devices/imex/<channel> (with `accept_volume_mounts`;
 // <channel> is N, channel<N> or all: every channel the host has), else NVIDIA_IMEX_CHANNELS under the
@@ -43,6 +47,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "discover/capability.hpp"
+#include "discover/gated_devices.hpp"
 #include "hook/requirements.hpp"
 #include "util/error.hpp"
 
@@ -101,6 +106,8 @@ struct Request {
   // IMEX channels, in request order, each once; `imex_all`: every channel of the host (a mount's "all").
   std::vector<uint32_t> imex_channels;
   bool imex_all = false;
+  // NVIDIA_GDS, NVIDIA_MOFED, NVIDIA_GDRCOPY, NVIDIA_NVSWITCH set to "enabled", in that order.
+  std::vector<discover::GatedFeature> gated_features;
   bool privileged = false;       // see is_privileged
   std::vector<std::string> log;  // one line per decision worth knowing
 };

@@ -471,6 +471,62 @@ TEST_F(InjectTest, ImexVolumeMountAllIsEveryChannelOfTheHost) {
                                                      {"/dev/nvidia-caps-imex-channels/channel4", 234, 4}}));
 }
 
+// ---- NVIDIA_GDS, NVIDIA_MOFED, NVIDIA_GDRCOPY, NVIDIA_NVSWITCH ---------------------------------------
+
+// The t4 has none of the opt-in features' devices: they are made here. What the host has is injected,
+// links and other files never; what it lacks is a warning, and the container starts.
+TEST_F(InjectTest, GatedFeaturesGiveTheHostsNodesAndGdsItsFiles) {
+  install_spec();
+  const auto make = [&](const std::string& path, unsigned minor) {
+    std::filesystem::create_directories(std::filesystem::path(m_cfg.dev_root + path).parent_path());
+    ASSERT_EQ(::mknod((m_cfg.dev_root + path).c_str(), S_IFCHR | 0666, makedev(240, minor)), 0) << path;
+  };
+  make("/dev/nvidia-fs0", 0);
+  make("/dev/nvidia-fs1", 1);
+  make("/dev/infiniband/uverbs0", 2);
+  make("/dev/infiniband/rdma_cm", 3);
+  make("/dev/gdrdrv", 4);
+  ASSERT_EQ(::symlink("/dev/null", (m_cfg.dev_root + "/dev/nvidia-fs9").c_str()), 0);
+  ASSERT_EQ(::mkfifo((m_cfg.dev_root + "/dev/infiniband/uverbs1").c_str(), 0600), 0);
+  ASSERT_TRUE(write_file_atomic(m_cfg.driver_root + "/etc/cufile.json", "{}", 0644));
+  std::filesystem::create_directories(m_cfg.driver_root + "/run/udev/data");
+  const std::string log_path = m_fixture->temp.path() + "/hook.log";
+  m_log = Log::open(log_path, LogLevel::info).value();
+
+  auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_GDS=enabled", "NVIDIA_MOFED=enabled",
+                             "NVIDIA_GDRCOPY=enabled", "NVIDIA_NVSWITCH=enabled"});
+  auto result = inject(config);
+  ASSERT_TRUE(result) << result.error().message;
+  std::vector<std::string> gated;
+  for (const auto& path : device_paths(config)) {
+    if (path.starts_with("/dev/nvidia-fs") || path.starts_with("/dev/infiniband") || path == "/dev/gdrdrv" ||
+        path.starts_with("/dev/nvidia-nvswitch")) {
+      gated.push_back(path);
+    }
+  }
+  EXPECT_EQ(gated, (std::vector<std::string>{"/dev/nvidia-fs0", "/dev/nvidia-fs1", "/dev/infiniband/rdma_cm",
+                                             "/dev/infiniband/uverbs0", "/dev/gdrdrv"}));
+  for (const auto& m : config["mounts"]) {
+    if (m["destination"] == "/etc/cufile.json" || m["destination"] == "/run/udev") {
+      EXPECT_EQ(m["source"], m_cfg.driver_root + m["destination"].get<std::string>());
+      EXPECT_EQ(m["options"], ordered_json({"ro", "nosuid", "nodev", "rbind", "rprivate"}));
+    }
+  }
+  EXPECT_TRUE(has_mount(config, "/etc/cufile.json"));
+  EXPECT_TRUE(has_mount(config, "/run/udev"));
+  const auto log = read_file(log_path).value();
+  EXPECT_NE(log.find("warning: NVIDIA_NVSWITCH=enabled: no NVSwitch devices on this host "
+                     "(/dev/nvidia-nvswitchctl, /dev/nvidia-nvswitch* under " +
+                     m_cfg.dev_root + "); none injected"),
+            std::string::npos)
+      << log;
+
+  // Without a GPU request, nothing.
+  auto gpuless = runc_config({"NVIDIA_GDS=enabled"});
+  ASSERT_TRUE(inject(gpuless));
+  EXPECT_FALSE(has_mount(gpuless, "/etc/cufile.json"));
+}
+
 // ---- NVIDIA_DRIVER_CAPABILITIES and other vendors' devices -------------------------------------------
 
 TEST_F(InjectTest, CapabilitiesFilterOnlyTheDefaultKindsDriverFiles) {

@@ -590,6 +590,31 @@ TEST(Request, ImexVolumeMountsNeedAcceptVolumeMounts) {
   EXPECT_FALSE(r.imex_all);
 }
 
+// ---- NVIDIA_GDS, NVIDIA_MOFED, NVIDIA_GDRCOPY, NVIDIA_NVSWITCH -------------------------------------
+
+using Features = std::vector<discover::GatedFeature>;
+
+TEST(Request, GatedFeaturesAreExactlyEnabledInTableOrder) {
+  using discover::GatedFeature;
+  const auto r =
+      read(with_env({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_NVSWITCH=enabled", "NVIDIA_GDS=enabled",
+                     "NVIDIA_MOFED=Enabled", "NVIDIA_GDRCOPY= enabled", "NVIDIA_GDRCOPY=enabled"}));
+  EXPECT_EQ(r.gated_features, (Features{GatedFeature::gds, GatedFeature::gdrcopy, GatedFeature::nvswitch}));
+  EXPECT_TRUE(logged(r, "NVIDIA_GDS=enabled: GPUDirect Storage devices"));
+  EXPECT_TRUE(logged(r, "NVIDIA_NVSWITCH=enabled: NVSwitch devices"));
+  for (const auto* value :
+       {"NVIDIA_MOFED=true", "NVIDIA_MOFED=1", "NVIDIA_MOFED=enabled ", "NVIDIA_MOFED="}) {
+    EXPECT_TRUE(read(with_env({"NVIDIA_VISIBLE_DEVICES=none", value})).gated_features.empty()) << value;
+  }
+  EXPECT_EQ(read(with_env({"NVIDIA_VISIBLE_DEVICES=none", "NVIDIA_MOFED=enabled"})).gated_features,
+            (Features{GatedFeature::mofed}));
+}
+
+TEST(Request, GatedFeaturesOnlyBesideGpus) {
+  EXPECT_TRUE(read(with_env({"NVIDIA_GDS=enabled"})).gated_features.empty());
+  EXPECT_TRUE(read(with_env({"NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_GDS=enabled"})).gated_features.empty());
+}
+
 // ---- annotations ---------------------------------------------------------------------------------
 
 TEST(Request, AnnotationsInSortedKeyOrder) {
