@@ -369,6 +369,7 @@ Gpu from_nvml(const NvmlGpu& n) {
     mig.profile = m.profile;
     mig.memory_bytes = m.memory_bytes;
     mig.attributes = m.attributes;
+    mig.graphics = m.graphics;
     gpu.mig_devices.push_back(std::move(mig));
   }
   return gpu;

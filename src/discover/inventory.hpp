@@ -62,11 +62,13 @@ struct MigDevice {
   uint32_t gi = 0;      // GPU instance id
   uint32_t ci = 0;      // compute instance id
   std::string uuid;     // "MIG-..."
-  std::string profile;  // "3g.20gb"
+  std::string profile;  // "3g.20gb", "1g.24gb+gfx"
   uint64_t memory_bytes = 0;
   std::optional<MigAttributes> attributes;  // NVML only; unknown without nvmlDeviceGetAttributes_v2
-  DeviceNode gi_access;                     // /dev/nvidia-caps/nvidia-cap<N> for gpu<minor>/gi<G>/access
-  DeviceNode ci_access;                     // ... for gpu<minor>/gi<G>/ci<C>/access
+  // A graphics-capable GPU instance profile (NVML only): the MIG device gets its GPU's DRM nodes too.
+  bool graphics = false;
+  DeviceNode gi_access;  // /dev/nvidia-caps/nvidia-cap<N> for gpu<minor>/gi<G>/access
+  DeviceNode ci_access;  // ... for gpu<minor>/gi<G>/ci<C>/access
 };
 
 struct Gpu {

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "discover/nvml_abi.h"
@@ -50,6 +51,17 @@ constexpr EntryPoint entry(const char* symbol, Need need = Need::required,
           }};
 }
 
+constexpr const char* k_graphics_unknown = "graphics-capable MIG devices";
+
+// NVML's graphics-capable GPU instance profiles (go-nvlib's "+gfx" profiles): their DRM nodes are the
+// MIG device's too.
+constexpr unsigned k_graphics_profiles[] = {
+    NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX,
+    NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX,
+    NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX,
+    NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX,
+};
+
 // Every entry point we resolve. Required: without it the devices cannot be named, enumerated or
 // placed, so the library cannot serve. Optional: it only enriches the report; older drivers may lack it.
 // MIG enumeration is required: MIG devices are devices, and every driver since R450 (the first with
@@ -79,6 +91,9 @@ constexpr EntryPoint k_entry_points[] = {
     entry<&Api::memory>("nvmlDeviceGetMemoryInfo", Need::report, "GPU memory"),
     entry<&Api::compute_capability>("nvmlDeviceGetCudaComputeCapability", Need::report, "compute capability"),
     entry<&Api::attributes>("nvmlDeviceGetAttributes_v2", Need::report, "MIG profiles and MIG memory"),
+    entry<&Api::gi_profile_info>("nvmlDeviceGetGpuInstanceProfileInfo", Need::report, k_graphics_unknown),
+    entry<&Api::gi_by_id>("nvmlDeviceGetGpuInstanceById", Need::report, k_graphics_unknown),
+    entry<&Api::gi_info>("nvmlGpuInstanceGetInfo", Need::report, k_graphics_unknown),
     // Optional, the device plugin's health check: Xid events of each GPU (found by UUID).
     entry<&Api::handle_by_uuid>("nvmlDeviceGetHandleByUUID", Need::plugin),
     entry<&Api::event_set_create>("nvmlEventSetCreate", Need::plugin),
@@ -112,14 +127,14 @@ class Query {
     unsigned count = 0;
     GPUCTK_TRY(check(m_api.count(&count), "nvmlDeviceGetCount_v2"));
     for (unsigned i = 0; i < count; ++i) {
-      GPUCTK_TRY_ASSIGN(auto gpu, query_gpu(i));
+      GPUCTK_TRY_ASSIGN(auto gpu, query_gpu(i, out.warnings));
       out.gpus.push_back(std::move(gpu));
     }
     return out;
   }
 
  private:
-  Result<NvmlGpu> query_gpu(unsigned index) const {
+  Result<NvmlGpu> query_gpu(unsigned index, std::vector<std::string>& warnings) const {
     NvmlGpu gpu;
     gpu.index = index;
     nvmlDevice_t device = nullptr;
@@ -210,7 +225,56 @@ class Query {
       }
       gpu.migs.push_back(std::move(mig));
     }
+    mark_graphics(device, gpu, warnings);
     return gpu;
+  }
+
+  // Marks the MIG devices whose GPU instance has a graphics-capable profile: the instance's profile id
+  // (nvmlGpuInstanceGetInfo) is the id the GPU gives one of k_graphics_profiles. A GPU without such
+  // profiles (NVML: NOT_SUPPORTED or INVALID_ARGUMENT for each) costs no call per MIG device. Without the
+  // calls (the library's one warning says so) no MIG device is graphics capable, nor is one NVML refuses
+  // to place; a refusal is one warning per report, whatever the number of GPUs and MIG devices.
+  void mark_graphics(nvmlDevice_t device, NvmlGpu& gpu, std::vector<std::string>& warnings) const {
+    if (gpu.migs.empty() || m_api.gi_profile_info == nullptr || m_api.gi_by_id == nullptr ||
+        m_api.gi_info == nullptr) {
+      return;
+    }
+    const auto refused = [&](nvmlReturn_t rc, const char* call) {
+      std::string warning =
+          check(rc, call).error().message + ": " + k_graphics_unknown + " are taken as not graphics capable";
+      if (std::ranges::find(warnings, warning) == warnings.end()) {
+        warnings.push_back(std::move(warning));
+      }
+    };
+    std::vector<unsigned> ids;
+    for (const unsigned profile : k_graphics_profiles) {
+      nvmlGpuInstanceProfileInfo_t info{};
+      const nvmlReturn_t rc = m_api.gi_profile_info(device, profile, &info);
+      if (rc == NVML_SUCCESS) {
+        ids.push_back(info.id);
+      } else if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_INVALID_ARGUMENT) {
+        return refused(rc, "nvmlDeviceGetGpuInstanceProfileInfo");
+      }
+    }
+    if (ids.empty()) {
+      return;
+    }
+    for (auto& mig : gpu.migs) {
+      nvmlGpuInstance_t instance = nullptr;
+      nvmlGpuInstanceInfo_t info{};
+      if (const nvmlReturn_t rc = m_api.gi_by_id(device, mig.gi, &instance); rc != NVML_SUCCESS) {
+        refused(rc, "nvmlDeviceGetGpuInstanceById");
+        continue;
+      }
+      if (const nvmlReturn_t rc = m_api.gi_info(instance, &info); rc != NVML_SUCCESS) {
+        refused(rc, "nvmlGpuInstanceGetInfo");
+        continue;
+      }
+      mig.graphics = std::ranges::find(ids, info.profileId) != ids.end();
+      if (mig.graphics && !mig.profile.empty()) {
+        mig.profile += "+gfx";  // go-nvlib's name of the profile
+      }
+    }
   }
 
   // "<C>c.<G>g.<M>gb" as nvidia-smi names profiles ("3g.20gb" when compute and GPU slices are equal);
@@ -253,7 +317,9 @@ Result<Nvml> Nvml::open(const std::string& library_path) {
       missing_required.emplace_back(entry.symbol);
     } else if (entry.need == Need::report) {
       missing_optional.emplace_back(entry.symbol);
-      unknown.emplace_back(entry.unknown_without);
+      if (std::ranges::find(unknown, entry.unknown_without) == unknown.end()) {
+        unknown.emplace_back(entry.unknown_without);  // several calls may serve one field
+      }
     }
   }
   if (!missing_required.empty()) {

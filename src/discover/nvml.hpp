@@ -22,9 +22,11 @@ struct NvmlMig {
   uint32_t gi = 0;
   uint32_t ci = 0;
   std::string uuid;
-  std::string profile;        // "3g.20gb", from the slice counts and memory size; "" when unknown
-  uint64_t memory_bytes = 0;  // 0 when unknown
+  std::string profile;  // "3g.20gb", "1g.24gb+gfx": slice counts, memory size, graphics; "" when unknown
+  uint64_t memory_bytes = 0;                // 0 when unknown
   std::optional<MigAttributes> attributes;  // unknown without nvmlDeviceGetAttributes_v2
+  // Its GPU instance has a graphics-capable profile (NVML's *_SLICE_GFX); false when NVML cannot say.
+  bool graphics = false;
 };
 
 struct NvmlGpu {
@@ -118,8 +120,8 @@ class NvmlEvents {
 // Entry points are of two kinds. Required ones name, enumerate and place the devices (driver version,
 // GPU count, handle, UUID, name, minor, PCI bus id, MIG mode and MIG devices): a library lacking one
 // cannot serve. Optional ones only enrich the report (CUDA version, GPU memory, compute capability, MIG
-// attributes, i.e. profile, memory, slices and engines): a library lacking them serves, those fields are
-// unknown and the report carries one warning.
+// attributes, i.e. profile, memory, slices and engines, and whether a MIG device is graphics capable): a
+// library lacking them serves, those fields are unknown and the report carries one warning.
 class Nvml {
  public:
   // The library at `library_path`, ready to query. Errors, each meaning "this library cannot serve":

@@ -84,6 +84,28 @@ typedef struct nvmlDevice_st* nvmlDevice_t;
 #define NVML_INIT_FLAG_NO_GPUS 1   /* Don't fail init when no GPUs are found. */
 #define NVML_INIT_FLAG_NO_ATTACH 2 /* Don't attach GPUs while initialising. */
 
+/* GPU instance profiles: the `profile` argument of nvmlDeviceGetGpuInstanceProfileInfo (an index, not
+ * the profile's id, which the info struct reports). */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0         /* 1g.Ngb */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE 0x1         /* 2g.Ngb */
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE 0x2         /* 3g.Ngb */
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE 0x3         /* 4g.Ngb */
+#define NVML_GPU_INSTANCE_PROFILE_7_SLICE 0x4         /* 7g.Ngb */
+#define NVML_GPU_INSTANCE_PROFILE_8_SLICE 0x5         /* 8g.Ngb */
+#define NVML_GPU_INSTANCE_PROFILE_6_SLICE 0x6         /* 6g.Ngb */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7    /* 1g.Ngb+me: with media engines */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8    /* 2g.Ngb+me */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9    /* 1 slice with twice the memory (1g.20gb of 80 GB) */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX 0xA     /* 1g.Ngb+gfx: graphics capable */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX 0xB     /* 2g.Ngb+gfx */
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX 0xC     /* 4g.Ngb+gfx */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME 0xD   /* 1g.Ngb-me: no media engines */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME 0xE   /* 2g.Ngb-me */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME 0xF  /* 1g.Ngb+me.all: every media engine */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME 0x10 /* 2g.Ngb+me.all */
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX 0x11    /* 3g.Ngb+gfx */
+#define NVML_GPU_INSTANCE_PROFILE_COUNT 0x12          /* Indices at or past this: INVALID_ARGUMENT. */
+
 /* Values of nvmlDeviceGetMigMode's currentMode / pendingMode. */
 #define NVML_DEVICE_MIG_DISABLE 0x0 /* MIG mode off. */
 #define NVML_DEVICE_MIG_ENABLE 0x1  /* MIG mode on. */
@@ -168,6 +190,9 @@ typedef enum nvmlEnableState_enum {
  * Structures
  * ------------------------------------------------------------------------------------------------- */
 
+/* Opaque handle of a MIG GPU instance (nvmlDeviceGetGpuInstanceById). */
+typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
+
 /* Opaque handle of an event set (nvmlEventSetCreate). */
 typedef struct nvmlEventSet_st* nvmlEventSet_t;
 
@@ -204,6 +229,35 @@ typedef struct nvmlDeviceAttributes_st {
   unsigned int computeInstanceSliceCount; /* Compute instance slices ("1" of 1c.3g.20gb). */
   unsigned long long memorySizeMB;        /* Device memory in MiB. */
 } nvmlDeviceAttributes_t;
+
+/* Where a GPU instance sits: a run of the GPU's memory slices. */
+typedef struct nvmlGpuInstancePlacement_st {
+  unsigned int start; /* First memory slice. */
+  unsigned int size;  /* Memory slices. */
+} nvmlGpuInstancePlacement_t;
+
+/* A GPU instance profile (nvmlDeviceGetGpuInstanceProfileInfo). */
+typedef struct nvmlGpuInstanceProfileInfo_st {
+  unsigned int id;                  /* The profile's id on this device (what GI info's profileId names). */
+  unsigned int isP2pSupported;      /* Peer-to-peer between instances of it. */
+  unsigned int sliceCount;          /* Compute (GPU) slices: the N of Ng. */
+  unsigned int instanceCount;       /* How many instances of it the GPU can hold. */
+  unsigned int multiprocessorCount; /* SMs. */
+  unsigned int copyEngineCount;     /* Copy engines. */
+  unsigned int decoderCount;        /* Decoders. */
+  unsigned int encoderCount;        /* Encoders. */
+  unsigned int jpegCount;           /* JPEG engines. */
+  unsigned int ofaCount;            /* Optical-flow engines. */
+  unsigned long long memorySizeMB;  /* Memory in MiB. */
+} nvmlGpuInstanceProfileInfo_t;
+
+/* A GPU instance (nvmlGpuInstanceGetInfo). */
+typedef struct nvmlGpuInstanceInfo_st {
+  nvmlDevice_t device;                  /* The whole GPU it is part of. */
+  unsigned int id;                      /* GPU instance id, unique on the device. */
+  unsigned int profileId;               /* Its profile's id (not the profile index). */
+  nvmlGpuInstancePlacement_t placement; /* Its memory slices. */
+} nvmlGpuInstanceInfo_t;
 
 /* One event (nvmlEventSetWait_v2). */
 typedef struct nvmlEventData_st {
@@ -268,6 +322,11 @@ typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevi
                                                                         nvmlDevice_t* device); /* Parent. */
 typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceId_fn)(nvmlDevice_t device, unsigned int* id);  /* GI id */
 typedef nvmlReturn_t (*nvmlDeviceGetComputeInstanceId_fn)(nvmlDevice_t device, unsigned int* id); /* CI id */
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceProfileInfo_fn)(nvmlDevice_t device, unsigned int profile,
+                                                               nvmlGpuInstanceProfileInfo_t* info);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceById_fn)(nvmlDevice_t device, unsigned int id,
+                                                        nvmlGpuInstance_t* gpuInstance);
+typedef nvmlReturn_t (*nvmlGpuInstanceGetInfo_fn)(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t* info);
 
 /* Events (the device plugin's health check). */
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t* set);
@@ -308,6 +367,12 @@ GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlDeviceAttributes_t, gpuInsta
                        "v2 members follow the six v1 members");
 GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlDeviceAttributes_t, memorySizeMB) == 32,
                        "memorySizeMB follows the slice counts");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlGpuInstancePlacement_t) == 8, "two 32-bit words");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlGpuInstanceProfileInfo_t) == 48, "ten words and a 64-bit memory size");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlGpuInstanceProfileInfo_t, memorySizeMB) == 40,
+                       "memorySizeMB after the ten counters");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlGpuInstanceInfo_t) == 24, "handle, two ids, placement");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlGpuInstanceInfo_t, placement) == 16, "placement last");
 GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlGpuTopologyLevel_t) == 4, "nvmlGpuTopologyLevel_t is a 4-byte enum");
 GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlEnableState_t) == 4, "nvmlEnableState_t is a 4-byte enum");
 GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t is 32 bytes");

@@ -33,6 +33,9 @@ struct Api {
   nvmlDeviceGetGpuInstanceId_fn gi = nullptr;
   nvmlDeviceGetComputeInstanceId_fn ci = nullptr;
   nvmlDeviceGetAttributes_v2_fn attributes = nullptr;
+  nvmlDeviceGetGpuInstanceProfileInfo_fn gi_profile_info = nullptr;
+  nvmlDeviceGetGpuInstanceById_fn gi_by_id = nullptr;
+  nvmlGpuInstanceGetInfo_fn gi_info = nullptr;
   // The device plugin's: events (health) and topology (preferred allocation).
   nvmlDeviceGetHandleByUUID_fn handle_by_uuid = nullptr;
   nvmlEventSetCreate_fn event_set_create = nullptr;

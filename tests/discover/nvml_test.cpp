@@ -67,6 +67,70 @@ class NvmlTest : public ::testing::Test {
   fs::path m_dir;
 };
 
+// An RTX PRO 6000 Blackwell in MIG mode (four 1-slice GPU instances of 24 GB): GI 3 has the
+// graphics-capable 1g.24gb+gfx profile, GI 4 the plain 1g.24gb.
+std::string graphics_host_conf() {
+  return "driver\tversion=580.82.07\tcuda=13000\n"
+         "gpu\tindex=0\tuuid=" +
+         std::string(k_gpu0) +
+         "\tname=NVIDIA RTX PRO 6000 Blackwell Server Edition\tminor=0\tbus_id=00000000:17:00.0"
+         "\tpci_device_id=0x2BB510DE\tpci_subsystem_id=0x204E10DE\tmemory_total=102641958912\tcc_major=12"
+         "\tcc_minor=0\tbrand=NvidiaRTX\tarch=blackwell\tmig_mode=1\tmax_mig=4\n"
+         "mig\tparent=0\tindex=0\tuuid=" +
+         k_mig +
+         "\tgi=3\tci=0\tprofile=1g.24gb+gfx\tmemory_total=25232932864\n"
+         "mig\tparent=0\tindex=1\tuuid=MIG-33333333-1111-2222-3333-444444444444\tgi=4\tci=0"
+         "\tprofile=1g.24gb\tmemory_total=25232932864\n";
+}
+
+TEST_F(NvmlTest, ReportMarksMigDevicesOfGraphicsCapableProfilesAndNamesThemGfx) {
+  write_conf(graphics_host_conf());
+  auto nvml = Nvml::open(library());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  auto report = nvml->report();
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(report->warnings.empty());
+  ASSERT_EQ(report->gpus.size(), 1u);
+  ASSERT_EQ(report->gpus[0].migs.size(), 2u);
+  EXPECT_TRUE(report->gpus[0].migs[0].graphics);
+  EXPECT_EQ(report->gpus[0].migs[0].profile, "1g.24gb+gfx");
+  EXPECT_FALSE(report->gpus[0].migs[1].graphics);
+  EXPECT_EQ(report->gpus[0].migs[1].profile, "1g.24gb");
+}
+
+TEST_F(NvmlTest, ReportOfAnA100LayoutHasNoGraphicsCapableMigDevice) {
+  write_conf(host_conf());
+  auto nvml = Nvml::open(library());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  auto report = nvml->report();
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->gpus.at(1).migs.size(), 1u);
+  EXPECT_FALSE(report->gpus[1].migs[0].graphics);
+  EXPECT_EQ(report->gpus[1].migs[0].profile, "3g.20gb");
+}
+
+// An older library without the GPU instance calls: no MIG device is graphics capable, and the library's
+// one warning says what is unknown.
+TEST_F(NvmlTest, ReportOfALibraryWithoutGpuInstanceCallsHasNoGraphicsCapableMigDevice) {
+  write_conf(graphics_host_conf());
+  auto hidden = fixture::hide_mock_nvml_symbols(read_file(GPUCTK_MOCK_NVML_PATH).value(),
+                                                {"nvmlDeviceGetGpuInstanceById", "nvmlGpuInstanceGetInfo"});
+  ASSERT_TRUE(hidden) << hidden.error().message;
+  fs::remove(m_dir / "libnvidia-ml.so.550.54.15");
+  std::ofstream(m_dir / "libnvidia-ml.so.550.54.15", std::ios::binary) << *hidden;
+  auto nvml = Nvml::open(library());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  auto report = nvml->report();
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->gpus.at(0).migs.size(), 2u);
+  EXPECT_FALSE(report->gpus[0].migs[0].graphics);
+  EXPECT_EQ(report->gpus[0].migs[0].profile, "1g.24gb");
+  EXPECT_EQ(report->warnings,
+            std::vector<std::string>{"nvml: " + library() +
+                                     " lacks nvmlDeviceGetGpuInstanceById, nvmlGpuInstanceGetInfo (an older "
+                                     "driver?); unknown: graphics-capable MIG devices"});
+}
+
 TEST_F(NvmlTest, TopologyReadsEveryPairsPcieLevelAndCountsNvLinksByRemoteBusId) {
   write_conf(host_conf() + "link\tgpu=0\tpeer=1\tlevel=single\nlink\tgpu=0\tpeer=2\tlevel=node\n" +
              "link\tgpu=1\tpeer=2\tlevel=internal\nnvlink\tgpu=0\tpeer=1\tlinks=4\nnvlink\tgpu=2\tpeer="
