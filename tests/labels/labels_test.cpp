@@ -110,6 +110,7 @@ INSTANTIATE_TEST_SUITE_P(
         GoldenCase{"nvml-init-fails", Mode::automatic, "auto", nullptr, nullptr, nullptr},
         GoldenCase{"nvml-missing-required", Mode::automatic, "auto", nullptr, nullptr, nullptr},
         GoldenCase{"nvml-missing-optional", Mode::nvml, "mig-mixed", nullptr, "mixed", nullptr},
+        GoldenCase{"rtx-pro-6000-mig", Mode::nvml, "mig-mixed", nullptr, "mixed", nullptr},
         GoldenCase{"mi300x-amd", Mode::automatic, "auto", nullptr, nullptr, nullptr},
         GoldenCase{"flex170-intel", Mode::automatic, "auto", nullptr, nullptr, nullptr},
         GoldenCase{"mixed-nvidia-intel", Mode::automatic, "auto", nullptr, nullptr, nullptr}),
