@@ -191,10 +191,20 @@ class Builder {
     return edits;
   }
 
-  [[nodiscard]] static ContainerEdits mig_edits(const Gpu& parent, const MigDevice& mig) {
+  // A MIG device: its GPU's node and its two capability nodes. A graphics-capable one (a "+gfx" profile)
+  // also gets its GPU's DRM nodes and their by-path links, as a full GPU does (NVIDIA's nvidia-ctk 1.20).
+  [[nodiscard]] ContainerEdits mig_edits(const Gpu& parent, const MigDevice& mig) const {
     ContainerEdits edits;
     edits.device_nodes = {spec_device_node(parent.node), spec_device_node(mig.gi_access),
                           spec_device_node(mig.ci_access)};
+    if (!mig.graphics) {
+      return edits;
+    }
+    for (const auto& node : parent.drm_nodes) {
+      edits.device_nodes.push_back(spec_device_node(node));
+    }
+    add_links_hook(edits, parent.by_path_links);
+    add_chmod_hook(edits);
     return edits;
   }
 

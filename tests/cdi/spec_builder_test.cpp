@@ -73,6 +73,7 @@ INSTANTIATE_TEST_SUITE_P(Hosts, GoldenSpec,
                                            GoldenCase{"h100-rhel", discover::Mode::proc, "proc"},
                                            GoldenCase{"driver-container", discover::Mode::nvml, "nvml"},
                                            GoldenCase{"a10-debian-packaged", discover::Mode::proc, "proc"},
+                                           GoldenCase{"rtx-pro-6000-mig", discover::Mode::nvml, "nvml"},
                                            GoldenCase{"t4-debian", discover::Mode::proc,
                                                       "proc.no-additional-gids", AdditionalGids::none},
                                            GoldenCase{"dgx-a100", discover::Mode::proc,
@@ -95,7 +96,7 @@ TEST(GoldenSpecFiles, AreValidAndNeed070OnlyForAdditionalGids) {
   for (const char* name :
        {"t4-debian.nvml", "t4-debian.proc", "dgx-a100.nvml", "dgx-a100.proc", "dgx-a100.management",
         "h100-rhel.nvml", "h100-rhel.proc", "driver-container.nvml", "a10-debian-packaged.proc",
-        "t4-debian.proc.no-additional-gids", "dgx-a100.proc.no-additional-gids"}) {
+        "rtx-pro-6000-mig.nvml", "t4-debian.proc.no-additional-gids", "dgx-a100.proc.no-additional-gids"}) {
     const std::string path = dir + "/" + name + ".yaml";
     auto text = read_file(path);
     ASSERT_TRUE(text) << text.error().message;
@@ -135,7 +136,7 @@ TEST(GoldenSpecFiles, AreValidAndNeed070OnlyForAdditionalGids) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 11u);
+  EXPECT_EQ(checked, 12u);
 }
 
 // --- Rules, on a hand-made inventory -------------------------------------------------------------
@@ -248,6 +249,50 @@ TEST(SpecBuilder, MigDeviceHasParentAndBothCapabilityNodes) {
   }
   EXPECT_EQ(paths, (std::vector<std::string>{"/dev/nvidia-caps/nvidia-cap147",
                                              "/dev/nvidia-caps/nvidia-cap148", "/dev/nvidia1"}));
+}
+
+// A graphics-capable MIG device (a "+gfx" profile) gets its GPU's DRM nodes and by-path links, as its GPU
+// does (NVIDIA's nvidia-ctk 1.20); a plain MIG device of the same GPU gets neither.
+TEST(SpecBuilder, GraphicsMigDeviceHasItsGpusDrmNodesAndLinksAPlainOneNeither) {
+  auto inv = two_gpus_one_mig();
+  auto& gpu1 = inv.gpus[1];
+  gpu1.drm_nodes = {node("/dev/dri/card2", 226, 2), node("/dev/dri/renderD129", 226, 129)};
+  gpu1.by_path_links = {{"../card2", "/dev/dri/by-path/pci-0000:0f:00.0-card"},
+                        {"../renderD129", "/dev/dri/by-path/pci-0000:0f:00.0-render"}};
+  discover::MigDevice gfx = gpu1.mig_devices[0];
+  gfx.index = 1;
+  gfx.gi = 2;
+  gfx.uuid = "MIG-dddddddd-0000-0000-0000-000000000000";
+  gfx.profile = "1g.24gb+gfx";
+  gfx.graphics = true;
+  gfx.gi_access = node("/dev/nvidia-caps/nvidia-cap156", 508, 156);
+  gfx.ci_access = node("/dev/nvidia-caps/nvidia-cap157", 508, 157);
+  gpu1.mig_devices.push_back(gfx);
+  auto spec = build_spec(inv, options());
+  ASSERT_TRUE(spec) << spec.error().message;
+  const auto paths = [&](std::string_view name) {
+    const auto& device = *std::ranges::find(spec->devices, name, &Device::name);
+    std::vector<std::string> out;
+    for (const auto& n : device.container_edits.device_nodes) {
+      out.push_back(n.path);
+    }
+    return out;
+  };
+  const auto hooks = [&](std::string_view name) {
+    return std::ranges::find(spec->devices, name, &Device::name)->container_edits.hooks;
+  };
+  EXPECT_EQ(paths("1:1"), (std::vector<std::string>{"/dev/dri/card2", "/dev/dri/renderD129",
+                                                    "/dev/nvidia-caps/nvidia-cap156",
+                                                    "/dev/nvidia-caps/nvidia-cap157", "/dev/nvidia1"}));
+  ASSERT_EQ(hooks("1:1").size(), 1u);
+  EXPECT_EQ(hooks("1:1")[0].args,
+            (std::vector<std::string>{"gpuctk", "hook", "create-symlinks", "--link",
+                                      "../card2::/dev/dri/by-path/pci-0000:0f:00.0-card", "--link",
+                                      "../renderD129::/dev/dri/by-path/pci-0000:0f:00.0-render"}));
+  EXPECT_EQ(hooks("1:1"), hooks("1"));  // the GPU's own
+  EXPECT_EQ(paths("1:0"), (std::vector<std::string>{"/dev/nvidia-caps/nvidia-cap147",
+                                                    "/dev/nvidia-caps/nvidia-cap148", "/dev/nvidia1"}));
+  EXPECT_TRUE(hooks("1:0").empty());
 }
 
 TEST(SpecBuilder, AllDeviceIsTheUnionWithoutDuplicates) {

@@ -119,6 +119,56 @@ TEST(CliMigParent, GenerateHookAndShimGiveAMigModeGpuWhole) {
                     "shim");
 }
 
+// The RTX PRO 6000 host's MIG device 0:0 has the graphics-capable profile 1g.24gb+gfx: `cdi generate`
+// gives it the GPU's card and render nodes and their by-path links, as nvidia-ctk 1.20 does; the plain
+// 1g.24gb device 0:1 gets only its GPU's node and its capability nodes.
+TEST(CliGraphicsMig, GfxMigDeviceGetsItsGpusDrmNodesAndLinksAPlainOneNeither) {
+  auto f = fixture::materialise_temp("rtx-pro-6000-mig");
+  ASSERT_TRUE(f) << f.error().message;
+  if (!f->host.nodes_are_real) {
+    GTEST_SKIP() << "device nodes need root to mknod";
+  }
+  const std::string scratch = f->temp.path() + "/scratch";
+  std::filesystem::create_directories(scratch);
+  const auto r = test::run_gpuctk({"cdi", "generate", "--mode", "nvml", "--format", "json", "--driver-root",
+                                   f->host.driver_root, "--dev-root", f->host.dev_root},
+                                  scratch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto spec = nlohmann::json::parse(r.out);
+  const auto device = [&](const std::string& name) {
+    for (const auto& d : spec["devices"]) {
+      if (d["name"] == name) {
+        return d["containerEdits"];
+      }
+    }
+    ADD_FAILURE() << "no device " << name;
+    return nlohmann::json::object();
+  };
+  const auto paths = [](const nlohmann::json& edits) {
+    std::vector<std::string> out;
+    for (const auto& n : edits.value("deviceNodes", nlohmann::json::array())) {
+      out.push_back(n["path"]);
+    }
+    return out;
+  };
+  const auto gfx = device("0:0");
+  const auto plain = device("0:1");
+  const auto has = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::ranges::find(v, s) != v.end();
+  };
+  EXPECT_TRUE(has(paths(gfx), "/dev/dri/card1")) << gfx.dump();
+  EXPECT_TRUE(has(paths(gfx), "/dev/dri/renderD128")) << gfx.dump();
+  ASSERT_EQ(gfx.value("hooks", nlohmann::json::array()).size(), 1u) << gfx.dump();
+  const std::vector<std::string> args = gfx["hooks"][0]["args"];
+  EXPECT_TRUE(has(args, "create-symlinks"));
+  EXPECT_TRUE(has(args, "../card1::/dev/dri/by-path/pci-0000:17:00.0-card")) << gfx.dump();
+  EXPECT_TRUE(has(args, "../renderD128::/dev/dri/by-path/pci-0000:17:00.0-render")) << gfx.dump();
+  EXPECT_FALSE(std::ranges::any_of(paths(plain), [](const std::string& p) {
+    return p.starts_with("/dev/dri/");
+  })) << plain.dump();
+  EXPECT_FALSE(plain.contains("hooks")) << plain.dump();
+}
+
 TEST_F(CliCdiGenerateTest, WritesYamlToStdoutByDefault) {
   const auto r = generate({"--hook-path", "/usr/bin/gpuctk"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
