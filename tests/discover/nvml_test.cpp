@@ -131,6 +131,22 @@ TEST_F(NvmlTest, ReportOfALibraryWithoutGpuInstanceCallsHasNoGraphicsCapableMigD
                                      "driver?); unknown: graphics-capable MIG devices"});
 }
 
+// NVML refusing the GPU instance calls (an unprivileged caller may be refused): no MIG device is graphics
+// capable, and the two refused MIG devices make one warning.
+TEST_F(NvmlTest, ReportWhenNvmlRefusesGpuInstancesHasNoGraphicsCapableMigDeviceAndOneWarning) {
+  write_conf(graphics_host_conf() + "fail\tgpu_instance=NVML_ERROR_NO_PERMISSION\n");
+  auto nvml = Nvml::open(library());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  auto report = nvml->report();
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->gpus.at(0).migs.size(), 2u);
+  EXPECT_FALSE(report->gpus[0].migs[0].graphics);
+  EXPECT_EQ(report->gpus[0].migs[0].profile, "1g.24gb");
+  EXPECT_EQ(report->warnings,
+            std::vector<std::string>{"nvml: nvmlDeviceGetGpuInstanceById: Insufficient Permissions: "
+                                     "graphics-capable MIG devices are taken as not graphics capable"});
+}
+
 TEST_F(NvmlTest, TopologyReadsEveryPairsPcieLevelAndCountsNvLinksByRemoteBusId) {
   write_conf(host_conf() + "link\tgpu=0\tpeer=1\tlevel=single\nlink\tgpu=0\tpeer=2\tlevel=node\n" +
              "link\tgpu=1\tpeer=2\tlevel=internal\nnvlink\tgpu=0\tpeer=1\tlinks=4\nnvlink\tgpu=2\tpeer="
