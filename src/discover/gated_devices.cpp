@@ -83,7 +83,8 @@ Result<GatedDevices> discover_gated_devices(GatedFeature feature, std::string_vi
       }
     }
   }
-  if (feature == GatedFeature::gds) {
+  // GDS's files only beside its nodes, as NVIDIA's toolkit gives them: without nvidia-fs they serve nothing.
+  if (feature == GatedFeature::gds && !out.nodes.empty()) {
     for (const auto& file : k_gds_files) {
       const auto host = resolve_in_host_root_strict(driver_root, file.path);
       if (!host) {

@@ -48,9 +48,9 @@ struct GatedDevices {
 };
 
 // The nodes and files of `feature` on this host: the character devices whose names match its patterns
-// (links and other files are skipped, never followed), and for GDS /etc/cufile.json (a regular file) and
-// /run/udev (a directory) when the driver root has them, resolved inside it. Missing is empty, not an
-// error; an unreadable directory is one.
+// (links and other files are skipped, never followed), and for GDS, when it has nodes, /etc/cufile.json (a
+// regular file) and /run/udev (a directory) when the driver root has them, resolved inside it. Missing is
+// empty, not an error; an unreadable directory is one.
 Result<GatedDevices> discover_gated_devices(GatedFeature feature, std::string_view dev_root,
                                             std::string_view driver_root);
 

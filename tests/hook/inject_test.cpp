@@ -527,6 +527,20 @@ TEST_F(InjectTest, GatedFeaturesGiveTheHostsNodesAndGdsItsFiles) {
   EXPECT_FALSE(has_mount(gpuless, "/etc/cufile.json"));
 }
 
+// GDS's files come with its nodes only, as in NVIDIA's v1.20: a host with cuFile's configuration and no
+// /dev/nvidia-fs* gives neither (one warning), and the container starts.
+TEST_F(InjectTest, GdsFilesWithoutNvidiaFsNodesAreNotMounted) {
+  install_spec();
+  ASSERT_TRUE(write_file_atomic(m_cfg.driver_root + "/etc/cufile.json", "{}", 0644));
+  std::filesystem::create_directories(m_cfg.driver_root + "/run/udev/data");
+  auto config = runc_config({"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_GDS=enabled"});
+  auto result = inject(config);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_FALSE(has_mount(config, "/etc/cufile.json"));
+  EXPECT_FALSE(has_mount(config, "/run/udev"));
+  EXPECT_TRUE(has_mount(config, "/usr/bin/nvidia-smi")) << "the GPU's own files still";
+}
+
 // ---- NVIDIA_DRIVER_CAPABILITIES and other vendors' devices -------------------------------------------
 
 TEST_F(InjectTest, CapabilitiesFilterOnlyTheDefaultKindsDriverFiles) {
