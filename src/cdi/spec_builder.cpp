@@ -22,10 +22,6 @@ using discover::Gpu;
 using discover::Inventory;
 using discover::MigDevice;
 
-// Mount options. Driver files are read-only and must not carry setuid bits or devices; rprivate keeps
-// the container's mounts from propagating back to the host. IPC files: see spec_builder.hpp.
-const std::vector<std::string> k_file_options{"ro", "nosuid", "nodev", "rbind", "rprivate"};
-
 // Every hook name --disable-hook and --enable-hook take, in the order of their help text.
 constexpr std::string_view k_all_hooks[] = {k_hook_create_symlinks,
                                             k_hook_enable_cuda_compat,
@@ -39,7 +35,7 @@ constexpr std::string_view k_all_hooks[] = {k_hook_create_symlinks,
 constexpr std::string_view k_chmod_dirs[] = {"/dev/dri", "/dev/nvidia-caps"};
 
 const std::vector<std::string>& mount_options(const DriverFile& file) {
-  return file.kind == FileKind::ipc ? k_ipc_mount_options : k_file_options;
+  return file.kind == FileKind::ipc ? k_ipc_mount_options : k_file_mount_options;
 }
 
 // FLAGS:OSVERSION:SONAME:PATH, the numbers in hex as ldconfig's headers write them ("0x303:0x0:

@@ -53,6 +53,11 @@ inline constexpr std::string_view k_hook_container_start = "container-start";
 // capability filter drops the links whose target it drops, whichever of the two carries them).
 bool is_create_symlinks_hook(const Hook& hook);
 
+// Mount options of every host file a spec or the hook mounts but IPC files (driver files, GDS's cuFile
+// configuration and udev database): read-only, no setuid bits or devices; rprivate keeps the container's
+// mounts from propagating back to the host.
+inline const std::vector<std::string> k_file_mount_options{"ro", "nosuid", "nodev", "rbind", "rprivate"};
+
 // Mount options of every IPC file: a daemon's socket (persistenced, fabric manager) and the MPS pipe
 // directory, as NVIDIA's v1.20 and libnvidia-container mount them. Not read-only: MPS makes its pipes in
 // the directory at run time, and a nested runtime (enroot) must be able to bind a socket again, which a

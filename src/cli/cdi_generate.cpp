@@ -8,6 +8,7 @@
 
 #include "cdi/codec.hpp"
 #include "cdi/feature_flags.hpp"
+#include "cdi/gated_spec.hpp"
 #include "cdi/hook_programs.hpp"
 #include "cdi/imex_spec.hpp"
 #include "cdi/spec_builder.hpp"
@@ -185,6 +186,26 @@ Result<void> generate_imex(const GenerateArgs& args, cdi::Format format, const c
   return write_spec_out(args, spec, format);
 }
 
+// --mode gds, mofed, gdrcopy or nvswitch: that feature's devices alone as the one device "all"
+// (cdi/gated_spec.hpp); no driver discovery, no hooks. NVIDIA's v1.20 ignores --device-ids and
+// --no-all-device here; gpuctk refuses them rather than write a spec other than the one asked for.
+Result<void> generate_gated(const GenerateArgs& args, discover::GatedFeature feature, cdi::Format format,
+                            const cdi::BuildOptions& build) {
+  const std::string mode = "--mode " + args.discovery.mode;
+  if (!args.vendor_set.empty()) {
+    return fail("--vendor-set: not with " + mode + " (its devices are NVIDIA's alone)");
+  }
+  if (std::ranges::any_of(args.device_ids, [](const auto& id) { return id != "all"; })) {
+    return fail("--device-ids: not with " + mode + " (its spec's one device is \"all\", every node)");
+  }
+  if (args.no_all_device) {
+    return fail("--no-all-device: not with " + mode + " (its spec's one device is \"all\")");
+  }
+  GPUCTK_TRY_ASSIGN(const auto spec, cdi::generate_gated_spec(feature, args.discovery.dev_root,
+                                                              args.discovery.driver_root, build));
+  return write_spec_out(args, spec, format);
+}
+
 // Runs the command on checked arguments (every option's value passed its check while parsing).
 Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   cdi::BuildOptions build;
@@ -216,6 +237,9 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   }
   if (args.discovery.mode == k_imex_mode) {
     return generate_imex(args, format, build);
+  }
+  if (const auto feature = gated_mode(args.discovery.mode)) {
+    return generate_gated(args, *feature, format, build);
   }
   GPUCTK_TRY_ASSIGN(const auto mode, discover::parse_mode(args.discovery.mode));
   build.management = mode == discover::Mode::management;
@@ -264,12 +288,17 @@ Action define_cdi_generate(CLI::App& command) {
       ->capture_default_str()
       ->check(value_check(cdi::check_class));
   command
-      .add_option("--device-ids,--device-id,--device,--devices", args->device_ids,
-                  "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all); none alone: no GPU "
-                  "device and no \"all\", only the device \"none\" (env NVCT_EMPTY_DEVICE=) beside the "
-                  "driver's files and hooks; with --mode imex these IMEX channels: N or channel<N>")
+      .add_option(
+          "--device-ids,--device-id,--device,--devices", args->device_ids,
+          "Only these GPUs: index, UUID, gpu:mig or MIG UUID (default: all); none alone: no GPU "
+          "device and no \"all\", only the device \"none\" (env NVCT_EMPTY_DEVICE=) beside the "
+          "driver's files and hooks; with --mode imex these IMEX channels: N or channel<N>; with --mode "
+          "gds, mofed, gdrcopy or nvswitch only all")
       ->delimiter(',');
-  command.add_flag("--no-all-device", args->no_all_device, "Do not add the device \"all\"");
+  command.add_flag(
+      "--no-all-device", args->no_all_device,
+      "Do not add the device \"all\" (not with --mode gds, mofed, gdrcopy or nvswitch: their one "
+      "device)");
   add_compat32_option(command, args->compat32, Compat32Default::off);
   command
       .add_option(

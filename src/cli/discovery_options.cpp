@@ -21,18 +21,29 @@ Result<void> check_node_mode(std::string_view text) {
   return {};
 }
 
-// --mode of cdi generate: a spec's modes, and imex (which discovers only the IMEX channels).
+// --mode of cdi generate: a spec's modes, imex (which discovers only the IMEX channels) and the opt-in
+// features' (which discover only their devices).
 Result<void> check_generate_mode(std::string_view text) {
-  if (text == k_imex_mode) {
+  if (text == k_imex_mode || gated_mode(text)) {
     return {};
   }
   if (!discover::parse_mode(text)) {
-    return fail("unknown mode " + quote(text) + " (want auto, nvml, proc, management or imex)");
+    return fail("unknown mode " + quote(text) +
+                " (want auto, nvml, proc, management, imex, gds, mofed, gdrcopy or nvswitch)");
   }
   return {};
 }
 
 }  // namespace
+
+std::optional<discover::GatedFeature> gated_mode(std::string_view mode) {
+  for (const auto& info : discover::gated_features()) {
+    if (info.name == mode) {
+      return info.feature;
+    }
+  }
+  return std::nullopt;
+}
 
 Result<void> check_absolute(std::string_view path) {
   if (!path.starts_with('/')) {
@@ -71,9 +82,12 @@ void add_discovery_options(CLI::App& command, DiscoveryArgs& args, ModeChoice mo
   add_root_options(command, args.driver_root, args.dev_root);
   if (modes == ModeChoice::generate) {
     command
-        .add_option("--mode,--discovery-mode", args.mode,
-                    "auto, nvml, proc, management, or imex: the host's IMEX channels alone (one device per "
-                    "channel, named by its number, and all)")
+        .add_option(
+            "--mode,--discovery-mode", args.mode,
+            "auto, nvml, proc, management, or imex: the host's IMEX channels alone (one device per "
+            "channel, named by its number, and all), or gds, mofed, gdrcopy, nvswitch: that feature's "
+            "devices alone (/dev/nvidia-fs* with cuFile's and udev's files, /dev/infiniband/uverbs* "
+            "and rdma_cm, /dev/gdrdrv, /dev/nvidia-nvswitch*) as the one device all")
         ->capture_default_str()
         ->check(value_check(check_generate_mode));
   } else if (modes == ModeChoice::spec) {

@@ -4,11 +4,13 @@
 // same option means and accepts the same thing in every command.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
 
+#include "discover/gated_devices.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::cli {
@@ -23,11 +25,16 @@ struct DiscoveryArgs {
 // cdi generate's --mode for a spec of the host's IMEX channels (cdi/imex_spec.hpp); no discovery mode.
 inline constexpr std::string_view k_imex_mode = "imex";
 
+// The opt-in feature cdi generate's --mode names for a spec of its devices alone (cdi/gated_spec.hpp):
+// gds, mofed, gdrcopy or nvswitch; nothing for any other mode.
+std::optional<discover::GatedFeature> gated_mode(std::string_view mode);
+
 // Which values --mode takes.
 enum class ModeChoice : uint8_t {
   // auto, nvml, proc or management: a spec's modes (info).
   spec,
-  // spec's, and imex: a spec of the host's IMEX channels alone (cdi generate).
+  // spec's, imex: a spec of the host's IMEX channels alone, and gds, mofed, gdrcopy, nvswitch: a spec of
+  // that feature's devices alone (cdi generate).
   generate,
   // auto, nvml or proc: what is on the node; management shapes a spec, it finds nothing (labels).
   node,

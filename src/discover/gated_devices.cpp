@@ -15,11 +15,11 @@ namespace gpuctk::discover {
 namespace {
 
 constexpr std::array k_features{
-    GatedFeatureInfo{GatedFeature::gds, "NVIDIA_GDS", "GPUDirect Storage", "/dev/nvidia-fs*"},
-    GatedFeatureInfo{GatedFeature::mofed, "NVIDIA_MOFED", "MOFED",
+    GatedFeatureInfo{GatedFeature::gds, "gds", "NVIDIA_GDS", "GPUDirect Storage", "/dev/nvidia-fs*"},
+    GatedFeatureInfo{GatedFeature::mofed, "mofed", "NVIDIA_MOFED", "MOFED",
                      "/dev/infiniband/uverbs*, /dev/infiniband/rdma_cm"},
-    GatedFeatureInfo{GatedFeature::gdrcopy, "NVIDIA_GDRCOPY", "GDRCopy", "/dev/gdrdrv"},
-    GatedFeatureInfo{GatedFeature::nvswitch, "NVIDIA_NVSWITCH", "NVSwitch",
+    GatedFeatureInfo{GatedFeature::gdrcopy, "gdrcopy", "NVIDIA_GDRCOPY", "GDRCopy", "/dev/gdrdrv"},
+    GatedFeatureInfo{GatedFeature::nvswitch, "nvswitch", "NVIDIA_NVSWITCH", "NVSwitch",
                      "/dev/nvidia-nvswitchctl, /dev/nvidia-nvswitch*"},
 };
 

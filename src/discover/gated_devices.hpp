@@ -27,6 +27,7 @@ enum class GatedFeature : uint8_t {
 // One opt-in feature: its variable and the host nodes it gives.
 struct GatedFeatureInfo {
   GatedFeature feature;
+  std::string_view name;      // "gds": NVIDIA's name of the feature, `cdi generate --mode`'s value
   std::string_view variable;  // "NVIDIA_GDS": the feature is asked for by the value "enabled"
   std::string_view what;      // for log lines: "GPUDirect Storage"
   std::string_view patterns;  // for log lines: the nodes it looks for

@@ -7,6 +7,7 @@
 
 #include "cdi/apply.hpp"
 #include "cdi/names.hpp"
+#include "cdi/spec_builder.hpp"
 #include "discover/discover.hpp"
 #include "discover/gated_devices.hpp"
 #include "discover/gpu_information.hpp"
@@ -92,8 +93,6 @@ Result<void> add_imex_channels(cdi::ContainerEdits& edits, const Request& reques
 // lacks adds nothing and is one warning, as NVIDIA's toolkit gives nothing for it either.
 Result<void> add_gated_features(cdi::ContainerEdits& edits, const Request& request, const Config& cfg,
                                 const Log& log) {
-  // Host files, read-only: never writable, setuid, device-bearing or seen back on the host.
-  static const std::vector<std::string> k_options{"ro", "nosuid", "nodev", "rbind", "rprivate"};
   for (const auto feature : request.gated_features) {
     const auto& info =
         *std::ranges::find(discover::gated_features(), feature, &discover::GatedFeatureInfo::feature);
@@ -113,7 +112,7 @@ Result<void> add_gated_features(cdi::ContainerEdits& edits, const Request& reque
       edits.device_nodes.push_back(std::move(added));
     }
     for (auto& [host, container] : found->mounts) {
-      edits.mounts.push_back({std::move(host), std::move(container), k_options, ""});
+      edits.mounts.push_back({std::move(host), std::move(container), cdi::k_file_mount_options, ""});
     }
   }
   return {};

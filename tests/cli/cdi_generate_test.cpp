@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -410,6 +411,53 @@ TEST_F(CliCdiGenerateTest, ModeImexWritesTheChannelsSpec) {
   EXPECT_NE(help.out.find("auto, nvml, proc, management, or imex"), std::string::npos) << help.out;
 }
 
+// --mode gds, mofed, gdrcopy, nvswitch: that feature's devices alone as the one device "all"
+// (cdi/gated_spec.hpp has each spec's shape), no driver discovery; a host without them is one error line
+// and no file; --device-ids and --no-all-device are refused; --help names the modes.
+TEST_F(CliCdiGenerateTest, GatedModesWriteTheFeaturesSpec) {
+  if (!m_fixture->host.nodes_are_real) {
+    GTEST_SKIP() << "device nodes need root to mknod";
+  }
+  const std::string dev = m_fixture->host.dev_root;
+  const std::string out = m_scratch + "/mofed.json";
+  const auto missing = generate({"--mode", "mofed", "--output", out});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err,
+            "gpuctk: error: no devices to generate: no MOFED devices on this host "
+            "(/dev/infiniband/uverbs*, /dev/infiniband/rdma_cm under " +
+                dev + ")\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  std::filesystem::create_directories(dev + "/dev/infiniband");
+  for (const auto& [name, minor] : {std::pair{"uverbs0", 0U}, std::pair{"rdma_cm", 1U}}) {
+    const std::string path = dev + "/dev/infiniband/" + name;
+    ASSERT_EQ(::mknod(path.c_str(), S_IFCHR | 0666, makedev(231, minor)), 0) << path;
+    ASSERT_EQ(::chmod(path.c_str(), 0666), 0) << path;  // whatever the umask
+  }
+  const auto r = generate({"--mode", "mofed", "--class", "mofed", "--output", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto node = [&](const std::string& name) {
+    return R"({"path": "/dev/infiniband/)" + name + R"(", "hostPath": ")" + dev + "/dev/infiniband/" + name +
+           R"(", "type": "c", "fileMode": 438, "permissions": "rwm"})";
+  };
+  EXPECT_EQ(nlohmann::json::parse(read_file(out).value()),
+            nlohmann::json::parse(R"({"cdiVersion": "0.5.0", "kind": "nvidia.com/mofed",
+    "devices": [{"name": "all", "containerEdits": {"deviceNodes": [)" +
+                                  node("rdma_cm") + ", " + node("uverbs0") +
+                                  R"(]}}], "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"]}})"));
+  EXPECT_EQ(generate({"--mode", "mofed", "--device-ids", "all"}).exit_code, 0);
+  EXPECT_EQ(generate({"--mode", "mofed", "--device-ids", "0"}).err,
+            "gpuctk: error: --device-ids: not with --mode mofed (its spec's one device is \"all\", every "
+            "node)\n");
+  EXPECT_EQ(generate({"--mode", "mofed", "--no-all-device"}).err,
+            "gpuctk: error: --no-all-device: not with --mode mofed (its spec's one device is \"all\")\n");
+  EXPECT_EQ(generate({"--mode", "gdrcopy"}).err,
+            "gpuctk: error: no devices to generate: no GDRCopy devices on this host (/dev/gdrdrv under " +
+                dev + ")\n");
+  const auto help = test::run_gpuctk({"cdi", "generate", "--help"}, m_scratch);
+  EXPECT_NE(help.out.find("or gds, mofed, gdrcopy, nvswitch"), std::string::npos) << help.out;
+}
+
 // Bad values are usage errors (exit 2, one line, found before discovery); tests/cli/app_test.cpp has the
 // table of every other kind of mistake.
 TEST_F(CliCdiGenerateTest, BadValuesAreUsageErrors) {
@@ -418,7 +466,8 @@ TEST_F(CliCdiGenerateTest, BadValuesAreUsageErrors) {
   };
   auto r = generate({"--mode", "magic"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, usage("--mode: unknown mode \"magic\" (want auto, nvml, proc, management or imex)"));
+  EXPECT_EQ(r.err, usage("--mode: unknown mode \"magic\" (want auto, nvml, proc, management, imex, gds, "
+                         "mofed, gdrcopy or nvswitch)"));
   EXPECT_EQ(r.out, "");
   r = generate({"--hook-path", "gpuctk"});
   EXPECT_EQ(r.exit_code, 2);

@@ -75,8 +75,8 @@ TEST_F(CliNvidiaCtkGenerateTest, EnvironmentVariablesSetEveryOption) {
   const auto bad = generate({}, {"GPUCTK_CDI_GENERATE_MODE=magic"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err,
-            "gpuctk: error: --mode: unknown mode \"magic\" (want auto, nvml, proc, management or imex) (see "
-            "gpuctk cdi generate --help)\n");
+            "gpuctk: error: --mode: unknown mode \"magic\" (want auto, nvml, proc, management, imex, gds, "
+            "mofed, gdrcopy or nvswitch) (see gpuctk cdi generate --help)\n");
   const auto help = test::run_gpuctk({"cdi", "generate", "--help"}, m_scratch);
   EXPECT_NE(help.out.find("(Env:GPUCTK_CDI_GENERATE_DEVICE_IDS)"), std::string::npos) << help.out;
 }
