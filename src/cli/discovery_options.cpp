@@ -27,6 +27,17 @@ Result<void> check_generate_mode(std::string_view text) {
   if (text == k_imex_mode || gated_mode(text)) {
     return {};
   }
+  // nvidia-ctk's modes gpuctk does not have: one line saying why, not "unknown".
+  if (text == "csv") {
+    return fail(
+        "mode \"csv\" is nvidia-ctk's for Tegra (Jetson) systems, whose driver CSV files describe; "
+        "gpuctk discovers discrete GPUs only");
+  }
+  if (text == "wsl") {
+    return fail(
+        "mode \"wsl\" is nvidia-ctk's for WSL2 (/dev/dxg and the driver store); gpuctk does not "
+        "discover WSL2's GPUs");
+  }
   if (!discover::parse_mode(text)) {
     return fail("unknown mode " + quote(text) +
                 " (want auto, nvml, proc, management, imex, gds, mofed, gdrcopy or nvswitch)");

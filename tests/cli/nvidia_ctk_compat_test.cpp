@@ -81,6 +81,23 @@ TEST_F(CliNvidiaCtkGenerateTest, EnvironmentVariablesSetEveryOption) {
   EXPECT_NE(help.out.find("(Env:GPUCTK_CDI_GENERATE_DEVICE_IDS)"), std::string::npos) << help.out;
 }
 
+// nvidia-ctk's modes gpuctk lacks are refused with the reason, not as unknown words.
+TEST_F(CliNvidiaCtkGenerateTest, NvidiaCtksModesWithoutAnEquivalentSayWhy) {
+  const auto csv = generate({"--mode", "csv"});
+  EXPECT_EQ(csv.exit_code, 2);
+  EXPECT_EQ(
+      csv.err,
+      "gpuctk: error: --mode: mode \"csv\" is nvidia-ctk's for Tegra (Jetson) systems, whose driver CSV "
+      "files describe; gpuctk discovers discrete GPUs only (see gpuctk cdi generate --help)\n");
+  const auto wsl = generate({"--discovery-mode", "wsl"});
+  EXPECT_EQ(wsl.exit_code, 2);
+  EXPECT_EQ(
+      wsl.err,
+      "gpuctk: error: --mode: mode \"wsl\" is nvidia-ctk's for WSL2 (/dev/dxg and the driver store); gpuctk "
+      "does not discover WSL2's GPUs (see gpuctk cdi generate --help)\n");
+  EXPECT_TRUE(csv.out.empty() && wsl.out.empty());
+}
+
 class CliNvidiaCtkConfigureTest : public ::testing::Test {
  protected:
   test::RunResult run(std::vector<std::string> args, std::vector<std::string> env = {}) {
