@@ -251,9 +251,11 @@ YAML
 # What a container sees of the GPUs of e2e_t4_host; e2e_check_t4_gpu0 checks it. Besides files and nodes
 # (GPU 0's and GPU 1's): the driver library loads (/bin/cuda-version of e2e_glibc_rootfs), the container's
 # linker cache (`ldconfig -p`, tab stripped) and the GPUs' /dev/dri/by-path links, which a createContainer
-# hook makes.
+# hook makes. Its first line sends stderr to stdout, so the engine gets one stream: one that carries the two
+# apart (docker's log multiplexing) can put a stderr line's end inside a stdout line.
 # shellcheck disable=SC2016  # expanded in the container
-e2e_t4_probe='ls -l /dev/nvidia0 /dev/nvidiactl /dev/dri/card1 /dev/dri/renderD128 /dev/nvidia1 /dev/dri/card2 /dev/dri/renderD129 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
+e2e_t4_probe='exec 2>&1
+ls -l /dev/nvidia0 /dev/nvidiactl /dev/dri/card1 /dev/dri/renderD128 /dev/nvidia1 /dev/dri/card2 /dev/dri/renderD129 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
 for f in /usr/lib/x86_64-linux-gnu/libcuda.so.535.183.01 /usr/bin/nvidia-smi /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.535.183.01; do [ -s "$f" ] && echo "file $f"; done
 cat /dev/nvidia0 2>&1 | sed -E "s#^(cat|/bin/sh): ##"
 echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"
@@ -526,7 +528,8 @@ $changes"
 # libcuda.so.535.183.01 in the container's mountinfo and what an append to it gets; whether the
 # container's /etc/ld.so.cache (binary) names the driver's libcuda.so.1 (busybox has no ldconfig -p).
 # shellcheck disable=SC2016  # expanded in the container
-e2e_prestart_probe='ls -l /dev/nvidia-uvm 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
+e2e_prestart_probe='exec 2>&1
+ls -l /dev/nvidia-uvm 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
 for n in /dev/nvidiactl /dev/nvidia-uvm /dev/dri/card1 /dev/dri/renderD128; do echo "open $n: $(cat "$n" 2>&1 >/dev/null | sed "s/.*: //")"; done
 n1=/dev/nvidia1; if [ ! -c "$n1" ]; then if [ -c /tmp/nvidia1 ]; then n1=/tmp/nvidia1; else mknod -m 666 "$n1" c 195 1 2>&1 | sed "s/^/mknod: /"; fi; fi
 echo "gpu1 195:1: $(cat "$n1" 2>&1 >/dev/null | sed "s/.*: //")"
@@ -828,7 +831,8 @@ C
 # whether it is a mount, the real nvidia-smi (exit status and first line), the linker cache's driver
 # entries (tab stripped), the env and GPU 0's node.
 # shellcheck disable=SC2016  # expanded in the container
-e2e_real_probe='echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"
+e2e_real_probe='exec 2>&1
+echo "env NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"
 ls -l /dev/nvidia0 2>&1 | while read -r mode _ _ _ major minor _ _ _ path; do echo "$mode $major $minor $path"; done
 /bin/cudart-probe 2>&1; echo "cudart-probe exit $?"
 if [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ]; then lib=$(readlink -f /usr/lib/x86_64-linux-gnu/libcuda.so.1)
