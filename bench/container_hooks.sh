@@ -119,8 +119,10 @@ if command -v podman >/dev/null && [ "$(id -u)" -eq 0 ] && command -v busybox >/
   for variant in hooks no-hooks; do
     extra=()
     [ "$variant" = no-hooks ] && extra=(--disable-hook all)
+    # podman 4.3.1's CDI library refuses additionalGids (README): without the flag it refuses the spec.
     "$gpuctk" cdi generate --driver-root "$root/host" --dev-root "$root/host" --vendor bench.gpuctk.dev \
-      --output "$root/cdi/$variant.yaml" "${extra[@]}" 2>/dev/null
+      --feature-flag no-additional-gids-for-device-nodes --output "$root/cdi/$variant.yaml" "${extra[@]}" \
+      2>/dev/null
     sed -i "s|bench.gpuctk.dev/gpu|bench.gpuctk.dev/$variant|" "$root/cdi/$variant.yaml"
   done
   # podman 4.3.1 reads CDI specs only from /etc/cdi and /var/run/cdi.
