@@ -87,6 +87,44 @@ struct NvmlEvent {
   bool operator==(const NvmlEvent&) const = default;
 };
 
+// One device's readings at one moment, in NVML's own units: what gpuctk-exporter collects. nullopt: NVML
+// cannot give it on this device (NOT_SUPPORTED, NO_PERMISSION, NOT_FOUND, or the library lacks the entry
+// point), never a made-up 0. A MIG device answers little through NVML: its memory at least.
+struct NvmlSample {
+  std::optional<uint32_t> sm_clock_mhz;          // nvmlDeviceGetClockInfo(NVML_CLOCK_SM)
+  std::optional<uint32_t> memory_clock_mhz;      // nvmlDeviceGetClockInfo(NVML_CLOCK_MEM)
+  std::optional<uint32_t> gpu_temperature_c;     // nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)
+  std::optional<uint32_t> memory_temperature_c;  // nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)
+  std::optional<uint32_t> power_mw;              // nvmlDeviceGetPowerUsage
+  std::optional<uint64_t> energy_mj;         // nvmlDeviceGetTotalEnergyConsumption (since the driver loaded)
+  std::optional<uint32_t> pcie_tx_kb_per_s;  // nvmlDeviceGetPcieThroughput(NVML_PCIE_UTIL_TX_BYTES)
+  std::optional<uint32_t> pcie_rx_kb_per_s;  // nvmlDeviceGetPcieThroughput(NVML_PCIE_UTIL_RX_BYTES)
+  std::optional<uint32_t> pcie_replays;      // nvmlDeviceGetPcieReplayCounter
+  std::optional<uint32_t> gpu_utilization;   // nvmlDeviceGetUtilizationRates .gpu, %
+  std::optional<uint32_t> memory_utilization;   // nvmlDeviceGetUtilizationRates .memory, %
+  std::optional<uint32_t> encoder_utilization;  // nvmlDeviceGetEncoderUtilization, %
+  std::optional<uint32_t> decoder_utilization;  // nvmlDeviceGetDecoderUtilization, %
+  std::optional<uint64_t> fb_total_bytes;       // nvmlDeviceGetMemoryInfo_v2 (else nvmlDeviceGetMemoryInfo)
+  std::optional<uint64_t> fb_used_bytes;
+  std::optional<uint64_t> fb_free_bytes;
+  std::optional<uint64_t> fb_reserved_bytes;          // _v2 only
+  std::optional<uint32_t> remapped_rows_correctable;  // nvmlDeviceGetRemappedRows
+  std::optional<uint32_t> remapped_rows_uncorrectable;
+  std::optional<bool> row_remap_pending;
+  std::optional<bool> row_remap_failure;
+  std::optional<uint64_t> nvlink_tx_kib;      // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: all links, since load
+  std::optional<uint64_t> nvlink_rx_kib;      // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
+  std::optional<uint64_t> ecc_sbe_volatile;   // nvmlDeviceGetTotalEccErrors(CORRECTED, VOLATILE_ECC)
+  std::optional<uint64_t> ecc_dbe_volatile;   // (UNCORRECTED, VOLATILE_ECC)
+  std::optional<uint64_t> ecc_sbe_aggregate;  // (CORRECTED, AGGREGATE_ECC)
+  std::optional<uint64_t> ecc_dbe_aggregate;  // (UNCORRECTED, AGGREGATE_ECC)
+  std::optional<uint32_t>
+      retired_pages_sbe;  // nvmlDeviceGetRetiredPages(MULTIPLE_SINGLE_BIT_ECC_ERRORS) count
+  std::optional<uint32_t> retired_pages_dbe;  // (DOUBLE_BIT_ECC_ERROR) count
+  std::optional<bool> retired_pages_pending;  // nvmlDeviceGetRetiredPagesPendingStatus
+  bool operator==(const NvmlSample&) const = default;
+};
+
 class Nvml;
 
 // An NVML event set: GPUs registered for event types, and a blocking wait for the next event (NVML
@@ -138,6 +176,14 @@ class Nvml {
   // end is the other GPU's bus id). A library without those calls, or a pair NVML answers
   // NOT_SUPPORTED for, is an unknown link and one warning, never an error; a failing query is.
   [[nodiscard]] Result<NvmlTopology> topology() const;
+
+  // The readings of GPU `gpu_index` (NVML's index), or of its MIG device `mig_index` (the slot under it,
+  // NvmlMig::index). A reading NVML cannot give is nullopt (NvmlSample). An error only when NVML itself
+  // can no longer serve (GPU_IS_LOST, UNINITIALIZED, DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH,
+  // RESET_REQUIRED, or any other failure of the handle lookup), naming the device and the call:
+  // "nvml: GPU 0: nvmlDeviceGetPowerUsage: GPU is lost"; the caller then closes this Nvml and opens a
+  // new one later (a driver reload).
+  [[nodiscard]] Result<NvmlSample> sample(uint32_t gpu_index, std::optional<uint32_t> mig_index = {}) const;
 
   // An empty event set. Errors: "nvml: <path> lacks nvmlEventSetCreate, … (health checks need them)",
   // or NVML's failure to create it.
