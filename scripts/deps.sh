@@ -3,8 +3,9 @@
 #   scripts/deps.sh demo    compiler, CMake, the libraries and help2man (the man pages): what
 #                           scripts/demo.sh builds (gpuctk, its fixtures and man pages; no tests)
 #   scripts/deps.sh build   demo + GoogleTest and Google Benchmark: a default configure (tests, benchmarks)
-#   scripts/deps.sh plugin  build + gRPC C++, protobuf and the kubelet's device plugin API (api.proto) that
-#                           gpuctk-device-plugin is generated from (-DGPUCTK_DEVICE_PLUGIN=ON), the proto
+#   scripts/deps.sh plugin  build + gRPC C++, protobuf and the kubelet's device plugin and pod-resources
+#                           APIs (api.proto) that gpuctk-device-plugin (-DGPUCTK_DEVICE_PLUGIN=ON) and
+#                           gpuctk-exporter (-DGPUCTK_EXPORTER=ON) are generated from, the protos
 #                           fetched once into the test cache
 #   scripts/deps.sh test    plugin + GoogleTest, Google Benchmark, Ninja and ccache, the real runtimes the
 #                           end-to-end tests start, the fuzz packages and the linters
@@ -14,9 +15,9 @@ set -euo pipefail
 demo_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libseccomp-dev
   libcap-dev libbpf-dev libelf-dev zlib1g-dev libtomlplusplus-dev help2man)
 build_packages=(libgtest-dev libbenchmark-dev)
-# gpuctk-device-plugin only (-DGPUCTK_DEVICE_PLUGIN=ON; gpuctk itself never links gRPC): gRPC C++ and
-# protobuf, protoc and its gRPC plugin (the stubs are generated at build time), and gogo.proto, which the
-# kubelet's api.proto imports for its options.
+# gpuctk-device-plugin and gpuctk-exporter only (-DGPUCTK_DEVICE_PLUGIN=ON, -DGPUCTK_EXPORTER=ON; gpuctk
+# itself never links gRPC): gRPC C++ and protobuf, protoc and its gRPC plugin (the stubs are generated at
+# build time), and gogo.proto, which the kubelet's api.proto files import for their options.
 plugin_packages=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   golang-github-gogo-protobuf-dev)
 # binutils' readelf is not needed; ldconfig (libc-bin) builds the fixture hosts' ld.so.cache. The package
@@ -49,34 +50,45 @@ case "${1:-build}" in
     ;;
 esac
 
-# The kubelet's device plugin API v1beta1 (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto) is in
-# no Debian 12 package: Debian unstable's golang-github-kubernetes-kubelet-dev has it. It is fetched with the
-# private apt configuration of tests/realhost/debian_cache.sh (the host's sources are never touched) into
-# the test cache, keyed by the package's version, and the stable link $GPUCTK_TEST_CACHE/
-# kubelet-deviceplugin-v1beta1.proto (CMake's default GPUCTK_KUBELET_PROTO) points at it. The build never
-# downloads; it compiles a copy of this file. Runs after the packages (apt-get and dpkg-deb are needed).
+# The kubelet's device plugin API v1beta1 (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto) and its
+# pod-resources API v1 (k8s.io/kubelet/pkg/apis/podresources/v1/api.proto, for gpuctk-exporter) are in no
+# Debian 12 package: Debian unstable's golang-github-kubernetes-kubelet-dev has both. They are fetched with
+# the private apt configuration of tests/realhost/debian_cache.sh (the host's sources are never touched)
+# into one test cache entry, keyed by the package's version and the recipe, and the stable links
+# $GPUCTK_TEST_CACHE/kubelet-deviceplugin-v1beta1.proto and kubelet-podresources-v1.proto (CMake's
+# default GPUCTK_KUBELET_PROTO and GPUCTK_PODRESOURCES_PROTO) point into it. The build never downloads;
+# it compiles copies of these files. Runs after the packages (apt-get and dpkg-deb are needed).
 kubelet_proto() {
   # shellcheck source=tests/realhost/debian_cache.sh
   source "$(dirname "$0")/../tests/realhost/debian_cache.sh"
   local package=golang-github-kubernetes-kubelet-dev spec key entry
-  local inside=usr/share/gocode/src/k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto
+  local apis=usr/share/gocode/src/k8s.io/kubelet/pkg/apis
   debcache_sources sid "deb http://deb.debian.org/debian sid main"
   debcache_lists sid
   spec=$(debcache_candidates sid "$package") || exit 1
-  key=$(debcache_key "recipe=1 suite=sid $spec $inside")
+  # recipe=2: the entry holds the pod-resources API beside the device plugin's (recipe 1 had only that).
+  key=$(debcache_key "recipe=2 suite=sid $spec $apis")
   # shellcheck disable=SC2317  # called by debcache_entry
   build_kubelet_proto() {
     local tmp=$1 spec=$2 deb
     debcache_download sid "$tmp/debs" "$spec"
     for deb in "$tmp/debs"/*.deb; do
-      dpkg-deb --fsys-tarfile "$deb" | tar -xO "./$inside" >"$tmp/api.proto" ||
-        debcache_fail "$deb: no ./$inside in the package"
+      # The device plugin's file keeps the name recipe 1 gave it (api.proto).
+      kubelet_proto_extract "$deb" "$apis/deviceplugin/v1beta1/api.proto" "$tmp/api.proto"
+      kubelet_proto_extract "$deb" "$apis/podresources/v1/api.proto" "$tmp/podresources-v1.proto"
     done
     rm -rf "$tmp/debs"
     echo "$spec" >"$tmp/version"
   }
+  # shellcheck disable=SC2317  # called by build_kubelet_proto
+  kubelet_proto_extract() {
+    local deb=$1 inside=$2 out=$3
+    dpkg-deb --fsys-tarfile "$deb" | tar -xO "./$inside" >"$out" ||
+      debcache_fail "$deb: no ./$inside in the package"
+  }
   entry=$(debcache_entry kubelet-deviceplugin-api "$key" build_kubelet_proto "$spec") || exit 1
   ln -sfn "$entry/api.proto" "$(debcache_dir)/kubelet-deviceplugin-v1beta1.proto"
+  ln -sfn "$entry/podresources-v1.proto" "$(debcache_dir)/kubelet-podresources-v1.proto"
 }
 
 missing=()
