@@ -1,4 +1,4 @@
-# cmake -DINPUT=<api.proto> -DOUTPUT=<copy> -P proto_copy.cmake
+# cmake -DINPUT=<api.proto> -DOUTPUT=<copy> -P gpuctk_proto_copy.cmake
 # The kubelet's api.proto as Debian 12's protoc (3.21) compiles it: field options that protoc does not
 # know are left out of the copy. Each row: the option, and the protobuf release that added it.
 #   [debug_redact = true]   protobuf 22: marks a field to redact in debug output (later kubelet protos)
