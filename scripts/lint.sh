@@ -46,6 +46,7 @@ declare -A allowed=(
   [hook]="util discover oci cdi rootfs cgroup"
   [install]="util discover cdi engine"
   [labels]="util discover"
+  [metrics]="util discover"
   [plugin]="util discover cdi labels"
   [cli]="util discover oci cdi rootfs cgroup engine hook install labels"
 )
