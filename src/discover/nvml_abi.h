@@ -186,6 +186,62 @@ typedef enum nvmlEnableState_enum {
   NVML_FEATURE_ENABLED = 1   /* On / active. */
 } nvmlEnableState_t;
 
+/* A clock domain (nvmlDeviceGetClockInfo). */
+typedef enum nvmlClockType_enum {
+  NVML_CLOCK_GRAPHICS = 0, /* The graphics engine. */
+  NVML_CLOCK_SM = 1,       /* The streaming multiprocessors. */
+  NVML_CLOCK_MEM = 2,      /* The memory. */
+  NVML_CLOCK_VIDEO = 3     /* The video encoder and decoder. */
+} nvmlClockType_t;
+
+/* A temperature sensor (nvmlDeviceGetTemperature); the memory's is a field value instead. */
+typedef enum nvmlTemperatureSensors_enum {
+  NVML_TEMPERATURE_GPU = 0 /* The GPU die, degrees C. */
+} nvmlTemperatureSensors_t;
+
+/* A direction of PCIe traffic (nvmlDeviceGetPcieThroughput): KB/s over the last 20 ms. */
+typedef enum nvmlPcieUtilCounter_enum {
+  NVML_PCIE_UTIL_TX_BYTES = 0, /* Sent by the GPU. */
+  NVML_PCIE_UTIL_RX_BYTES = 1  /* Received by the GPU. */
+} nvmlPcieUtilCounter_t;
+
+/* The kind of ECC error counted (nvmlDeviceGetTotalEccErrors). */
+typedef enum nvmlMemoryErrorType_enum {
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,  /* Single bit, corrected (SBE). */
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 /* Double bit, not corrected (DBE). */
+} nvmlMemoryErrorType_t;
+
+/* Which ECC counter (nvmlDeviceGetTotalEccErrors). */
+typedef enum nvmlEccCounterType_enum {
+  NVML_VOLATILE_ECC = 0, /* Since the driver loaded. */
+  NVML_AGGREGATE_ECC = 1 /* Over the GPU's life (kept in its infoROM). */
+} nvmlEccCounterType_t;
+
+/* Why pages were retired (nvmlDeviceGetRetiredPages). */
+typedef enum nvmlPageRetirementCause_enum {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0, /* Repeated corrected errors. */
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1            /* An uncorrected error. */
+} nvmlPageRetirementCause_t;
+
+/* Which member of nvmlValue_t a field value fills. */
+typedef enum nvmlValueType_enum {
+  NVML_VALUE_TYPE_DOUBLE = 0,             /* dVal */
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,       /* uiVal */
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,      /* ulVal */
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3, /* ullVal */
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,   /* sllVal */
+  NVML_VALUE_TYPE_SIGNED_INT = 5,         /* siVal */
+  NVML_VALUE_TYPE_UNSIGNED_SHORT = 6      /* usVal */
+} nvmlValueType_t;
+
+/* Field ids of nvmlDeviceGetFieldValues that gpuctk reads (NVML numbers hundreds). */
+#define NVML_FI_DEV_MEMORY_TEMP 82                /* Memory temperature, degrees C. */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138 /* NVLink data sent, KiB, all links, since load. */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139 /* NVLink data received, KiB, likewise. */
+
+/* The version word of a versioned struct: its size in the low 24 bits, the version above them. */
+#define NVML_STRUCT_VERSION(data, ver) (unsigned int)(sizeof(nvml##data##_v##ver##_t) | ((ver) << 24U))
+
 /* ---------------------------------------------------------------------------------------------------
  * Structures
  * ------------------------------------------------------------------------------------------------- */
@@ -268,6 +324,44 @@ typedef struct nvmlEventData_st {
   unsigned int computeInstanceId; /* The MIG compute instance it concerns, else NVML_EVENT_INSTANCE_NONE. */
 } nvmlEventData_t;
 
+/* Device memory in bytes, version 2 (nvmlDeviceGetMemoryInfo_v2): the caller sets `version` first. */
+typedef struct nvmlMemory_v2_st {
+  unsigned int version;        /* nvmlMemory_v2. */
+  unsigned long long total;    /* Total physical memory. */
+  unsigned long long reserved; /* Reserved by the system and the driver. */
+  unsigned long long free;     /* Unallocated memory. */
+  unsigned long long used;     /* Allocated memory (without the reserved part). */
+} nvmlMemory_v2_t;
+#define nvmlMemory_v2 NVML_STRUCT_VERSION(Memory, 2)
+
+/* Percentages of the last sample period (nvmlDeviceGetUtilizationRates). */
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;    /* Time one or more kernels ran. */
+  unsigned int memory; /* Time device memory was read or written. */
+} nvmlUtilization_t;
+
+/* One value of nvmlDeviceGetFieldValues; valueType says which member is set. */
+typedef union nvmlValue_st {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+
+/* One field of nvmlDeviceGetFieldValues: the caller sets fieldId (and scopeId), NVML the rest. */
+typedef struct nvmlFieldValue_st {
+  unsigned int fieldId;      /* NVML_FI_*. */
+  unsigned int scopeId;      /* Link or sub-unit for scoped fields; 0 otherwise. */
+  long long timestamp;       /* When it was read, microseconds since 1970. */
+  long long latencyUsec;     /* How long reading it took. */
+  nvmlValueType_t valueType; /* Which member of value is set. */
+  nvmlReturn_t nvmlReturn;   /* This field's own result. */
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+
 /* ---------------------------------------------------------------------------------------------------
  * Function-pointer types: one per NVML symbol we resolve; the typedef is the symbol name plus "_fn".
  * ------------------------------------------------------------------------------------------------- */
@@ -346,6 +440,37 @@ typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t device, unsigne
 typedef nvmlReturn_t (*nvmlDeviceGetNvLinkRemotePciInfo_v2_fn)(nvmlDevice_t device, unsigned int link,
                                                                nvmlPciInfo_t* pci); /* the peer's identity */
 
+/* Telemetry (gpuctk-exporter's readings; Nvml::sample). */
+typedef nvmlReturn_t (*nvmlDeviceGetClockInfo_fn)(nvmlDevice_t device, nvmlClockType_t type,
+                                                  unsigned int* clock); /* MHz */
+typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                                    unsigned int* temp); /* degrees C */
+typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t device, int valuesCount,
+                                                    nvmlFieldValue_t* values);
+typedef nvmlReturn_t (*nvmlDeviceGetPowerUsage_fn)(nvmlDevice_t device, unsigned int* power); /* mW */
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEnergyConsumption_fn)(nvmlDevice_t device,
+                                                               unsigned long long* energy); /* mJ */
+typedef nvmlReturn_t (*nvmlDeviceGetPcieThroughput_fn)(nvmlDevice_t device, nvmlPcieUtilCounter_t counter,
+                                                       unsigned int* value); /* KB/s */
+typedef nvmlReturn_t (*nvmlDeviceGetPcieReplayCounter_fn)(nvmlDevice_t device, unsigned int* value);
+typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t device, nvmlUtilization_t* utilization);
+typedef nvmlReturn_t (*nvmlDeviceGetEncoderUtilization_fn)(nvmlDevice_t device, unsigned int* utilization,
+                                                           unsigned int* samplingPeriodUs); /* % */
+typedef nvmlReturn_t (*nvmlDeviceGetDecoderUtilization_fn)(nvmlDevice_t device, unsigned int* utilization,
+                                                           unsigned int* samplingPeriodUs); /* % */
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v2_fn)(nvmlDevice_t device, nvmlMemory_v2_t* memory);
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t device, unsigned int* corrRows,
+                                                     unsigned int* uncRows, unsigned int* isPending,
+                                                     unsigned int* failureOccurred);
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                                       nvmlEccCounterType_t counterType,
+                                                       unsigned long long* eccCounts);
+/* *pageCount in: room in addresses (0 with a NULL addresses: NVML answers the count); out: pages. */
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPages_fn)(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                                     unsigned int* pageCount, unsigned long long* addresses);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus_fn)(nvmlDevice_t device,
+                                                                  nvmlEnableState_t* isPending);
+
 /* ---------------------------------------------------------------------------------------------------
  * Layout pins: a mismatch here would silently corrupt memory at run time, so fail the build instead.
  * ------------------------------------------------------------------------------------------------- */
@@ -380,6 +505,17 @@ GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlEventData_t, eventData) == 1
                        "eventData after eventType");
 GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlEventData_t, computeInstanceId) == 28,
                        "the instance ids close the struct");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlClockType_t) == 4, "enums are 4 bytes");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlValueType_t) == 4, "enums are 4 bytes");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlMemory_v2_t) == 40, "a version word, padding, four 64-bit counters");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlMemory_v2_t, total) == 8, "total after the padding");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlMemory_v2_t, used) == 32, "used last");
+GPUCTK_NVML_ABI_ASSERT(nvmlMemory_v2 == (40U | (2U << 24)), "version word of nvmlMemory_v2_t");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlUtilization_t) == 8, "two percentages");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlValue_t) == 8, "the largest member is 64 bits");
+GPUCTK_NVML_ABI_ASSERT(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t is 40 bytes");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlFieldValue_t, valueType) == 24, "after the two times");
+GPUCTK_NVML_ABI_ASSERT(GPUCTK_NVML_ABI_OFFSETOF(nvmlFieldValue_t, value) == 32, "the value last");
 
 #ifdef __cplusplus
 } /* extern "C" */
