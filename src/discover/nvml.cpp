@@ -33,8 +33,10 @@ using nvml_detail::Api;
 
 // Required: the library cannot serve without it. Report: optional, the report lacks a field without it
 // (one warning). Plugin: optional, only the device plugin's events or topology need it; that caller
-// says what is missing when it asks (Nvml::events, Nvml::topology), the report never does.
-enum class Need { required, report, plugin };
+// says what is missing when it asks (Nvml::events, Nvml::topology), the report never does. Sample:
+// optional, one of gpuctk-exporter's readings (Nvml::sample) is nullopt without it, silently: a warning
+// per sample would repeat every scrape, and the exporter's output already shows the reading absent.
+enum class Need { required, report, plugin, sample };
 
 struct EntryPoint {
   const char* symbol;
@@ -105,6 +107,22 @@ constexpr EntryPoint k_entry_points[] = {
     entry<&Api::common_ancestor>("nvmlDeviceGetTopologyCommonAncestor", Need::plugin),
     entry<&Api::nvlink_state>("nvmlDeviceGetNvLinkState", Need::plugin),
     entry<&Api::nvlink_remote_pci>("nvmlDeviceGetNvLinkRemotePciInfo_v2", Need::plugin),
+    // Optional, gpuctk-exporter's readings (NvmlSample names the call of each field).
+    entry<&Api::clock_info>("nvmlDeviceGetClockInfo", Need::sample),
+    entry<&Api::temperature>("nvmlDeviceGetTemperature", Need::sample),
+    entry<&Api::field_values>("nvmlDeviceGetFieldValues", Need::sample),
+    entry<&Api::power_usage>("nvmlDeviceGetPowerUsage", Need::sample),
+    entry<&Api::total_energy>("nvmlDeviceGetTotalEnergyConsumption", Need::sample),
+    entry<&Api::pcie_throughput>("nvmlDeviceGetPcieThroughput", Need::sample),
+    entry<&Api::pcie_replays>("nvmlDeviceGetPcieReplayCounter", Need::sample),
+    entry<&Api::utilization>("nvmlDeviceGetUtilizationRates", Need::sample),
+    entry<&Api::encoder_utilization>("nvmlDeviceGetEncoderUtilization", Need::sample),
+    entry<&Api::decoder_utilization>("nvmlDeviceGetDecoderUtilization", Need::sample),
+    entry<&Api::memory_v2>("nvmlDeviceGetMemoryInfo_v2", Need::sample),
+    entry<&Api::remapped_rows>("nvmlDeviceGetRemappedRows", Need::sample),
+    entry<&Api::total_ecc>("nvmlDeviceGetTotalEccErrors", Need::sample),
+    entry<&Api::retired_pages>("nvmlDeviceGetRetiredPages", Need::sample),
+    entry<&Api::retired_pending>("nvmlDeviceGetRetiredPagesPendingStatus", Need::sample),
 };
 
 class Query {

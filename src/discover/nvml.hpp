@@ -1,9 +1,10 @@
 #pragma once
 // GPU discovery through NVML. The library is dlopen'ed from an absolute path inside the driver root
 // (never the process's own search path), queried once, shut down and unloaded. Only `gpuctk cdi generate`,
-// `gpuctk info` and `gpuctk labels` use it, and the device plugin, which also keeps a session open for
-// Xid events (health) and reads how the GPUs are linked (preferred allocation); the hook never
-// initialises NVML.
+// `gpuctk info` and `gpuctk labels` use it, and two long-running services that keep a session open: the
+// device plugin, for Xid events (health) and how the GPUs are linked (preferred allocation), and
+// gpuctk-exporter, which samples each device's readings (Nvml::sample) at every collection. The hook
+// never initialises NVML.
 
 #include <chrono>
 #include <cstdint>
@@ -159,7 +160,10 @@ class NvmlEvents {
 // GPU count, handle, UUID, name, minor, PCI bus id, MIG mode and MIG devices): a library lacking one
 // cannot serve. Optional ones only enrich the report (CUDA version, GPU memory, compute capability, MIG
 // attributes, i.e. profile, memory, slices and engines, and whether a MIG device is graphics capable): a
-// library lacking them serves, those fields are unknown and the report carries one warning.
+// library lacking them serves, those fields are unknown and the report carries one warning. The device
+// plugin's (events, topology) and the exporter's (every reading of NvmlSample) are optional too, and
+// missing ones are said only by the call that needs them (events, topology), or not at all (sample: the
+// reading is nullopt).
 class Nvml {
  public:
   // The library at `library_path`, ready to query. Errors, each meaning "this library cannot serve":
@@ -178,11 +182,14 @@ class Nvml {
   [[nodiscard]] Result<NvmlTopology> topology() const;
 
   // The readings of GPU `gpu_index` (NVML's index), or of its MIG device `mig_index` (the slot under it,
-  // NvmlMig::index). A reading NVML cannot give is nullopt (NvmlSample). An error only when NVML itself
-  // can no longer serve (GPU_IS_LOST, UNINITIALIZED, DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH,
-  // RESET_REQUIRED, or any other failure of the handle lookup), naming the device and the call:
-  // "nvml: GPU 0: nvmlDeviceGetPowerUsage: GPU is lost"; the caller then closes this Nvml and opens a
-  // new one later (a driver reload).
+  // NvmlMig::index). Every call of NvmlSample is made, on a MIG handle too (NVML refuses what a MIG device
+  // cannot give). A reading NVML cannot give is nullopt (NvmlSample): NOT_SUPPORTED, NO_PERMISSION,
+  // NOT_FOUND, FUNCTION_NOT_FOUND, INVALID_ARGUMENT (NVML's answer to a query a MIG handle cannot do), or
+  // the library lacks the entry point. An error only when NVML itself can no longer serve (GPU_IS_LOST,
+  // UNINITIALIZED, DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH, RESET_REQUIRED, UNKNOWN, any other code,
+  // or any failure of the handle lookup), naming the device and the call:
+  // "nvml: GPU 0: nvmlDeviceGetPowerUsage: GPU is lost", "nvml: GPU 0 MIG 1: nvmlDeviceGetMemoryInfo_v2:
+  // Unknown Error"; the caller then closes this Nvml and opens a new one later (a driver reload).
   [[nodiscard]] Result<NvmlSample> sample(uint32_t gpu_index, std::optional<uint32_t> mig_index = {}) const;
 
   // An empty event set. Errors: "nvml: <path> lacks nvmlEventSetCreate, … (health checks need them)",

@@ -1,6 +1,6 @@
 #pragma once
 // Internals of discover/nvml.hpp shared by its source files (nvml.cpp: loading and the report;
-// nvml_events.cpp; nvml_topology.cpp). Not for other modules.
+// nvml_events.cpp; nvml_topology.cpp; nvml_sample.cpp). Not for other modules.
 
 #include <memory>
 #include <string>
@@ -46,6 +46,22 @@ struct Api {
   nvmlDeviceGetTopologyCommonAncestor_fn common_ancestor = nullptr;
   nvmlDeviceGetNvLinkState_fn nvlink_state = nullptr;
   nvmlDeviceGetNvLinkRemotePciInfo_v2_fn nvlink_remote_pci = nullptr;
+  // gpuctk-exporter's readings (Nvml::sample): each one a reading is nullopt without.
+  nvmlDeviceGetClockInfo_fn clock_info = nullptr;
+  nvmlDeviceGetTemperature_fn temperature = nullptr;
+  nvmlDeviceGetFieldValues_fn field_values = nullptr;
+  nvmlDeviceGetPowerUsage_fn power_usage = nullptr;
+  nvmlDeviceGetTotalEnergyConsumption_fn total_energy = nullptr;
+  nvmlDeviceGetPcieThroughput_fn pcie_throughput = nullptr;
+  nvmlDeviceGetPcieReplayCounter_fn pcie_replays = nullptr;
+  nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
+  nvmlDeviceGetEncoderUtilization_fn encoder_utilization = nullptr;
+  nvmlDeviceGetDecoderUtilization_fn decoder_utilization = nullptr;
+  nvmlDeviceGetMemoryInfo_v2_fn memory_v2 = nullptr;
+  nvmlDeviceGetRemappedRows_fn remapped_rows = nullptr;
+  nvmlDeviceGetTotalEccErrors_fn total_ecc = nullptr;
+  nvmlDeviceGetRetiredPages_fn retired_pages = nullptr;
+  nvmlDeviceGetRetiredPagesPendingStatus_fn retired_pending = nullptr;
 };
 
 struct DlClose {
