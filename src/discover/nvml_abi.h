@@ -465,7 +465,8 @@ typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t device, unsign
 typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
                                                        nvmlEccCounterType_t counterType,
                                                        unsigned long long* eccCounts);
-/* *pageCount in: room in addresses (0 with a NULL addresses: NVML answers the count); out: pages. */
+/* *pageCount in: room in addresses; out: the pages. With room 0 (addresses may be NULL) NVML writes the
+ * count and answers NVML_ERROR_INSUFFICIENT_SIZE when there are any, SUCCESS when there are none. */
 typedef nvmlReturn_t (*nvmlDeviceGetRetiredPages_fn)(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
                                                      unsigned int* pageCount, unsigned long long* addresses);
 typedef nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus_fn)(nvmlDevice_t device,

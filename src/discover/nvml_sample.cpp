@@ -246,7 +246,7 @@ class Sampler {
     return {};
   }
 
-  // Counts only: with room for 0 addresses (and none given) NVML answers the count.
+  // Counts only: no addresses are read.
   Result<void> retired_pages(NvmlSample& s) const {
     if (m_api.retired_pages != nullptr) {
       GPUCTK_TRY(
@@ -265,10 +265,12 @@ class Sampler {
     return {};
   }
 
+  // With room for 0 NVML writes the count and says INSUFFICIENT_SIZE when there are pages to count.
   Result<void> retired_count(std::optional<uint32_t>& field, nvmlPageRetirementCause_t cause) const {
     unsigned count = 0;
-    GPUCTK_TRY_ASSIGN(const bool ok, got(m_api.retired_pages(m_device, cause, &count, nullptr),
-                                         "nvmlDeviceGetRetiredPages"));
+    nvmlReturn_t rc = m_api.retired_pages(m_device, cause, &count, nullptr);
+    rc = rc == NVML_ERROR_INSUFFICIENT_SIZE ? NVML_SUCCESS : rc;
+    GPUCTK_TRY_ASSIGN(const bool ok, got(rc, "nvmlDeviceGetRetiredPages"));
     if (ok) {
       field = count;
     }
