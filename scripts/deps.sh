@@ -12,8 +12,10 @@
 #   scripts/deps.sh fuzz    build + clang 16 with libFuzzer and the sanitizer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
+# libcrypt-dev: bcrypt for gpuctk-exporter's basic authentication (src/metrics/password_check.cpp; g++'s
+# libc6-dev depends on it, named here because CMake looks for it at configure time).
 demo_packages=(g++ cmake make pkg-config nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libseccomp-dev
-  libcap-dev libbpf-dev libelf-dev zlib1g-dev libtomlplusplus-dev help2man)
+  libcap-dev libbpf-dev libelf-dev zlib1g-dev libtomlplusplus-dev help2man libcrypt-dev)
 build_packages=(libgtest-dev libbenchmark-dev)
 # gpuctk-device-plugin and gpuctk-exporter only (-DGPUCTK_DEVICE_PLUGIN=ON, -DGPUCTK_EXPORTER=ON; gpuctk
 # itself never links gRPC): gRPC C++ and protobuf, protoc and its gRPC plugin (the stubs are generated at
