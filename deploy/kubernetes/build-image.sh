@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
 # Builds the gpuctk installer image offline with buildah (Debian's package), no daemon, nothing left in
 # /var/lib/containers: vfs storage in a temporary directory, the result an OCI archive.
-#   deploy/kubernetes/build-image.sh [--device-plugin PLUGIN_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]
+#   deploy/kubernetes/build-image.sh [--device-plugin PLUGIN_BINARY] [--exporter EXPORTER_BINARY]
+#                                    GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]
 # Prints the image's reference by digest (IMAGE_NAME without its tag, @sha256:...) for the DaemonSet.
 # The image is FROM scratch: gpuctk (stripped), the shared libraries it links (ldd: glibc; libstdc++ is
 # static), the dynamic loader, and the glibc libraries the node's libnvidia-ml.so.1 links, which gpuctk
 # dlopens from the host root for NVML discovery. No shell. Containerfile describes the same image.
 # --device-plugin adds gpuctk-device-plugin (a build with -DGPUCTK_DEVICE_PLUGIN=ON) as
 # /gpuctk-device-plugin, stripped, with the libraries it links (glibc only: gRPC is linked statically),
-# for gpuctk-device-plugin.yaml.
+# for gpuctk-device-plugin.yaml. --exporter adds gpuctk-exporter (a build with -DGPUCTK_EXPORTER=ON) as
+# /gpuctk-exporter the same way, for gpuctk-exporter.yaml.
 set -euo pipefail
 
-usage="usage: build-image.sh [--device-plugin PLUGIN_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]"
+usage="usage: build-image.sh [--device-plugin PLUGIN_BINARY] [--exporter EXPORTER_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]"
 plugin=
-if [ "${1:-}" = --device-plugin ]; then
-  plugin=${2:?$usage}
+exporter=
+while true; do
+  case "${1:-}" in
+    --device-plugin) plugin=${2:?$usage} ;;
+    --exporter) exporter=${2:?$usage} ;;
+    *) break ;;
+  esac
   shift 2
-fi
+done
 binary=${1:?$usage}
 output=${2:?$usage}
 name=${3:-localhost/gpuctk-installer:latest}
@@ -58,15 +65,22 @@ mkdir -p "$context/rootfs"
 cp "$here/Containerfile" "$context/"
 objcopy --strip-unneeded "$binary" "$context/rootfs/gpuctk"
 chmod 0755 "$context/rootfs/gpuctk"
-if [ -n "$plugin" ]; then
-  objcopy --strip-unneeded "$plugin" "$context/rootfs/gpuctk-device-plugin"
-  chmod 0755 "$context/rootfs/gpuctk-device-plugin"
-fi
+# The daemons beside gpuctk, each at the path its DaemonSet runs.
+add_daemon() {
+  objcopy --strip-unneeded "$1" "$context/rootfs/$2"
+  chmod 0755 "$context/rootfs/$2"
+}
+[ -z "$plugin" ] || add_daemon "$plugin" gpuctk-device-plugin
+[ -z "$exporter" ] || add_daemon "$exporter" gpuctk-exporter
 libraries() {
   # "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)" and "/lib64/ld-linux-x86-64.so.2 (0x…)"
   ldd "$1" | sed -nE 's/.*=> (\/[^ ]+) .*/\1/p; s/^[[:space:]]*(\/[^ ]+) \(0x.*/\1/p'
 }
-mapfile -t needed < <({ libraries "$binary"; [ -z "$plugin" ] || libraries "$plugin"; } | sort -u)
+mapfile -t needed < <({
+  libraries "$binary"
+  [ -z "$plugin" ] || libraries "$plugin"
+  [ -z "$exporter" ] || libraries "$exporter"
+} | sort -u)
 # libnvidia-ml.so.1 links these (glibc 2.34+ keeps them as small stubs); without them NVML cannot load.
 libdir=$(dirname "$(ldd "$binary" | sed -nE 's/.*libc\.so\.6 => (\/[^ ]+) .*/\1/p')")
 for extra in libpthread.so.0 libdl.so.2 librt.so.1; do

@@ -5,13 +5,18 @@
 # the installer needs: RuntimeClass handler nvidia, the DaemonSet's privileged pod, host root and args.
 # Given PLUGIN (gpuctk-device-plugin; ctest plugin.image), the image is built with it (build-image.sh
 # --device-plugin): /gpuctk-device-plugin and its libraries are in the layer, nothing else is added, it
-# runs --version in the image's root alone, and gpuctk-device-plugin.yaml runs that path.
-#   install_image.sh GPUCTK GPUCTK_FIXTURE [PLUGIN]
+# runs --version in the image's root alone, and gpuctk-device-plugin.yaml runs that path. Given EXPORTER
+# (gpuctk-exporter; ctest exporter.image, PLUGIN then "-": none), the same for build-image.sh --exporter and
+# gpuctk-exporter.yaml, whose pod must read only: no privilege, every capability dropped, a read-only root.
+#   install_image.sh GPUCTK GPUCTK_FIXTURE [PLUGIN [EXPORTER]]
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 plugin=${3:-}
+[ "$plugin" != - ] || plugin=
+exporter=${4:-}
 with_plugin=()
 [ -z "$plugin" ] || with_plugin=(--device-plugin "$plugin")
+[ -z "$exporter" ] || with_plugin+=(--exporter "$exporter")
 deploy=$(cd "$(dirname "$0")/../../deploy/kubernetes" && pwd)
 e2e_init
 command -v buildah >/dev/null || e2e_skip "buildah is not installed (scripts/deps.sh test)"
@@ -62,11 +67,13 @@ done <"$LAB/layers"
 (cd "$LAB/bundle/rootfs" && find . ! -type d | sort) >"$LAB/files"
 binaries=("$gpuctk")
 [ -z "$plugin" ] || binaries+=("$plugin")
+[ -z "$exporter" ] || binaries+=("$exporter")
 mapfile -t libs < <(for binary in "${binaries[@]}"; do
   ldd "$binary" | sed -nE 's/.*=> (\/[^ ]+) .*/\1/p; s/^[[:space:]]*(\/[^ ]+) \(0x.*/\1/p'
 done | sort -u)
 in_image=(/gpuctk)
 [ -z "$plugin" ] || in_image+=(/gpuctk-device-plugin)
+[ -z "$exporter" ] || in_image+=(/gpuctk-exporter)
 for want in "${in_image[@]}" "${libs[@]}"; do
   grep -qx ".$want" "$LAB/files" || e2e_fail "image lacks $want; it has: $(tr '\n' ' ' <"$LAB/files")"
 done
@@ -75,6 +82,7 @@ grep -q '/bin/sh$' "$LAB/files" && e2e_fail "the image has a shell"
 # glibc stubs build-image.sh adds for the node's libnvidia-ml.so.1.
 expected=(-e ./gpuctk -e '.*/lib\(pthread\|dl\|rt\)\.so\.[0-9]')
 [ -z "$plugin" ] || expected+=(-e ./gpuctk-device-plugin)
+[ -z "$exporter" ] || expected+=(-e ./gpuctk-exporter)
 for lib in "${libs[@]}"; do
   expected+=(-e ".$lib")
 done
@@ -113,12 +121,56 @@ PY
   [ "$(cat "$LAB/plugin-version.out")" = "$("$plugin" --version)" ] ||
     e2e_fail "/gpuctk-device-plugin --version in the image: $(cat "$LAB/plugin-version.out")"
 fi
+if [ -n "$exporter" ]; then
+  python3 - "$LAB/bundle/config.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+spec = json.load(open(path))
+spec["process"]["args"] = ["/gpuctk-exporter", "--version"]
+json.dump(spec, open(path, "w"))
+PY
+  e2e_cleanup_add "runc delete -f $id-exporter"
+  runc run --bundle "$LAB/bundle" "$id-exporter" >"$LAB/exporter-version.out" 2>&1 </dev/null ||
+    e2e_fail "/gpuctk-exporter --version in the image failed: $(cat "$LAB/exporter-version.out")"
+  [ "$(cat "$LAB/exporter-version.out")" = "$("$exporter" --version)" ] ||
+    e2e_fail "/gpuctk-exporter --version in the image: $(cat "$LAB/exporter-version.out")"
+fi
 
 # The manifests.
 python3 -c 'import yaml' 2>/dev/null || e2e_skip "python3-yaml is not installed (image checked, manifests not)"
-python3 - "$deploy" "$plugin" <<'PY' || e2e_fail "manifests"
+python3 - "$deploy" "$plugin" "$exporter" <<'PY' || e2e_fail "manifests"
 import re, sys, yaml
 deploy = sys.argv[1]
+if sys.argv[3]:
+    # The exporter's DaemonSet runs the path build-image.sh --exporter puts it at, reads only, and reaches
+    # the GPUs through gpuctk's runtime class (every GPU, the utility libraries).
+    docs = list(yaml.safe_load_all(open(deploy + "/gpuctk-exporter.yaml")))
+    kinds = [d["kind"] for d in docs]
+    assert kinds == ["Namespace", "ServiceAccount", "DaemonSet", "Service", "ServiceMonitor"], kinds
+    pod = docs[2]["spec"]["template"]["spec"]
+    assert pod["runtimeClassName"] == "nvidia", pod.get("runtimeClassName")
+    assert "hostPID" not in pod and "hostNetwork" not in pod, pod
+    (c,) = pod["containers"]
+    assert c["command"] == ["/gpuctk-exporter"] and "-k" in c["args"], (c["command"], c["args"])
+    assert re.fullmatch(r"localhost/gpuctk-installer@sha256:0{64}", c["image"]), c["image"]
+    assert c["imagePullPolicy"] == "Never", c["imagePullPolicy"]
+    sc = c["securityContext"]
+    assert "privileged" not in sc and sc["allowPrivilegeEscalation"] is False, sc
+    assert sc["readOnlyRootFilesystem"] is True and sc["capabilities"] == {"drop": ["ALL"]}, sc
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
+    assert env == {"NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}}, "NVIDIA_VISIBLE_DEVICES": "all",
+                   "NVIDIA_DRIVER_CAPABILITIES": "utility"}, env
+    assert c["volumeMounts"] == [{"name": "pod-resources", "mountPath": "/var/lib/kubelet/pod-resources",
+                                  "readOnly": True}], c["volumeMounts"]
+    (volume,) = pod["volumes"]
+    assert volume["hostPath"]["path"] == "/var/lib/kubelet/pod-resources", volume
+    assert c["ports"] == [{"name": "metrics", "containerPort": 9400, "protocol": "TCP"}], c["ports"]
+    assert docs[3]["spec"]["ports"][0]["port"] == 9400 and docs[3]["spec"]["ports"][0]["name"] == "metrics"
+    (endpoint,) = docs[4]["spec"]["endpoints"]
+    assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics", endpoint
+    selector = docs[2]["spec"]["selector"]["matchLabels"]
+    assert docs[3]["spec"]["selector"] == selector and docs[4]["spec"]["selector"]["matchLabels"] == selector
+    assert docs[3]["metadata"]["labels"] == selector
 if sys.argv[2]:
     # The device plugin's DaemonSet runs the path build-image.sh --device-plugin puts it at.
     docs = list(yaml.safe_load_all(open(deploy + "/gpuctk-device-plugin.yaml")))
