@@ -394,10 +394,13 @@ def run(lab, exporter, fixture_tool, api):
     whole, shared, unheld = host.gpus[0], host.gpus[1], host.gpus[2]
     mig_gpu = next(g for g in host.gpus if g["migs"])
     mig = mig_gpu["migs"][0]
-    readings = {whole["uuid"]: {"gpu_temp": 41, "fb_used": 1000 * MIB},
-                shared["uuid"]: {"gpu_temp": 52, "fb_used": 2000 * MIB},
-                unheld["uuid"]: {"gpu_temp": 33, "fb_used": 0},
-                mig["uuid"]: {"fb_used": 3000 * MIB}}
+    # The memory calls answer only when all their keys are there (fixtures/mock_nvml/mock_nvml.h); a MIG
+    # device answers nothing else.
+    memory = lambda used, free: {"fb_used": used * MIB, "fb_free": free * MIB, "fb_reserved": 0}
+    readings = {whole["uuid"]: {"gpu_temp": 41, **memory(1000, 39000)},
+                shared["uuid"]: {"gpu_temp": 52, **memory(2000, 38000)},
+                unheld["uuid"]: {"gpu_temp": 33, **memory(0, 40000)},
+                mig["uuid"]: memory(3000, 1864)}
     host.write_telemetry(readings)
 
     check_junk_counters(lab, exporter, host)
