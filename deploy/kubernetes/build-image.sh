@@ -10,7 +10,8 @@
 # --device-plugin adds gpuctk-device-plugin (a build with -DGPUCTK_DEVICE_PLUGIN=ON) as
 # /gpuctk-device-plugin, stripped, with the libraries it links (glibc only: gRPC is linked statically),
 # for gpuctk-device-plugin.yaml. --exporter adds gpuctk-exporter (a build with -DGPUCTK_EXPORTER=ON) as
-# /gpuctk-exporter the same way, for gpuctk-exporter.yaml.
+# /gpuctk-exporter, stripped, with the libraries it links (glibc, libcrypt, GnuTLS's), for
+# gpuctk-exporter.yaml.
 set -euo pipefail
 
 usage="usage: build-image.sh [--device-plugin PLUGIN_BINARY] [--exporter EXPORTER_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]"
