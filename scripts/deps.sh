@@ -30,7 +30,7 @@ plugin_packages=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compil
 # (Alpine-like) image of e2e.musl_podman.
 # scripts/test.sh builds with Ninja (its log and dependency records feed scripts/lint.sh's clang-tidy
 # cache) through ccache. prometheus: the real Prometheus that scrapes gpuctk-exporter and its promtool,
-# which checks and unit-tests the alerts (tests/metrics; run as plain processes, never the service).
+# which checks the exposition (metrics.promtool) and unit-tests the alerts (tests/metrics; run as plain processes, never the service).
 test_packages=(ninja-build ccache libc-bin python3 runc crun podman containerd docker.io busybox-static hyperfine util-linux
   dpkg-dev lintian systemd buildah debootstrap python3-grpcio python3-grpc-tools musl-tools
   python3-yaml prometheus)

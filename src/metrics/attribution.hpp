@@ -36,8 +36,12 @@ struct ContainerDevices {
 struct Attribution {
   // Holders by device UUID ("GPU-…" or "MIG-…", replica suffixes taken off), sorted and unique.
   std::map<std::string, std::vector<Holder>> holders;
-  // One line each for what was left out, with untrusted text escaped: "pod-resources: 3 pods past the
-  // first 4096 left out", "pod-resources: ml/train-0: a device ID of 300 bytes left out".
+  // One line per kind of cut, counted, naming the first thing it left out with untrusted text escaped:
+  // "pod-resources: 3 pods past the first 4096 left out (the first: ml/train-4096)", "pod-resources: 1
+  // name of more than 253 bytes left out (the first: a device ID of 300 bytes in nvidia.com/gpu of
+  // ml/train-0/main)". Kinds: pods, containers of a pod, device IDs of a container, holders of a device,
+  // names of more than 253 bytes, device IDs without a GPU or MIG device UUID. Resources outside
+  // nvidia.com/ are not NVIDIA's: ignored without a warning.
   std::vector<std::string> warnings;
 };
 

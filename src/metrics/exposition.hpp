@@ -8,10 +8,15 @@
 //
 // Labels in dcgm-exporter's order: gpu, UUID, pci_bus_id, device, modelName, then GPU_I_PROFILE and
 // GPU_I_ID for a MIG device, Hostname (unless no hostname is wanted), each `label` counter
-// (DCGM_FI_DRIVER_VERSION), then container, namespace, pod when a pod holds the device. A device several
-// containers hold (time-slicing replicas, MPS) has one line per holder, each with the same value: sum by
-// UUID, not by pod, when adding GPUs up. A counter no device has a value for is left out whole (no HELP
-// without a sample, which promtool would flag).
+// (DCGM_FI_DRIVER_VERSION, sorted by name), then container, namespace, pod when a pod holds the device
+// (dcgm-exporter ranges over its attribute map, sorted by key; DCGM_FI_DEV_XID_ERRORS also carries
+// err_code, the Xid, between container and namespace, as dcgm-exporter's does; its err_msg, a text per
+// Xid, is not written). A device several containers hold (time-slicing replicas, MPS) has one line per
+// holder, each with the same value: sum by UUID, not by pod, when adding GPUs up. A counter no device has
+// a value for is left out whole (no HELP without a sample, which promtool would flag). Each device's line
+// carries what its sample holds: a MIG device's sample holds what NVML gives per MIG device (its
+// memory), so GPU-wide readings stay on the GPU's line. GPU_I_PROFILE and GPU_I_ID are written whenever
+// gpu_instance_id is set (an unknown profile as ""), so a MIG device's series never equals its GPU's.
 
 #include <cstdint>
 #include <optional>
@@ -53,8 +58,10 @@ struct Collection {
   std::vector<DeviceReading> devices;  // GPUs in index order, each followed by its MIG devices
 };
 
-// Appends the exposition of `collection` for `counters` to `out` (cleared first). Label values are
-// escaped as the format wants (\\, \", \n); a value that is not finite is left out.
+// Appends the exposition of `collection` for `counters` to `out` (cleared first; its capacity is
+// reused). Label values are escaped as the format wants (\\, \", \n; bytes that are not UTF-8 become
+// U+FFFD), HELP texts too (\\, \n); a value that is not finite is left out. Integer fields print without
+// a fraction, the others as the shortest text that reads back as the same double.
 void render(const std::vector<Counter>& counters, const Collection& collection, std::string& out);
 
 }  // namespace gpuctk::metrics
