@@ -1,7 +1,7 @@
-# gRPC C++ for the executables that speak the kubelet's APIs (gpuctk-device-plugin, gpuctk-exporter): the
-# tools and libraries found once, and gpuctk_grpc_api(), which makes a static library of one API's C++ and
-# gRPC stubs and links gRPC the way both daemons want it. Included by the top CMakeLists.txt when either
-# option is on; gpuctk itself never links gRPC.
+# gRPC C++ for gpuctk-device-plugin, which serves the kubelet's device plugin API: the tools and libraries
+# found once, and gpuctk_grpc_api(), which makes a static library of one API's C++ and gRPC stubs and links
+# gRPC the way the daemon wants it. Included by the top CMakeLists.txt when GPUCTK_DEVICE_PLUGIN is on;
+# gpuctk and gpuctk-exporter (nghttp2 and protobuf-lite: src/metrics) never link gRPC.
 find_program(GPUCTK_PROTOC protoc REQUIRED)
 find_program(GPUCTK_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 pkg_check_modules(GRPCXX REQUIRED IMPORTED_TARGET GLOBAL grpc++_unsecure protobuf)

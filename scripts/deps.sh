@@ -20,8 +20,10 @@ build_packages=(libgtest-dev libbenchmark-dev)
 # gpuctk-device-plugin and gpuctk-exporter only (-DGPUCTK_DEVICE_PLUGIN=ON, -DGPUCTK_EXPORTER=ON; gpuctk
 # itself never links gRPC): gRPC C++ and protobuf, protoc and its gRPC plugin (the stubs are generated at
 # build time), and gogo.proto, which the kubelet's api.proto files import for their options.
+# libnghttp2-dev: gpuctk-exporter speaks gRPC's protocol to the kubelet over HTTP/2 with nghttp2 (and
+# protobuf-lite from libprotobuf-dev) instead of linking gRPC's runtime; it ships libnghttp2.a.
 plugin_packages=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  golang-github-gogo-protobuf-dev)
+  golang-github-gogo-protobuf-dev libnghttp2-dev)
 # binutils' readelf is not needed; ldconfig (libc-bin) builds the fixture hosts' ld.so.cache. The package
 # test (tests/package): cpack's dpkg-shlibdeps (dpkg-dev), lintian, systemd-analyze (systemd). The
 # real-package host (tests/realhost): debootstrap makes the Debian root its driver packages install into.

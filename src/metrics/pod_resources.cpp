@@ -1,35 +1,38 @@
 #include "metrics/pod_resources.hpp"
 
-#include <grpcpp/grpcpp.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <malloc.h>
 #include <sys/stat.h>
 
-#include <algorithm>
-#include <array>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <string_view>
 #include <utility>
 
-#include "podresources_api.grpc.pb.h"
+#include "metrics/grpc_unary.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::metrics {
 namespace {
 
-// grpc::StatusCode's names, by value, as gRPC's documentation and other clients spell them.
-constexpr std::array<std::string_view, 17> k_status_names = {
-    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
-    "DATA_LOSS", "UNAUTHENTICATED"};
+using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedInputStream;
 
-std::string status_name(grpc::StatusCode code) {
-  const auto value = static_cast<std::size_t>(code);
-  if (value < k_status_names.size()) {
-    return std::string(k_status_names[value]);
-  }
-  return "code " + std::to_string(value);  // a code newer than this table
-}
+// The API's one method used, and the request: ListPodResourcesRequest has no fields (empty on the wire).
+constexpr std::string_view k_list_method = "/v1.PodResourcesLister/List";
+
+// The fields read, by number, from the kubelet's podresources/v1/api.proto; every other field (cpu_ids,
+// memory, topology, dynamic_resources, …) is skipped unread.
+constexpr int k_response_pod_resources = 1;  // ListPodResourcesResponse.pod_resources
+constexpr int k_pod_name = 1;                // PodResources.name
+constexpr int k_pod_namespace = 2;           // PodResources.namespace
+constexpr int k_pod_containers = 3;          // PodResources.containers
+constexpr int k_container_name = 1;          // ContainerResources.name
+constexpr int k_container_devices = 2;       // ContainerResources.devices
+constexpr int k_devices_resource_name = 1;   // ContainerDevices.resource_name
+constexpr int k_devices_device_ids = 2;      // ContainerDevices.device_ids
 
 // The socket is looked up first so that a node without a kubelet (or with the path wrong) gets one plain
 // line instead of gRPC's connection error.
@@ -49,89 +52,195 @@ Result<void> check_socket(const std::string& path) {
   return {};
 }
 
-Result<v1::ListPodResourcesResponse> call_list(const std::string& socket_path,
-                                               std::chrono::milliseconds timeout) {
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(static_cast<int>(k_max_pod_resources_message));
-  const auto channel =
-      grpc::CreateCustomChannel("unix:" + socket_path, grpc::InsecureChannelCredentials(), arguments);
-  const auto stub = v1::PodResourcesLister::NewStub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
-  v1::ListPodResourcesResponse answer;
-  const grpc::Status status = stub->List(&context, v1::ListPodResourcesRequest{}, &answer);
-  if (!status.ok()) {
-    return fail("pod-resources: List: " + status_name(status.error_code()) + ": " +
-                escape_for_log(status.error_message()));
+// What is kept of one pod while its fields are read: only containers that hold devices, at most
+// k_max_containers of them (`over` says there were more), and of those only the resources listing IDs.
+struct DevicesRead {
+  std::string resource_name;
+  std::vector<std::string> device_ids;
+};
+struct ContainerRead {
+  std::string name;
+  std::vector<DevicesRead> devices;
+};
+struct PodRead {
+  std::string name;
+  std::string namespace_name;
+  std::vector<ContainerRead> holding;
+  bool over = false;
+};
+
+// The field `tag` names, when it is length-delimited (a string or a message); 0 otherwise, so that a
+// known number with another wire type is skipped as protobuf's own parser does.
+int delimited_field(std::uint32_t tag) {
+  if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+    return 0;
   }
-  return answer;
+  return WireFormatLite::GetTagFieldNumber(tag);
 }
 
-bool holds_devices(const v1::ContainerResources& container) {
-  for (const auto& devices : container.devices()) {
-    if (!devices.device_ids().empty()) {
-      return true;
-    }
-  }
-  return false;
+bool read_string(CodedInputStream& in, std::string& out) {
+  std::uint32_t size = 0;
+  return in.ReadVarint32(&size) && size <= INT_MAX && in.ReadString(&out, static_cast<int>(size));
 }
 
-// Appends one entry per resource of `container` that lists device IDs.
-void copy_container(const v1::PodResources& pod, const v1::ContainerResources& container,
-                    std::vector<ContainerDevices>& out) {
-  for (const auto& devices : container.devices()) {
-    if (devices.device_ids().empty()) {
-      continue;
+// Reads one length-delimited message with `read_field(tag)` for each of its fields, within its length:
+// false if the wire format is broken (a length past the enclosing one, a truncated field).
+template <typename ReadField>
+bool read_message(CodedInputStream& in, ReadField&& read_field) {
+  std::uint32_t size = 0;
+  if (!in.ReadVarint32(&size) || size > static_cast<std::uint32_t>(in.BytesUntilLimit())) {
+    return false;
+  }
+  const auto limit = in.PushLimit(static_cast<int>(size));
+  bool ok = true;
+  while (ok) {
+    const std::uint32_t tag = in.ReadTag();
+    if (tag == 0) {
+      break;
     }
-    out.push_back(ContainerDevices{
-        .pod = pod.name(),
-        .namespace_name = pod.namespace_(),
-        .container = container.name(),
-        .resource_name = devices.resource_name(),
-        .device_ids = {devices.device_ids().begin(), devices.device_ids().end()},
-    });
+    ok = read_field(tag);
+  }
+  ok = ok && in.ConsumedEntireMessage();
+  in.PopLimit(limit);
+  return ok;
+}
+
+bool read_devices(CodedInputStream& in, DevicesRead& devices) {
+  return read_message(in, [&](std::uint32_t tag) {
+    switch (delimited_field(tag)) {
+      case k_devices_resource_name:
+        return read_string(in, devices.resource_name);
+      case k_devices_device_ids:
+        return read_string(in, devices.device_ids.emplace_back());
+      default:
+        return WireFormatLite::SkipField(&in, tag);
+    }
+  });
+}
+
+bool read_container(CodedInputStream& in, ContainerRead& container) {
+  return read_message(in, [&](std::uint32_t tag) {
+    switch (delimited_field(tag)) {
+      case k_container_name:
+        return read_string(in, container.name);
+      case k_container_devices: {
+        DevicesRead devices;
+        if (!read_devices(in, devices)) {
+          return false;
+        }
+        if (!devices.device_ids.empty()) {
+          container.devices.push_back(std::move(devices));
+        }
+        return true;
+      }
+      default:
+        return WireFormatLite::SkipField(&in, tag);
+    }
+  });
+}
+
+// A container holding devices is kept while the pod has room for it; past k_max_containers the pod is
+// marked and read on (its name may come after its containers on the wire) without keeping more.
+bool read_pod_container(CodedInputStream& in, PodRead& pod) {
+  ContainerRead container;
+  if (!read_container(in, container)) {
+    return false;
+  }
+  if (container.devices.empty()) {
+    return true;
+  }
+  if (pod.holding.size() == k_max_containers) {
+    pod.over = true;
+    return true;
+  }
+  pod.holding.push_back(std::move(container));
+  return true;
+}
+
+bool read_pod(CodedInputStream& in, PodRead& pod) {
+  return read_message(in, [&](std::uint32_t tag) {
+    switch (delimited_field(tag)) {
+      case k_pod_name:
+        return read_string(in, pod.name);
+      case k_pod_namespace:
+        return read_string(in, pod.namespace_name);
+      case k_pod_containers:
+        return read_pod_container(in, pod);
+      default:
+        return WireFormatLite::SkipField(&in, tag);
+    }
+  });
+}
+
+// Appends one entry per container and resource of `pod` (all of them hold IDs).
+void copy_pod(PodRead& pod, std::vector<ContainerDevices>& out) {
+  for (auto& container : pod.holding) {
+    for (auto& devices : container.devices) {
+      out.push_back(ContainerDevices{
+          .pod = pod.name,
+          .namespace_name = pod.namespace_name,
+          .container = container.name,
+          .resource_name = std::move(devices.resource_name),
+          .device_ids = std::move(devices.device_ids),
+      });
+    }
   }
 }
 
-// Appends the entries of `pod`'s containers; at most k_max_containers of them may hold devices.
-Result<void> copy_pod(const v1::PodResources& pod, std::vector<ContainerDevices>& out) {
-  std::size_t holding = 0;
-  for (const auto& container : pod.containers()) {
-    if (!holds_devices(container)) {
-      continue;
-    }
-    if (++holding > k_max_containers) {
-      return fail("pod-resources: List: pod " + escape_for_log(pod.namespace_()) + "/" +
-                  escape_for_log(pod.name()) + ": more than " + std::to_string(k_max_containers) +
-                  " containers hold devices: the answer is refused");
-    }
-    copy_container(pod, container, out);
-  }
-  return {};
+std::unexpected<Error> not_a_response() {
+  return fail("pod-resources: List: INTERNAL: the answer is not a ListPodResourcesResponse");
 }
 
-Result<std::vector<ContainerDevices>> copy_answer(const v1::ListPodResourcesResponse& answer) {
+// Walks ListPodResourcesResponse's wire format one pod at a time, checking the bounds as each pod is
+// read: a huge answer is refused at the pod that passes them and never becomes a tree of its own.
+Result<std::vector<ContainerDevices>> decode_answer(std::string_view message) {
+  CodedInputStream in(reinterpret_cast<const std::uint8_t*>(message.data()),
+                      static_cast<int>(message.size()));
   std::vector<ContainerDevices> out;
   std::size_t holding = 0;
-  for (const auto& pod : answer.pod_resources()) {
-    const auto& containers = pod.containers();
-    if (std::none_of(containers.begin(), containers.end(), holds_devices)) {
+  while (const std::uint32_t tag = in.ReadTag()) {
+    if (delimited_field(tag) != k_response_pod_resources) {
+      if (!WireFormatLite::SkipField(&in, tag)) {
+        return not_a_response();
+      }
+      continue;
+    }
+    PodRead pod;
+    if (!read_pod(in, pod)) {
+      return not_a_response();
+    }
+    if (pod.holding.empty()) {
       continue;
     }
     if (++holding > k_max_pods) {
       return fail("pod-resources: List: more than " + std::to_string(k_max_pods) +
                   " pods hold devices: the answer is refused");
     }
-    GPUCTK_TRY(copy_pod(pod, out));
+    if (pod.over) {
+      return fail("pod-resources: List: pod " + escape_for_log(pod.namespace_name) + "/" +
+                  escape_for_log(pod.name) + ": more than " + std::to_string(k_max_containers) +
+                  " containers hold devices: the answer is refused");
+    }
+    copy_pod(pod, out);
+  }
+  if (!in.ConsumedEntireMessage()) {
+    return not_a_response();
   }
   return out;
 }
 
-// The call and the copy; the decoded answer is gone when it returns.
-Result<std::vector<ContainerDevices>> list_and_copy(const std::string& socket_path,
-                                                    std::chrono::milliseconds timeout) {
-  GPUCTK_TRY_ASSIGN(const auto answer, call_list(socket_path, timeout));
-  return copy_answer(answer);
+// The call and the walk; the answer's bytes are gone when it returns.
+Result<std::vector<ContainerDevices>> list_and_decode(const std::string& socket_path,
+                                                      std::chrono::milliseconds timeout) {
+  auto message = grpc_unary(GrpcUnaryCall{.socket_path = socket_path,
+                                          .method = k_list_method,
+                                          .request = {},
+                                          .max_message = k_max_pod_resources_message,
+                                          .timeout = timeout});
+  if (!message) {
+    return fail("pod-resources: List: " + message.error().message);
+  }
+  return decode_answer(*message);
 }
 
 }  // namespace
@@ -139,10 +248,10 @@ Result<std::vector<ContainerDevices>> list_and_copy(const std::string& socket_pa
 Result<std::vector<ContainerDevices>> list_pod_resources(const std::string& socket_path,
                                                          std::chrono::milliseconds timeout) {
   GPUCTK_TRY(check_socket(socket_path));
-  auto listed = list_and_copy(socket_path, timeout);
-  // A large answer is decoded into many small allocations (100 000 pods: about 70 MiB) that malloc keeps
-  // once freed; handing them back keeps one broken answer from holding the exporter's resident set up
-  // (bench/pod_resources_rss.cpp: 14 MiB after such answers without this, 7.6 MiB with a normal one).
+  auto listed = list_and_decode(socket_path, timeout);
+  // The answer's bytes (up to 16 MiB in one allocation) and what was copied of a refused answer are freed
+  // by now; once glibc has raised its mmap threshold past such a size they stay in the heap unless handed
+  // back, and one broken answer would hold the exporter's resident set up.
   ::malloc_trim(0);
   return listed;
 }

@@ -1,13 +1,15 @@
 #pragma once
-// gpuctk-exporter's client of the kubelet's pod-resources API v1: one List call over gRPC on the kubelet's
-// unix socket, its answer copied into plain structs for metrics::attribute (attribution.hpp). Built only
-// with -DGPUCTK_EXPORTER=ON, into the library gpuctk_pod_resources: the one part of the exporter that
-// links gRPC, so gpuctk_core never does.
+// gpuctk-exporter's client of the kubelet's pod-resources API v1: one List call, gRPC's protocol over
+// HTTP/2 on the kubelet's unix socket (grpc_unary.hpp: nghttp2, no gRPC runtime), its answer's wire format
+// walked with protobuf-lite into plain structs for metrics::attribute (attribution.hpp). Built only with
+// -DGPUCTK_EXPORTER=ON, into the library gpuctk_pod_resources: the one part of the exporter that links
+// nghttp2 and protobuf, so gpuctk_core never does.
 //
 // The answer comes from the kubelet and its names from pods: it is bounded on the wire (at most
-// k_max_pod_resources_message bytes, gRPC refuses more before decoding) and in what is copied (at most
-// k_max_pods pods holding devices, k_max_containers containers holding devices in any one pod). Names and
-// device IDs are copied as they are, however odd: escaping is the renderer's job, bounding attribute's.
+// k_max_pod_resources_message bytes, refused from its length prefix before any of it is kept) and in what
+// is copied (at most k_max_pods pods holding devices, k_max_containers containers holding devices in any
+// one pod), the bounds checked pod by pod while the answer is read. Names and device IDs are copied as they
+// are, however odd: escaping is the renderer's job, bounding attribute's.
 
 #include <chrono>
 #include <cstddef>
@@ -36,7 +38,9 @@ inline constexpr const char* k_pod_resources_socket = "/var/lib/kubelet/pod-reso
 //   "pod-resources: List: <code name>: <message>"       the call failed: DEADLINE_EXCEEDED (the kubelet
 //                                                       did not answer in time), UNAVAILABLE (nothing
 //                                                       listening), RESOURCE_EXHAUSTED (an answer over
-//                                                       16 MiB), UNIMPLEMENTED (a kubelet without v1), …
+//                                                       16 MiB), UNIMPLEMENTED (a kubelet without v1),
+//                                                       INTERNAL (an answer that is not gRPC's or not
+//                                                       a ListPodResourcesResponse), … (grpc_unary.hpp)
 //   "pod-resources: List: more than 4096 pods hold devices: the answer is refused"
 //   "pod-resources: List: pod <namespace>/<name>: more than 64 containers hold devices: the answer is
 //    refused"
