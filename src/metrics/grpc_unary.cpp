@@ -158,6 +158,16 @@ class Answer {
     return 0;
   }
 
+  // The server's side of the stream ended (END_STREAM on HEADERS or DATA): the answer is whole, even while
+  // our own request is still being sent (a server may answer before it has read all of it).
+  int on_frame(const nghttp2_frame& frame) {
+    const bool answer_frame = frame.hd.type == NGHTTP2_HEADERS || frame.hd.type == NGHTTP2_DATA;
+    if (frame.hd.stream_id == m_stream && answer_frame && (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+      m_closed = true;
+    }
+    return 0;
+  }
+
   int on_close(std::int32_t stream, std::uint32_t error) {
     if (stream == m_stream) {
       m_closed = true;
@@ -263,6 +273,10 @@ int on_data(nghttp2_session* /*session*/, std::uint8_t /*flags*/, std::int32_t s
   return answer_of(user_data).on_data(stream, view(data, size));
 }
 
+int on_frame(nghttp2_session* /*session*/, const nghttp2_frame* frame, void* user_data) {
+  return answer_of(user_data).on_frame(*frame);
+}
+
 int on_close(nghttp2_session* /*session*/, std::int32_t stream, std::uint32_t error, void* user_data) {
   return answer_of(user_data).on_close(stream, error);
 }
@@ -311,6 +325,7 @@ Result<Session> new_session(Answer& answer) {
   }
   nghttp2_session_callbacks_set_on_header_callback(callbacks, on_header);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, on_data);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, on_frame);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, on_close);
   nghttp2_session_callbacks_set_error_callback2(callbacks, on_error);
   nghttp2_session* session = nullptr;
@@ -401,8 +416,12 @@ class Exchange {
   }
 
  private:
+  // Everything nghttp2 has to send, serialized before the next read: a stream is open for nghttp2 only
+  // once its HEADERS are serialized, and an answer read before that would be a protocol error. What it
+  // queues is small (the request, SETTINGS and PING acknowledgements, WINDOW_UPDATEs) and nghttp2 refuses
+  // a peer that floods it (NGHTTP2_ERR_FLOODED).
   Result<void> fill_output() {
-    while (m_output.empty()) {
+    while (true) {
       const std::uint8_t* data = nullptr;
       const ssize_t size = nghttp2_session_mem_send(m_session, &data);
       if (size < 0) {
@@ -411,9 +430,8 @@ class Exchange {
       if (size == 0) {
         return {};
       }
-      m_output.assign(reinterpret_cast<const char*>(data), static_cast<std::size_t>(size));
+      m_output.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(size));
     }
-    return {};
   }
 
   Result<void> wait(bool want_read) {
