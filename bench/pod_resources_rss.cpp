@@ -1,7 +1,7 @@
-// pod_resources_rss SOCKET [CALLS [INTERVAL_MS]]: what gRPC's client costs gpuctk-exporter's resident set.
-// Calls list_pod_resources (src/metrics/pod_resources) on SOCKET CALLS times (default 1000), one every
-// INTERVAL_MS (default 1000, the exporter's pace at most), and does nothing else; prints VmRSS and VmHWM
-// (/proc/self/status) after the first call, every 100th and the last, with the entries and errors seen:
+// pod_resources_rss SOCKET [CALLS [INTERVAL_MS]]: what the pod-resources client costs gpuctk-exporter's
+// resident set. Calls list_pod_resources (src/metrics/pod_resources) on SOCKET CALLS times (default 1000),
+// one every INTERVAL_MS (default 1000, the exporter's pace at most), and does nothing else; prints VmRSS and
+// VmHWM (/proc/self/status) after the first call, every 100th and the last, with the entries and errors seen:
 //   "call 100: VmRSS 5120 kB  VmHWM 5200 kB  entries 8  errors 0"
 // Measures, never asserts (bench/README.md has the figures). Exit 2 on bad arguments.
 #include <chrono>
