@@ -297,7 +297,7 @@ ssize_t read_body(nghttp2_session* /*session*/, std::int32_t /*stream*/, std::ui
                   std::size_t size, std::uint32_t* flags, nghttp2_data_source* source, void* /*user_data*/) {
   auto& body = *static_cast<Body*>(source->ptr);
   const std::size_t take = std::min(size, body.bytes.size() - body.sent);
-  std::memcpy(buffer, body.bytes.data() + body.sent, take);
+  body.bytes.copy(reinterpret_cast<char*>(buffer), take, body.sent);
   body.sent += take;
   if (body.sent == body.bytes.size()) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
