@@ -429,6 +429,16 @@ Result<Mode> parse_mode(std::string_view text) {
   return fail("unknown mode \"" + std::string(text) + "\" (want auto, nvml, proc or management)");
 }
 
+Result<std::string> find_nvml_library(const std::string& driver_root) {
+  std::vector<std::string> warnings;  // a missing cache only narrows the search, as in discover()
+  GPUCTK_TRY_ASSIGN(const auto cache, load_cache(driver_root, warnings));
+  if (auto library = find_nvml(driver_root, cache)) {
+    return *library;
+  }
+  return fail(std::string(k_nvml_soname) + ": not found under " + driver_root +
+              " (ld.so.cache and standard library directories)");
+}
+
 Result<Inventory> discover(const DiscoverOptions& options) {
   GPUCTK_TRY(check_roots(options));
   Inventory inv;

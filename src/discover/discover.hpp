@@ -31,6 +31,12 @@ struct DiscoverOptions {
 // (`gpuctk info`) checks them itself.
 Result<void> check_roots(const DiscoverOptions& options);
 
+// The path of libnvidia-ml.so.1 inside `driver_root`, found as discover() finds it (the root's ld.so.cache,
+// then the standard library directories), for a service that opens NVML again and again (gpuctk-exporter).
+// Errors: "libnvidia-ml.so.1: not found under <root> (ld.so.cache and standard library directories)", or
+// a corrupt ld.so.cache.
+Result<std::string> find_nvml_library(const std::string& driver_root);
+
 // Discovers everything about the host. Errors name the path and the cause: a root that does not exist,
 // no driver under the root (with "; <root>/run/nvidia/driver is a driver container's root: use
 // --driver-root <root>/run/nvidia/driver" when there is one),

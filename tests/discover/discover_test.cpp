@@ -18,6 +18,7 @@
 #include "discover/device_nodes.hpp"
 #include "discover/driver_files.hpp"
 #include "discover/host_fs.hpp"
+#include "discover/nvml.hpp"
 #include "fixtures/builder/hosts.hpp"
 
 namespace gpuctk::discover {
@@ -229,6 +230,28 @@ TEST(Discover, EmptyRootHasNoDriver) {
                                      "/proc/driver/nvidia/version and libcuda.so.<version> or "
                                      "libnvidia-ml.so.<version> in the standard library directories of " +
                                      empty + " (none exists)");
+}
+
+// gpuctk-exporter opens NVML again after a driver reload: the library is found as discover() finds it.
+TEST(Discover, FindsTheNvmlLibraryAsDiscoveryDoes) {
+  auto f = materialise_or_die("t4-debian");
+  ASSERT_TRUE(f.host.nvml_is_mock);
+  auto library = find_nvml_library(f.host.driver_root);
+  ASSERT_TRUE(library) << library.error().message;
+  EXPECT_TRUE(library->starts_with(f.host.driver_root + "/")) << *library;
+  auto nvml = Nvml::open(*library);  // the mock, which serves the fixture's GPU
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  EXPECT_EQ(nvml->report().value().gpus.at(0).uuid, f.manifest.gpus[0].uuid);
+}
+
+TEST(Discover, NoNvmlLibrarySaysWhereItWasSought) {
+  fixture::Fixture f = materialise_or_die("t4-debian");
+  const std::string empty = f.temp.path() + "/empty";
+  std::filesystem::create_directories(empty);
+  auto library = find_nvml_library(empty);
+  ASSERT_FALSE(library);
+  EXPECT_EQ(library.error().message, "libnvidia-ml.so.1: not found under " + empty +
+                                         " (ld.so.cache and standard library directories)");
 }
 
 // A mistyped root says so, instead of listing what was searched below it.
