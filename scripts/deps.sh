@@ -24,6 +24,10 @@ build_packages=(libgtest-dev libbenchmark-dev)
 # protobuf-lite from libprotobuf-dev) instead of linking gRPC's runtime; it ships libnghttp2.a.
 plugin_packages=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   golang-github-gogo-protobuf-dev libnghttp2-dev)
+# gpuctk-exporter only (-DGPUCTK_EXPORTER=ON, beside the gRPC of plugin_packages for its pod-resources
+# client): libmicrohttpd, its HTTP server, built with GnuTLS, whose API verifies client certificates, and
+# libcrypt's crypt_r, which checks the web config's bcrypt passwords.
+exporter_packages=(libmicrohttpd-dev libgnutls28-dev libcrypt-dev)
 # binutils' readelf is not needed; ldconfig (libc-bin) builds the fixture hosts' ld.so.cache. The package
 # test (tests/package): cpack's dpkg-shlibdeps (dpkg-dev), lintian, systemd-analyze (systemd). The
 # real-package host (tests/realhost): debootstrap makes the Debian root its driver packages install into.
@@ -33,9 +37,10 @@ plugin_packages=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compil
 # scripts/test.sh builds with Ninja (its log and dependency records feed scripts/lint.sh's clang-tidy
 # cache) through ccache. prometheus: the real Prometheus that scrapes gpuctk-exporter and its promtool,
 # which checks the exposition (metrics.promtool) and unit-tests the alerts (tests/metrics; run as plain processes, never the service).
+# openssl: the certificates of gpuctk-exporter's TLS test (exporter.daemon).
 test_packages=(ninja-build ccache libc-bin python3 runc crun podman containerd docker.io busybox-static hyperfine util-linux
   dpkg-dev lintian systemd buildah debootstrap python3-grpcio python3-grpc-tools musl-tools
-  python3-yaml prometheus)
+  python3-yaml prometheus openssl)
 # fuzz/ (gcc has no libFuzzer): clang, libFuzzer and the ASan/UBSan runtimes (libclang-rt), and
 # llvm-symbolizer for readable stacks in crash reports (llvm-16).
 fuzz_packages=(clang-16 libclang-rt-16-dev llvm-16)
@@ -46,8 +51,8 @@ wanted=("${demo_packages[@]}")
 case "${1:-build}" in
   demo) ;;
   build) wanted+=("${build_packages[@]}") ;;
-  plugin) wanted+=("${build_packages[@]}" "${plugin_packages[@]}") ;;
-  test) wanted+=("${build_packages[@]}" "${plugin_packages[@]}" "${test_packages[@]}" "${fuzz_packages[@]}" "${lint_packages[@]}") ;;
+  plugin) wanted+=("${build_packages[@]}" "${plugin_packages[@]}" "${exporter_packages[@]}") ;;
+  test) wanted+=("${build_packages[@]}" "${plugin_packages[@]}" "${exporter_packages[@]}" "${test_packages[@]}" "${fuzz_packages[@]}" "${lint_packages[@]}") ;;
   fuzz) wanted+=("${build_packages[@]}" "${fuzz_packages[@]}") ;;
   *)
     echo "scripts/deps.sh: unknown set \"$1\" (want demo, build, plugin, test or fuzz)" >&2

@@ -74,16 +74,17 @@ run_suite() {
 
 echo "== release build (warnings are errors)"
 # Prefix /usr: the .deb (tests/package/deb.sh) is packaged from this tree, whose binary names /usr/bin/gpuctk.
-# The device plugin's daemon is built and driven by its kubelet stand-in here (plugin.kubelet), and the
-# exporter's pod-resources client meets its own (exporter.pod_resources).
+# The device plugin's daemon is built and driven by its kubelet stand-in here (plugin.kubelet), the
+# exporter's pod-resources client meets its own (exporter.pod_resources) and the exporter is scraped on a
+# fixture host (exporter.daemon).
 run_suite build/test/release release -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
   -DCMAKE_INSTALL_PREFIX=/usr -DGPUCTK_DEVICE_PLUGIN=ON -DGPUCTK_EXPORTER=ON
 phase "lint"
 bash scripts/lint.sh build/test/release
 echo "== ASan + UBSan build"
 # What the sanitizers add to the release run: the unit tests, the hostile-image suite, the device plugin's
-# daemon under its kubelet stand-in, the exporter's pod-resources client and one end-to-end case per
-# injection path (label asan).
+# daemon under its kubelet stand-in, the exporter's pod-resources client and daemon, and one end-to-end
+# case per injection path (label asan).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build/test/asan asan -L asan -- -DCMAKE_BUILD_TYPE=Debug -DGPUCTK_SANITIZE=ON -DGPUCTK_BENCH=OFF \
   -DGPUCTK_UNIT_SHARDS="$((jobs * 2))" -DGPUCTK_DEVICE_PLUGIN=ON -DGPUCTK_EXPORTER=ON
