@@ -20,6 +20,8 @@ exit 1; a missing tool: "SKIP: <why>" and exit 77):
                 the record removed: /health 200 and the GPUs' values again, without a restart
   xid           an Xid 79 of GPU 3 on the events FIFO: DCGM_FI_DEV_XID_ERRORS of GPU 3 is 79
   sigterm       SIGTERM: exit 0
+  no-kubelet    -k with no pod-resources socket: one warning line however many collections, the GPUs'
+                values served without pod labels, /health 200
   tls-auth      with --web-config-file (TLS, basic auth, a header): the right password 200 over TLS, a
                 wrong one and none 401 with WWW-Authenticate, plain HTTP gets no HTTP answer, the
                 header on every answer; SIGTERM exit 0
@@ -286,6 +288,24 @@ def check_xid(client, events, uuids):
     print("ok xid")
 
 
+def check_no_kubelet(command, env, lab, uuids):
+    socket_path = os.path.join(lab, "no-kubelet.sock")
+    daemon = Daemon(command + ["-k", "-p", socket_path], env, os.path.join(lab, "no-kubelet.log"))
+    try:
+        client = Client(daemon.listening())
+        until_metrics(client, "collections with -k", lambda s: int(own(s, "gpuctk_exporter_collections_total")) >= 3)
+        samples = client.metrics()
+        check(len(by_uuid(samples, "DCGM_FI_DEV_GPU_TEMP")) == len(uuids), "-k without a kubelet: GPU values missing")
+        check(not any("pod" in labels for n, labels, _ in samples), "-k without a kubelet: pod labels")
+        check(client.request("GET", "/health")[0] == 200, "-k without a kubelet: /health not 200")
+        check(daemon.terminate() == 0, f"-k: SIGTERM: exit {daemon.process.returncode}")
+        warnings = [line for line in daemon.stderr().splitlines() if "pod-resources" in line]
+        check(len(warnings) == 1 and socket_path in warnings[0], f"-k without a kubelet: warnings {warnings}")
+    finally:
+        daemon.kill()
+    print("ok no-kubelet")
+
+
 def openssl(*args):
     out = subprocess.run(["openssl", *args], capture_output=True, text=True, check=False)
     check(out.returncode == 0, f"openssl {' '.join(args)}: {out.stderr.strip()}")
@@ -416,6 +436,7 @@ def main(argv):
             print("ok sigterm")
         finally:
             daemon.kill()
+        check_no_kubelet(command, env, lab, uuids)
         check_tls_auth(command, env, lab)
     return 0
 
