@@ -164,6 +164,9 @@ void add_entry(const ContainerDevices& entry, Taken& taken, Attribution& out, Cu
     ++*ids;
     add_device_id(entry, id, out, cuts);
   }
+  if (entry.device_ids_not_copied != 0) {
+    cuts.device_ids.add([&] { return container_path(entry); }, entry.device_ids_not_copied);
+  }
 }
 
 // Holders sorted and unique (a container holding two replicas of one GPU holds it once), at most

@@ -31,6 +31,9 @@ struct ContainerDevices {
   std::string container;
   std::string resource_name;            // "nvidia.com/gpu"
   std::vector<std::string> device_ids;  // "GPU-…", "MIG-…", "GPU-…::3"
+  // IDs listed past the first k_max_device_ids that the client did not copy (attribute counts them with
+  // the ones it cuts itself), so a hostile answer of tiny IDs never costs more memory than the bound.
+  std::size_t device_ids_not_copied = 0;
 };
 
 struct Attribution {

@@ -56,7 +56,8 @@ Result<void> check_socket(const std::string& path) {
 // k_max_containers of them (`over` says there were more), and of those only the resources listing IDs.
 struct DevicesRead {
   std::string resource_name;
-  std::vector<std::string> device_ids;
+  std::vector<std::string> device_ids;  // at most k_max_device_ids: attribute would cut the rest anyway
+  std::size_t not_copied = 0;           // the IDs past them, skipped on the wire
 };
 struct ContainerRead {
   std::string name;
@@ -81,6 +82,11 @@ int delimited_field(std::uint32_t tag) {
 bool read_string(CodedInputStream& in, std::string& out) {
   std::uint32_t size = 0;
   return in.ReadVarint32(&size) && size <= INT_MAX && in.ReadString(&out, static_cast<int>(size));
+}
+
+bool skip_string(CodedInputStream& in) {
+  std::uint32_t size = 0;
+  return in.ReadVarint32(&size) && size <= INT_MAX && in.Skip(static_cast<int>(size));
 }
 
 // Reads one length-delimited message with `read_field(tag)` for each of its fields, within its length:
@@ -111,6 +117,10 @@ bool read_devices(CodedInputStream& in, DevicesRead& devices) {
       case k_devices_resource_name:
         return read_string(in, devices.resource_name);
       case k_devices_device_ids:
+        if (devices.device_ids.size() == k_max_device_ids) {
+          ++devices.not_copied;
+          return skip_string(in);
+        }
         return read_string(in, devices.device_ids.emplace_back());
       default:
         return WireFormatLite::SkipField(&in, tag);
@@ -182,6 +192,7 @@ void copy_pod(PodRead& pod, std::vector<ContainerDevices>& out) {
           .container = container.name,
           .resource_name = std::move(devices.resource_name),
           .device_ids = std::move(devices.device_ids),
+          .device_ids_not_copied = devices.not_copied,
       });
     }
   }

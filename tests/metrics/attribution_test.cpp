@@ -163,6 +163,19 @@ TEST(MetricsAttribution, APodWithHugeListsIsCut) {
             }));
 }
 
+TEST(MetricsAttribution, IdsTheClientDidNotCopyAreCountedWithTheCut) {
+  auto listed =
+      std::vector<ContainerDevices>{entry("ml", "huge", "main", "nvidia.com/gpu.shared", {k_gpu0 + "::0"})};
+  listed[0].device_ids_not_copied = 99999;
+  const auto a = attribute(listed);
+  EXPECT_EQ(a.holders.at(k_gpu0).size(), 1u);
+  EXPECT_EQ(a.warnings,
+            (std::vector<std::string>{
+                "pod-resources: 99999 device IDs past a container's first 1024 left out (the first "
+                "in ml/huge/main)",
+            }));
+}
+
 TEST(MetricsAttribution, PodsAndHoldersPastTheirBoundsAreCut) {
   std::vector<ContainerDevices> listed;
   for (std::size_t i = 0; i < k_max_pods + 3; ++i) {

@@ -314,6 +314,28 @@ TEST_F(PodResourcesTest, ContainerBoundPerPod) {
             "pod-resources: List: pod ml/p\\n0: more than 64 containers hold devices: the answer is refused");
 }
 
+// A container listing more IDs than attribute would keep: the client copies k_max_device_ids of them and
+// counts the rest, so an answer of many tiny IDs never becomes a much larger tree.
+TEST_F(PodResourcesTest, DeviceIdsPastTheBoundAreCountedNotCopied) {
+  nlohmann::json ids = nlohmann::json::array();
+  for (std::size_t i = 0; i < k_max_device_ids + 500; ++i) {
+    ids.push_back("GPU-0::" + std::to_string(i));
+  }
+  nlohmann::json answer = {
+      {"pod_resources",
+       {{{"name", "p"},
+         {"namespace", "ml"},
+         {"containers",
+          {{{"name", "c"}, {"devices", {{{"resource_name", "nvidia.com/gpu"}, {"device_ids", ids}}}}}}}}}}};
+  serve_json(answer.dump());
+  const auto listed = list_pod_resources(socket(), k_timeout);
+  ASSERT_TRUE(listed) << listed.error().message;
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front().device_ids.size(), k_max_device_ids);
+  EXPECT_EQ(listed->front().device_ids.back(), "GPU-0::" + std::to_string(k_max_device_ids - 1));
+  EXPECT_EQ(listed->front().device_ids_not_copied, 500u);
+}
+
 TEST_F(PodResourcesTest, OddNamesComeBackIntact) {
   serve({"odd"});
   const auto listed = list_pod_resources(socket(), k_timeout);
