@@ -1,9 +1,9 @@
 #pragma once
 // Which pod holds which device, from the kubelet's pod-resources API (v1 List): the answer decoded into
-// plain structs by the exporter's gRPC client, then mapped onto the collection's devices here. Device IDs
-// are what device plugins advertise: a GPU's UUID ("GPU-…"), a MIG device's ("MIG-…"), a time-sliced or
-// MPS replica of either ("<uuid>::<n>", gpuctk's and NVIDIA's plugin); resources are nvidia.com/gpu,
-// nvidia.com/gpu.shared, nvidia.com/mig-<profile> and any other name under nvidia.com/.
+// plain structs by the exporter's client (pod_resources.hpp), then mapped onto the collection's devices here.
+// Device IDs are what device plugins advertise: a GPU's UUID ("GPU-…"), a MIG device's ("MIG-…"), a
+// time-sliced or MPS replica of either ("<uuid>::<n>", gpuctk's and NVIDIA's plugin); resources are
+// nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-<profile> and any other name under nvidia.com/.
 //
 // Everything here came from the kubelet and is bounded: at most k_max_pods pods, k_max_containers
 // containers per pod, k_max_device_ids device IDs per container and k_max_holders holders per device;
