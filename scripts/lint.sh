@@ -46,8 +46,9 @@ declare -A allowed=(
   [hook]="util discover oci cdi rootfs cgroup"
   [install]="util discover cdi engine"
   [labels]="util discover"
+  [kube]="util"
   [metrics]="util discover"
-  [plugin]="util discover cdi labels"
+  [plugin]="util discover cdi kube labels"
   [cli]="util discover oci cdi rootfs cgroup engine hook install labels"
 )
 for module in "${!allowed[@]}"; do

@@ -71,6 +71,12 @@ struct Config {
   std::vector<labels::ReplicatedResource> replicated;
   // A request of more than one replica is refused (time-slicing: default false; MPS: default true).
   bool fail_requests_greater_than_one = false;
+  // IMEX channels (imex.channelIDs, --imex-channel-ids, IMEX_CHANNEL_IDS): [] or [0], as NVIDIA's plugin
+  // allows; each is answered as its device node /dev/nvidia-caps-imex-channels/channel<id> (allocate.hpp).
+  // imex_required (imex.required, --imex-required, IMEX_REQUIRED): a channel whose node is missing at the
+  // start is an error; otherwise it is left out of the answers with a warning.
+  std::vector<uint32_t> imex_channel_ids;
+  bool imex_required = false;
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";  // plugins' sockets beside it
   std::string config_file;                                                      // "" when none
   std::vector<std::string> warnings;  // what is accepted but ignored
