@@ -124,11 +124,16 @@ uint64_t HealthBoard::version() const {
   return m_version;
 }
 
-uint64_t HealthBoard::wait_change(uint64_t seen, const std::function<bool()>& done) const {
+uint64_t HealthBoard::wait_change(uint64_t seen, const std::function<bool()>& done,
+                                  std::optional<std::chrono::milliseconds> timeout) const {
   std::unique_lock lock(m_mutex);
   const uint64_t wakes = m_wakes;
-  m_changed.wait(lock,
-                 [&] { return m_version != seen || m_stopped || m_wakes != wakes || (done && done()); });
+  const auto over = [&] { return m_version != seen || m_stopped || m_wakes != wakes || (done && done()); };
+  if (timeout) {
+    m_changed.wait_for(lock, *timeout, over);
+  } else {
+    m_changed.wait(lock, over);
+  }
   return m_version;
 }
 
@@ -199,7 +204,7 @@ EventVerdict judge_event(const std::vector<Resource>& resources, const XidPolicy
 
 void watch_health(discover::NvmlEvents& events, const std::vector<Resource>& resources,
                   const XidPolicy& policy, HealthBoard& board, std::chrono::milliseconds poll,
-                  const std::function<void(const std::string&)>& log) {
+                  const std::function<void(const std::string&)>& log, const std::function<bool()>& stop) {
   std::vector<std::string> gpus;
   for (const auto& resource : resources) {
     for (const auto& device : resource.devices) {
@@ -219,7 +224,7 @@ void watch_health(discover::NvmlEvents& events, const std::vector<Resource>& res
       log("health: " + gpu + " is too old for health checks (no Xid events): left healthy");
     }
   }
-  while (!board.stopped()) {
+  while (!board.stopped() && !(stop && stop())) {
     auto event = events.wait(poll);
     if (!event) {
       const auto marked = board.mark_unhealthy(all_devices(resources));

@@ -2,8 +2,9 @@
 // Device health, as NVIDIA's device plugin decides it (internal/rm/health.go): NVML's critical Xid
 // events mark devices unhealthy, except the application errors of its skip list (13, 31, 43, 45, 68, 109)
 // and what DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS say; a failed wait (NVML lost) marks every
-// device unhealthy. Nothing marks a device healthy again (NVIDIA's neither). Without NVML (proc mode)
-// devices are reported healthy and not watched.
+// device unhealthy. Nothing marks a device healthy again (NVIDIA's neither) but a new board: the daemon
+// starts one with each new device set (a reload, a kubelet restart), as NVIDIA's plugin starts anew. Without
+// NVML (proc mode) devices are reported healthy and not watched.
 //
 // Deliberate differences: DP_DISABLE_HEALTHCHECKS=all with some Xids in DP_ENABLE_HEALTHCHECKS watches
 // those Xids (what NVIDIA's comment on IsAllDisabled says; its code turns every check off); an event marks
@@ -12,6 +13,7 @@
 // retrying the failed wait in a loop.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -59,8 +61,11 @@ class HealthBoard {
   // Waits until version() differs from `seen`, stop() was called, wake() is called during the wait or
   // `done` (when given) is true; returns the version then (`seen` again after a wake or `done`). `done` is
   // read under the board's lock, before the wait and after every wake: a flag set before wake() is never
-  // missed, even when wake() came before the wait began.
-  uint64_t wait_change(uint64_t seen, const std::function<bool()>& done = {}) const;
+  // missed, even when wake() came before the wait began. With a `timeout`, the wait also ends when it
+  // passed (returning `seen` when nothing changed): a caller whose `done` can turn true without a wake
+  // (a gRPC stream the client cancelled) looks at it again that often.
+  uint64_t wait_change(uint64_t seen, const std::function<bool()>& done = {},
+                       std::optional<std::chrono::milliseconds> timeout = std::nullopt) const;
   // Ends every wait_change now without a change: a stream that is closing sets its flag (the `done` of its
   // wait), then wakes.
   void wake();
@@ -97,12 +102,13 @@ struct EventVerdict {
 EventVerdict judge_event(const std::vector<Resource>& resources, const XidPolicy& policy,
                          const discover::NvmlEvent& event);
 
-// Watches `resources` through `events` until `board` is stopped (waiting at most `poll` per NVML call,
-// so a stop is seen within it). Registers every GPU of the resources: a GPU that cannot register is
-// marked unhealthy, one too old for events is left healthy with a note. A failed wait marks everything
-// unhealthy and ends the watch. Every decision goes to `log`.
+// Watches `resources` through `events` until `board` is stopped or `stop` (when given) is true, waiting at
+// most `poll` per NVML call, so that either is seen within it; `stop` ends the watch alone, the streams
+// on the board go on (the daemon closes the NVML session so, to discover again). Registers every GPU of the
+// resources: a GPU that cannot register is marked unhealthy, one too old for events is left healthy with a
+// note. A failed wait marks everything unhealthy and ends the watch. Every decision goes to `log`.
 void watch_health(discover::NvmlEvents& events, const std::vector<Resource>& resources,
                   const XidPolicy& policy, HealthBoard& board, std::chrono::milliseconds poll,
-                  const std::function<void(const std::string&)>& log);
+                  const std::function<void(const std::string&)>& log, const std::function<bool()>& stop = {});
 
 }  // namespace gpuctk::plugin

@@ -263,5 +263,51 @@ TEST_F(PluginHealthWatch, AStopEndsTheWatchWithinOnePoll) {
   EXPECT_TRUE(board.healthy(k_gpu0));
 }
 
+// The daemon stops the watch alone to discover again (the NVML session must close): its own flag ends it,
+// and the board, which the streams still read, is not stopped.
+TEST_F(PluginHealthWatch, ItsOwnStopFlagEndsTheWatchAndLeavesTheBoardRunning) {
+  auto nvml = discover::Nvml::open((m_dir / "libnvidia-ml.so.1").string());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  auto events = nvml->events();
+  ASSERT_TRUE(events);
+  const auto none = resources(labels::MigStrategy::none);
+  HealthBoard board;
+  std::atomic<bool> stop{false};
+  std::thread watcher([&] {
+    watch_health(
+        *events, none, policy(), board, std::chrono::milliseconds(50), [](auto&) {},
+        [&] { return stop.load(); });
+  });
+  stop = true;
+  watcher.join();
+  EXPECT_FALSE(board.stopped());
+}
+
+// A stream whose `done` turns true without a wake (the kubelet cancelled it) sees it at the timeout.
+TEST(PluginHealth, AWaitWithATimeoutLooksAtItsFlagAgainWithoutAWake) {
+  HealthBoard board;
+  std::atomic<bool> cancelled{false};
+  std::atomic<bool> looked{false};
+  auto waiter = std::async(std::launch::async, [&] {
+    return board.wait_change(
+        0,
+        [&] {
+          looked = true;
+          return cancelled.load();
+        },
+        std::chrono::milliseconds(10));
+  });
+  while (!looked) {
+    std::this_thread::yield();
+  }
+  cancelled = true;  // after the wait looked at it, and no wake(): only the timeout lets the waiter see it
+  const bool ended = waiter.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!ended) {
+    board.stop();
+  }
+  ASSERT_TRUE(ended) << "the wait never looked at its flag again";
+  EXPECT_EQ(waiter.get(), 0u);
+}
+
 }  // namespace
 }  // namespace gpuctk::plugin
