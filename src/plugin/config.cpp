@@ -91,6 +91,11 @@ const std::vector<Flag>& flags() {
        {"GPUCTK_CDI_KIND"},
        Kind::text,
        "the CDI kind of CDI answers, as gpuctk cdi generate names devices (default nvidia.com/gpu)"},
+      {{"retry-interval"},
+       {"GPUCTK_RETRY_INTERVAL"},
+       Kind::text,
+       "seconds (\"30\" or \"30s\") between tries of a start that failed with failOnInitError false "
+       "(default 30)"},
   };
   return table;
 }
@@ -251,6 +256,22 @@ Result<void> resolve_enums(const Resolver& r, Config& c) {
   return {};
 }
 
+// The most seconds --retry-interval takes: an hour (a retry more rarely is no retry).
+constexpr uint64_t k_max_retry_seconds = 3600;
+
+Result<std::chrono::seconds> retry_interval(const Setting<std::string>& setting) {
+  std::string_view text = setting.value;
+  if (text.ends_with('s')) {
+    text.remove_suffix(1);
+  }
+  const auto seconds = parse_unsigned(text);
+  if (!seconds || *seconds == 0 || *seconds > k_max_retry_seconds) {
+    return fail(setting.origin + ": " + quote(setting.value) + " is not a number of seconds from 1 to " +
+                std::to_string(k_max_retry_seconds));
+  }
+  return std::chrono::seconds(*seconds);
+}
+
 Result<void> resolve_sharing(const Resolver& r, const Overrides& overrides, Config& c) {
   const auto& file = r.file();
   c.sharing = file.strategy;
@@ -359,6 +380,7 @@ Result<Config> resolve_config(const Overrides& overrides, std::optional<std::str
   c.mps_root = r.text("mps-root", f.mps_root, "flags.mpsRoot", "").value;
   c.kubelet_socket = r.text("kubelet-socket", std::nullopt, "", c.kubelet_socket).value;
   c.config_file = r.text("config-file", std::nullopt, "", "").value;
+  GPUCTK_TRY_ASSIGN(c.retry_interval, retry_interval(r.text("retry-interval", std::nullopt, "", "30")));
   for (const auto name : {"nvidia-cdi-hook-path", "cdi-feature-flags", "cdi-disable-hooks"}) {
     if (const auto it = overrides.find(name); it != overrides.end()) {
       c.warnings.push_back(it->second.origin +

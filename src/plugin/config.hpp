@@ -10,6 +10,7 @@
 //   --device-id-strategy: invalid strategy "serial" (want uuid or index)
 //   sharing.mps: MPS needs flags.mpsRoot (--mps-root, MPS_ROOT): the host directory of the MPS daemon's pipes
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -79,6 +80,9 @@ struct Config {
   bool imex_required = false;
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";  // plugins' sockets beside it
   std::string config_file;                                                      // "" when none
+  // How often a start that failed with failOnInitError false is tried again (gpuctk's --retry-interval;
+  // NVIDIA's plugin retries a failed plugin start every 30 s).
+  std::chrono::seconds retry_interval{30};
   std::vector<std::string> warnings;  // what is accepted but ignored
 };
 

@@ -56,7 +56,18 @@ TEST(PluginConfig, DefaultsAreNvidiasDevicePlugins) {
   EXPECT_EQ(c.sharing, labels::SharingStrategy::none);
   EXPECT_FALSE(c.fail_requests_greater_than_one);
   EXPECT_EQ(c.kubelet_socket, "/var/lib/kubelet/device-plugins/kubelet.sock");
+  EXPECT_EQ(c.retry_interval, std::chrono::seconds(30));
   EXPECT_TRUE(c.warnings.empty());
+}
+
+TEST(PluginConfig, RetryIntervalIsSecondsWithOrWithoutTheirUnit) {
+  EXPECT_EQ(resolve_ok({"--retry-interval=2"}, std::nullopt).retry_interval, std::chrono::seconds(2));
+  EXPECT_EQ(resolve_ok({}, std::nullopt, {{"GPUCTK_RETRY_INTERVAL", "90s"}}).retry_interval,
+            std::chrono::seconds(90));
+  EXPECT_EQ(resolve_error({"--retry-interval", "0"}, std::nullopt),
+            "--retry-interval: \"0\" is not a number of seconds from 1 to 3600");
+  EXPECT_EQ(resolve_error({}, std::nullopt, {{"GPUCTK_RETRY_INTERVAL", "1m"}}),
+            "GPUCTK_RETRY_INTERVAL: \"1m\" is not a number of seconds from 1 to 3600");
 }
 
 TEST(PluginConfig, AFlagBeatsItsVariableWhichBeatsTheFile) {
