@@ -1,15 +1,14 @@
 #include "plugin/daemon.hpp"
 
-#include <grpcpp/grpcpp.h>
 #include <malloc.h>
 #include <poll.h>
 #include <sys/inotify.h>
-#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -17,404 +16,113 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "api.grpc.pb.h"
 #include "discover/discover.hpp"
 #include "discover/nvml.hpp"
-#include "plugin/allocate.hpp"
 #include "plugin/config.hpp"
 #include "plugin/health.hpp"
-#include "plugin/preferred.hpp"
+#include "plugin/lifecycle.hpp"
+#include "plugin/log.hpp"
+#include "plugin/mps.hpp"
+#include "plugin/node.hpp"
 #include "plugin/resources.hpp"
+#include "plugin/server.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
-#include "util/strings.hpp"
 
 namespace gpuctk::plugin {
 
 namespace {
 
-namespace api = ::v1beta1;
+using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC, the timerfd's clock
 
-constexpr const char* k_api_version = "v1beta1";  // the kubelet's device plugin API this daemon speaks
-// How long one NVML wait lasts before the health watch looks at its stop flag (NVML sleeps in the kernel
-// meanwhile): the most SIGTERM waits for the watch to end.
-constexpr auto k_health_poll = std::chrono::milliseconds(500);
 // glibc's malloc arenas: one. glibc otherwise gives threads arenas of their own (up to 8 per core), and each
 // of gRPC's ~10 threads that allocates keeps one, resident; the daemon allocates little and rarely, so one
 // lock costs nothing (bench/plugin.sh: about 0.3 MiB less resident, issue 25's 10 MiB goal).
 constexpr int k_malloc_arenas = 1;
-// How long a Register call may take (the kubelet answers at once; a dead socket fails at once).
-constexpr auto k_register_timeout = std::chrono::seconds(5);
 // The most bytes of a config file read (NVIDIA's are a few hundred bytes).
 constexpr size_t k_max_config_file = 1024 * 1024;
+// How often a resource waiting for its MPS daemon looks at it again.
+constexpr auto k_mps_poll = std::chrono::seconds(1);
+// What the config file's folder is watched for: a rewrite in place (closed after writing), a file renamed
+// over it, and what a ConfigMap mount does (its "..data" link swapped by a rename; new folders created,
+// old ones deleted). Every event leads to a read of the file, acted on only when its bytes changed.
+constexpr uint32_t k_config_events = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE;
 
-// One line on stderr, written with one write(2) so that the threads' lines never interleave.
-void log_line(std::string_view prefix, std::string_view text) {
-  std::string line = "gpuctk-device-plugin: ";
-  line.append(prefix).append(escape_for_log(text)).push_back('\n');
-  // Nothing to do when stderr is gone.
-  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, line.data(), line.size());
-}
-void log(std::string_view text) {
-  log_line("", text);
-}
-void log_error(std::string_view text) {
-  log_line("error: ", text);
-}
-
-// A random (version 4) UUID: the response id NVIDIA's plugin names each CDI annotation with.
-std::string random_uuid() {
-  unsigned char bytes[16] = {};
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    const auto n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n > 0) {
-      got += static_cast<size_t>(n);
-    } else if (errno != EINTR) {
-      break;  // cannot happen for 16 bytes after boot; zeroes still name a distinct annotation key
-    }
-  }
-  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);
-  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);
-  char text[37];
-  std::snprintf(text, sizeof text, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
-                bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
-  return text;
-}
-
-// The socket of a resource, NVIDIA's name: "nvidia-" + the name after its domain ("nvidia-gpu.sock",
-// "nvidia-mig-1g.5gb.sock", "nvidia-gpu.shared.sock").
-std::string socket_name(std::string_view resource) {
-  const auto slash = resource.rfind('/');
-  return "nvidia-" + std::string(resource.substr(slash == std::string_view::npos ? 0 : slash + 1)) + ".sock";
-}
-
-std::vector<std::string> strings_of(const google::protobuf::RepeatedPtrField<std::string>& field) {
-  return {field.begin(), field.end()};
-}
-
-// The DevicePlugin service of one resource.
-class Service final : public api::DevicePlugin::Service {
- public:
-  Service(const Resource& resource, const Config& config, const Links& links,
-          const std::vector<discover::DeviceNode>& control_nodes, HealthBoard& board)
-      : m_resource(resource),
-        m_config(config),
-        m_links(links),
-        m_allocator(resource, config, control_nodes),
-        m_board(board) {}
-
-  // Ends the ListAndWatch streams (the server is about to shut down).
-  void close() {
-    m_closing = true;
-    m_board.wake();
-  }
-
-  grpc::Status GetDevicePluginOptions(grpc::ServerContext* /*context*/, const api::Empty* /*request*/,
-                                      api::DevicePluginOptions* response) override {
-    response->set_pre_start_required(false);
-    response->set_get_preferred_allocation_available(true);
-    return grpc::Status::OK;
-  }
-
-  // The device list now, then again after every health change, until the kubelet goes or the server
-  // closes. The version is read before the list, so that a change while it is sent is not missed; the
-  // closing flag is read by the wait itself, so that a close() while the list is sent is not missed either
-  // (Server::Wait() would wait for this handler forever).
-  grpc::Status ListAndWatch(grpc::ServerContext* context, const api::Empty* /*request*/,
-                            grpc::ServerWriter<api::ListAndWatchResponse>* writer) override {
-    uint64_t seen = m_board.version();
-    while (true) {
-      if (!writer->Write(list())) {
-        return grpc::Status::OK;  // the kubelet went away
-      }
-      uint64_t now = seen;
-      while (now == seen) {
-        now = m_board.wait_change(seen, [this] { return m_closing.load(); });
-        if (m_closing || m_board.stopped() || context->IsCancelled()) {
-          return grpc::Status::OK;
-        }
-      }
-      seen = now;
-    }
-  }
-
-  grpc::Status GetPreferredAllocation(grpc::ServerContext* /*context*/,
-                                      const api::PreferredAllocationRequest* request,
-                                      api::PreferredAllocationResponse* response) override {
-    for (const auto& container : request->container_requests()) {
-      const auto available = strings_of(container.available_deviceids());
-      const auto required = strings_of(container.must_include_deviceids());
-      auto chosen = preferred_allocation(m_resource, m_links, m_config.shared_policy, available, required,
-                                         container.allocation_size());
-      if (!chosen) {
-        return refuse("GetPreferredAllocation", chosen.error().message);
-      }
-      auto* out = response->add_container_responses();
-      for (auto& id : *chosen) {
-        out->add_deviceids(std::move(id));
-      }
-    }
-    return grpc::Status::OK;
-  }
-
-  grpc::Status Allocate(grpc::ServerContext* /*context*/, const api::AllocateRequest* request,
-                        api::AllocateResponse* response) override {
-    for (const auto& container : request->container_requests()) {
-      const auto ids = strings_of(container.devices_ids());
-      auto answer = m_allocator.answer(ids, random_uuid());
-      if (!answer) {
-        return refuse("Allocate", answer.error().message);
-      }
-      auto* out = response->add_container_responses();
-      out->mutable_envs()->insert(answer->envs.begin(), answer->envs.end());
-      for (const auto& mount : answer->mounts) {
-        auto* m = out->add_mounts();
-        m->set_container_path(mount.container_path);
-        m->set_host_path(mount.host_path);
-        m->set_read_only(mount.read_only);
-      }
-      for (const auto& device : answer->devices) {
-        auto* d = out->add_devices();
-        d->set_container_path(device.container_path);
-        d->set_host_path(device.host_path);
-        d->set_permissions(device.permissions);
-      }
-      out->mutable_annotations()->insert(answer->annotations.begin(), answer->annotations.end());
-      for (const auto& name : answer->cdi_devices) {
-        out->add_cdi_devices()->set_name(name);
-      }
-    }
-    return grpc::Status::OK;
-  }
-
-  grpc::Status PreStartContainer(grpc::ServerContext* /*context*/,
-                                 const api::PreStartContainerRequest* /*request*/,
-                                 api::PreStartContainerResponse* /*response*/) override {
-    return grpc::Status::OK;  // never asked for: pre_start_required is false
-  }
-
- private:
-  api::ListAndWatchResponse list() const {
-    api::ListAndWatchResponse out;
-    for (const auto& device : m_resource.devices) {
-      auto* d = out.add_devices();
-      d->set_id(device.id);
-      d->set_health(m_board.healthy(device.id) ? "Healthy" : "Unhealthy");
-      if (device.numa_node) {
-        d->mutable_topology()->add_nodes()->set_id(*device.numa_node);
-      }
-    }
-    return out;
-  }
-
-  // A refused request: logged (the kubelet shows only its own summary) and answered INVALID_ARGUMENT.
-  grpc::Status refuse(std::string_view call, const std::string& message) const {
-    log_error(std::string(call) + " " + m_resource.name + ": " + message);
-    return {grpc::StatusCode::INVALID_ARGUMENT, message};
-  }
-
-  const Resource& m_resource;
-  const Config& m_config;
-  const Links& m_links;
-  const Allocator m_allocator;
-  HealthBoard& m_board;
-  std::atomic<bool> m_closing{false};
-};
-
-// What every server shares, fixed after the start.
-struct Node {
-  Config config;
-  discover::Inventory inventory;
-  std::vector<Resource> resources;
-  Links links;
-  HealthBoard board;
-};
-
-// The servers of every resource, started and registered together, stopped together.
-class Servers {
- public:
-  explicit Servers(Node& node) : m_node(node), m_dir(parent_path(node.config.kubelet_socket)) {}
-  Servers(const Servers&) = delete;
-  Servers& operator=(const Servers&) = delete;
-  ~Servers() { stop(); }
-
-  // Serves every resource and registers each with the kubelet. The servers stay up when a registration
-  // fails (the kubelet's next start registers them).
-  Result<void> start() {
-    for (const auto& resource : m_node.resources) {
-      GPUCTK_TRY(serve(resource));
-    }
-    for (const auto& server : m_servers) {
-      GPUCTK_TRY(register_with_kubelet(server));
-    }
-    return {};
-  }
-
-  // Every server shut down and its socket removed.
-  void stop() {
-    for (auto& server : m_servers) {
-      server.service->close();
-      server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-      server.server->Wait();
-      if (::unlink(server.socket.c_str()) != 0 && errno != ENOENT) {
-        log("remove " + server.socket + ": " + std::strerror(errno));
-      }
-    }
-    m_servers.clear();
-  }
-
- private:
-  struct Running {
-    const Resource* resource = nullptr;
-    std::string socket;
-    std::unique_ptr<Service> service;
-    std::unique_ptr<grpc::Server> server;
-  };
-
-  Result<void> serve(const Resource& resource) {
-    Running running;
-    running.resource = &resource;
-    running.socket = m_dir + "/" + socket_name(resource.name);
-    // A socket left by a killed daemon (or removed by the kubelet: ENOENT) would refuse the bind.
-    if (::unlink(running.socket.c_str()) != 0 && errno != ENOENT) {
-      return fail_errno("remove the stale socket " + running.socket, errno);
-    }
-    running.service = std::make_unique<Service>(resource, m_node.config, m_node.links,
-                                                m_node.inventory.control_nodes, m_node.board);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("unix:" + running.socket, grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(running.service.get());
-    running.server = builder.BuildAndStart();
-    if (!running.server || port == 0) {
-      return fail("serve " + resource.name + " on " + running.socket +
-                  ": gRPC could not listen (is the directory there and writable?)");
-    }
-    log("serving " + resource.name + " (" + std::to_string(resource.devices.size()) + " devices) on " +
-        running.socket);
-    m_servers.push_back(std::move(running));
-    return {};
-  }
-
-  Result<void> register_with_kubelet(const Running& running) const {
-    const auto& kubelet = m_node.config.kubelet_socket;
-    auto channel = grpc::CreateChannel("unix:" + kubelet, grpc::InsecureChannelCredentials());
-    const auto stub = api::Registration::NewStub(channel);
-    api::RegisterRequest request;
-    request.set_version(k_api_version);
-    request.set_endpoint(socket_name(running.resource->name));
-    request.set_resource_name(running.resource->name);
-    request.mutable_options()->set_get_preferred_allocation_available(true);
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + k_register_timeout);
-    api::Empty reply;
-    const auto status = stub->Register(&context, request, &reply);
-    if (!status.ok()) {
-      return fail("register " + running.resource->name + " with " + kubelet + ": " + status.error_message());
-    }
-    log("registered " + running.resource->name + " with " + kubelet + " as " + request.endpoint());
-    return {};
-  }
-
-  Node& m_node;
-  std::string m_dir;
-  std::vector<Running> m_servers;
-};
-
-// SIGTERM, SIGINT and SIGQUIT as a file descriptor; blocked in every thread (gRPC's and the health
-// watch's inherit the mask, so the signals reach only the descriptor).
+// SIGTERM, SIGINT, SIGQUIT (stop) and SIGHUP (reload, as NVIDIA's config-manager asks for) as a file
+// descriptor; blocked in every thread (gRPC's and the health watch's inherit the mask, so the signals reach
+// only the descriptor).
 Result<UniqueFd> signal_fd() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGQUIT);
+  for (const int signal : {SIGTERM, SIGINT, SIGQUIT, SIGHUP}) {
+    sigaddset(&set, signal);
+  }
   if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) {
     return fail("block SIGTERM: pthread_sigmask failed");
   }
-  UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC));
+  UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!fd) {
     return fail_errno("signalfd", errno);
   }
   return fd;
 }
 
-// Waits for a signal; returns its name.
-std::string wait_signal(int fd) {
+// The signal read from the descriptor; 0 when none was there.
+int read_signal(int fd) {
   signalfd_siginfo info{};
-  while (::read(fd, &info, sizeof info) != static_cast<ssize_t>(sizeof info)) {
-    if (errno != EINTR) {
-      return "a failed signalfd read";
-    }
+  if (::read(fd, &info, sizeof info) != static_cast<ssize_t>(sizeof info)) {
+    return 0;
   }
-  const char* name = sigabbrev_np(static_cast<int>(info.ssi_signo));
+  return static_cast<int>(info.ssi_signo);
+}
+
+std::string signal_name(int signal) {
+  const char* name = sigabbrev_np(signal);
   return std::string("SIG") + (name != nullptr ? name : "?");
 }
 
-// Whether the inotify events in `fd` say `name` was created (or moved in).
-bool created(int fd, std::string_view name) {
+// An inotify descriptor watching `dir` for `mask`.
+Result<UniqueFd> watch_dir(const std::string& dir, uint32_t mask) {
+  UniqueFd fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!fd || ::inotify_add_watch(fd.get(), dir.c_str(), mask) < 0) {
+    return fail_errno("watch " + dir + " (inotify)", errno);
+  }
+  return fd;
+}
+
+// The names of every event waiting on an inotify descriptor.
+std::vector<std::string> read_names(int fd) {
+  std::vector<std::string> names;
   alignas(inotify_event) char buffer[4096];
-  bool found = false;
   while (true) {
     const auto n = ::read(fd, buffer, sizeof buffer);
     if (n <= 0) {
-      return found;  // EAGAIN: all read
+      return names;  // EAGAIN: all read
     }
-    for (ssize_t at = 0; at < n;) {
-      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
-      if (event->len > 0 && std::string_view(event->name) == name) {
-        found = true;
-      }
-      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
-    }
+    auto more = inotify_names(std::span<const char>(buffer, static_cast<size_t>(n)));
+    names.insert(names.end(), more.begin(), more.end());
   }
 }
 
-// The daemon's start: configuration, discovery, resources, NVML topology. Errors are the daemon's
-// start-up failures.
-Result<void> prepare(Node& node, std::optional<discover::Nvml>& nvml) {
-  discover::DiscoverOptions options;
-  struct stat st {};
-  // In a pod the host's driver root is mounted at containerDriverRoot; outside one, driver_root is it.
-  options.driver_root = ::stat(node.config.container_driver_root.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
-                            ? node.config.container_driver_root
-                            : node.config.driver_root;
-  options.dev_root = node.config.container_dev_root;
-  options.mode = node.config.discovery;
-  GPUCTK_TRY_ASSIGN(node.inventory, discover::discover(options));
-  for (const auto& warning : node.inventory.warnings) {
-    log(warning);
-  }
-  std::vector<std::string> warnings;
-  const auto numa = read_numa_nodes(options.dev_root, node.inventory);
-  GPUCTK_TRY_ASSIGN(node.resources, build_resources(node.inventory, node.config, numa, warnings));
-  for (const auto& warning : warnings) {
-    log(warning);
-  }
-  if (node.inventory.gpu_source != discover::GpuSource::nvml || node.inventory.nvml_library.empty()) {
-    log("no NVML (GPUs from " + node.inventory.gpus_from +
-        "): every device is reported healthy and not watched, and GetPreferredAllocation knows no links");
-    return {};
-  }
-  GPUCTK_TRY_ASSIGN(nvml, discover::Nvml::open(node.inventory.nvml_library));
-  auto topology = nvml->topology();
-  if (topology) {
-    node.links = std::move(topology->links);
-    for (const auto& warning : topology->warnings) {
-      log("topology: " + warning);
+// Arms the timer for `at` (disarms it for nullopt); a time past fires at once.
+void arm_timer(int fd, std::optional<Clock::time_point> at) {
+  itimerspec spec{};
+  if (at) {
+    const auto since = at->time_since_epoch();
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(since);
+    spec.it_value.tv_sec = secs.count();
+    spec.it_value.tv_nsec = std::chrono::duration_cast<std::chrono::nanoseconds>(since - secs).count();
+    if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) {
+      spec.it_value.tv_nsec = 1;  // zero would disarm it
     }
-  } else {
-    log("topology: " + topology.error().message + ": GetPreferredAllocation knows no links");
   }
-  return {};
+  ::timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, nullptr);
 }
 
 // An environment variable's value; "" when unset.
@@ -423,12 +131,387 @@ std::string_view variable(const char* name) {
   return value != nullptr ? value : "";
 }
 
-// Waits for a signal: a daemon that has nothing to serve stays up, as NVIDIA's does.
-int idle_until_signal(int signals, const std::string& why) {
-  log(why + ": serving nothing, waiting for SIGTERM");
-  log("stopping on " + wait_signal(signals));
-  return 0;
+std::optional<Clock::time_point> earliest(std::initializer_list<std::optional<Clock::time_point>> times) {
+  std::optional<Clock::time_point> out;
+  for (const auto& t : times) {
+    if (t && (!out || *t < *out)) {
+      out = t;
+    }
+  }
+  return out;
 }
+
+// Why auto discovery left the driver root's NVML out although it is there: it did not start (asked again:
+// discover() keeps that only as a warning). "" when NVML was used, is missing, or starts now.
+std::string nvml_start_error(const Config& config, const discover::Inventory& inventory,
+                             const std::string& driver_root) {
+  if (config.discovery != discover::Mode::automatic || inventory.gpu_source == discover::GpuSource::nvml) {
+    return {};
+  }
+  auto library = discover::find_nvml_library(driver_root);
+  if (!library) {
+    return {};
+  }
+  auto session = discover::Nvml::open(*library);
+  return session ? std::string() : session.error().message;
+}
+
+// A device set under `config`: discovery, the resources, NVML's topology. Errors are a start's failures
+// (failOnInitError decides what they do).
+Result<std::unique_ptr<Node>> prepare(const Config& config) {
+  auto node = std::make_unique<Node>();
+  node->config = config;
+  discover::DiscoverOptions options;
+  struct stat st {};
+  // In a pod the host's driver root is mounted at containerDriverRoot; outside one, driver_root is it.
+  options.driver_root = ::stat(config.container_driver_root.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
+                            ? config.container_driver_root
+                            : config.driver_root;
+  options.dev_root = config.container_dev_root;
+  options.mode = config.discovery;
+  GPUCTK_TRY_ASSIGN(node->inventory, discover::discover(options));
+  const auto version_file = clean_path(options.dev_root + "/proc/driver/nvidia/version");
+  GPUCTK_TRY(check_nvml_start(config, nvml_start_error(config, node->inventory, options.driver_root),
+                              version_file, ::stat(version_file.c_str(), &st) == 0));
+  for (const auto& warning : node->inventory.warnings) {
+    log(warning);
+  }
+  std::vector<std::string> warnings;
+  const auto numa = read_numa_nodes(options.dev_root, node->inventory);
+  GPUCTK_TRY_ASSIGN(node->resources, build_resources(node->inventory, config, numa, warnings));
+  for (const auto& warning : warnings) {
+    log(warning);
+  }
+  if (node->inventory.gpu_source != discover::GpuSource::nvml || node->inventory.nvml_library.empty()) {
+    // The log is the only place to say it: v1beta1's Device has an ID, a health and a topology, no reason.
+    log("no NVML (GPUs from " + node->inventory.gpus_from +
+        "): every device is reported healthy and not watched, and GetPreferredAllocation knows no links");
+    return node;
+  }
+  GPUCTK_TRY_ASSIGN(auto nvml, discover::Nvml::open(node->inventory.nvml_library));
+  auto topology = nvml.topology();
+  if (topology) {
+    node->links = std::move(topology->links);
+    for (const auto& warning : topology->warnings) {
+      log("topology: " + warning);
+    }
+  } else {
+    log("topology: " + topology.error().message + ": GetPreferredAllocation knows no links");
+  }
+  return node;  // the session closes: the health watch opens its own
+}
+
+// The daemon's life after its configuration was read: one poll loop on a signalfd, two inotify descriptors
+// (kubelet.sock's folder, the config file's) and a timerfd (Register's backoff, the MPS wait, the retry of
+// a failed start). daemon.hpp says what each event does.
+class Daemon {
+ public:
+  Daemon(Overrides overrides, Config config, std::string file_bytes, XidPolicy policy)
+      : m_overrides(std::move(overrides)),
+        m_config(std::move(config)),
+        m_file_seen(std::move(file_bytes)),
+        m_policy(std::move(policy)),
+        m_dir(parent_path(m_config.kubelet_socket)),
+        m_kubelet_name(m_config.kubelet_socket.substr(m_dir.size() + 1)) {}
+
+  int run() {
+    if (auto opened = open_fds(); !opened) {
+      log_error(opened.error().message);
+      return 1;
+    }
+    start();
+    while (!m_exit) {
+      wait_once();
+    }
+    stop_servers();
+    m_watch.stop();
+    m_node.reset();
+    if (*m_exit == 0) {
+      log("stopped");  // a failure's one line stays the last
+    }
+    return *m_exit;
+  }
+
+ private:
+  Result<void> open_fds() {
+    GPUCTK_TRY_ASSIGN(m_signals, signal_fd());
+    // Watched before the first registration, so that a kubelet starting in between is seen.
+    GPUCTK_TRY_ASSIGN(m_kubelet_watch, watch_dir(m_dir, IN_CREATE | IN_MOVED_TO));
+    if (!m_config.config_file.empty()) {
+      GPUCTK_TRY_ASSIGN(m_config_watch, watch_dir(parent_path(m_config.config_file), k_config_events));
+    }
+    m_timer = UniqueFd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!m_timer) {
+      return fail_errno("timerfd_create", errno);
+    }
+    return {};
+  }
+
+  // One poll(2) and what its events ask for.
+  void wait_once() {
+    arm_timer(m_timer.get(), earliest({m_retry_at, m_register_at, m_mps_at}));
+    pollfd fds[4] = {{.fd = m_signals.get(), .events = POLLIN, .revents = 0},
+                     {.fd = m_kubelet_watch.get(), .events = POLLIN, .revents = 0},
+                     {.fd = m_config_watch ? m_config_watch.get() : -1, .events = POLLIN, .revents = 0},
+                     {.fd = m_timer.get(), .events = POLLIN, .revents = 0}};
+    if (::poll(fds, 4, -1) < 0) {
+      if (errno != EINTR) {
+        log_error(fail_errno("poll", errno).error().message);
+        m_exit = 1;
+      }
+      return;
+    }
+    if ((fds[0].revents & POLLIN) != 0) {
+      on_signal(read_signal(m_signals.get()));
+    }
+    if (!m_exit && (fds[1].revents & POLLIN) != 0) {
+      const auto names = read_names(m_kubelet_watch.get());
+      if (std::ranges::find(names, m_kubelet_name) != names.end()) {
+        log(m_config.kubelet_socket + " was created (the kubelet started again): discovering again");
+        start();
+      }
+    }
+    if (!m_exit && (fds[2].revents & POLLIN) != 0 && !read_names(m_config_watch.get()).empty()) {
+      on_config_event();
+    }
+    if (!m_exit && (fds[3].revents & POLLIN) != 0) {
+      on_timer();
+    }
+  }
+
+  void on_signal(int signal) {
+    if (signal == 0) {
+      return;
+    }
+    if (signal == SIGHUP) {
+      reload("SIGHUP");
+      return;
+    }
+    log("stopping on " + signal_name(signal));
+    m_exit = 0;
+  }
+
+  // The config file's folder changed: a reload when the file's bytes did.
+  void on_config_event() {
+    auto bytes = read_file(m_config.config_file, k_max_config_file);
+    // An unreadable file is remembered by its error, so that it is reported once, not at every event.
+    std::string seen = bytes ? *bytes : std::string("\0", 1) + bytes.error().message;
+    if (seen == m_file_seen) {
+      return;
+    }
+    m_file_seen = std::move(seen);
+    reload(m_config.config_file + " changed");
+  }
+
+  void on_timer() {
+    uint64_t expirations = 0;
+    [[maybe_unused]] const auto n = ::read(m_timer.get(), &expirations, sizeof expirations);
+    const auto now = Clock::now();
+    if (m_retry_at && now >= *m_retry_at) {
+      m_retry_at.reset();
+      start();
+    }
+    if (!m_exit && ((m_register_at && now >= *m_register_at) || (m_mps_at && now >= *m_mps_at))) {
+      register_pending();
+    }
+  }
+
+  // SIGHUP or a changed file: the new configuration, rediscovery and new servers, or (an invalid
+  // configuration, a failed discovery) one error line and nothing changed.
+  void reload(const std::string& why) {
+    log("reloading the configuration (" + why + ")");
+    auto config = read_config();
+    if (auto built = config ? rebuild(*config) : Result<void>(std::unexpected(config.error())); !built) {
+      log_error("reload: " + built.error().message + ": keeping the configuration in force");
+      return;
+    }
+    for (const auto& warning : m_config.warnings) {
+      log(warning);
+    }
+    log("reloaded (" + why + ")");
+  }
+
+  Result<Config> read_config() {
+    std::optional<std::string> text;
+    if (!m_config.config_file.empty()) {
+      auto bytes = read_file(m_config.config_file, k_max_config_file);
+      if (!bytes) {
+        m_file_seen = std::string("\0", 1) + bytes.error().message;
+        return fail(m_config.config_file + ": " + bytes.error().message);
+      }
+      m_file_seen = *bytes;
+      text = std::move(*bytes);
+    }
+    return resolve_config(m_overrides, text);
+  }
+
+  // A start, a retry or a kubelet restart: a new device set under the configuration in force. A failure
+  // ends the daemon (failOnInitError) or leaves it serving nothing, trying again every retry interval.
+  void start() {
+    auto built = rebuild(m_config);
+    if (built) {
+      return;
+    }
+    if (m_config.fail_on_init_error) {
+      log_error(built.error().message);
+      m_exit = 1;
+      return;
+    }
+    stop_servers();
+    m_node.reset();
+    m_register_at.reset();
+    m_mps_at.reset();
+    if (built.error().message != m_last_failure) {
+      m_last_failure = built.error().message;
+      log(built.error().message + " (failOnInitError is false): serving nothing, trying again every " +
+          std::to_string(m_config.retry_interval.count()) + " s and when the kubelet restarts");
+    }
+    m_retry_at = Clock::now() + m_config.retry_interval;
+  }
+
+  // A device set under `config`, swapped in when complete: the old servers stop, the new ones serve and
+  // register. On failure the old set goes on (its watch started again) and the error is returned. The
+  // watch stops first: NVML must be closed for discovery to read it anew.
+  Result<void> rebuild(const Config& config) {
+    m_watch.stop();
+    auto node = prepare(config);
+    if (!node) {
+      if (m_node) {
+        m_watch.start(*m_node, m_policy);
+      }
+      return std::unexpected(node.error());
+    }
+    if (m_node) {
+      const auto changes = resource_changes(m_node->resources, (*node)->resources);
+      for (const auto& change : changes) {
+        log("changed: " + change);
+      }
+      if (changes.empty()) {
+        log("the same devices as before");
+      }
+    }
+    stop_servers();
+    m_node = std::move(*node);
+    m_config = m_node->config;
+    activate();
+    return {};
+  }
+
+  // The device set in force is watched and served, and registers.
+  void activate() {
+    m_retry_at.reset();
+    m_register_at.reset();
+    m_mps_at.reset();
+    m_last_failure.clear();
+    m_mps_waiting.clear();
+    m_backoff.reset();
+    if (m_node->resources.empty()) {
+      log("no devices found: serving nothing until a reload or a kubelet restart");
+      return;
+    }
+    m_watch.start(*m_node, m_policy);
+    for (const auto& resource : m_node->resources) {
+      auto server = PluginServer::serve(resource, *m_node, m_dir);
+      if (!server) {
+        log_error(server.error().message + " (served again at a reload or a kubelet restart)");
+        continue;
+      }
+      m_servers.push_back(std::move(*server));
+    }
+    register_pending();
+  }
+
+  void stop_servers() {
+    for (auto& server : m_servers) {
+      server->stop();
+    }
+    m_servers.clear();
+  }
+
+  // Whether `server` may register: not an MPS-shared resource, or one whose MPS daemon is ready. The wait
+  // is logged once, and so is its end.
+  bool mps_allows(const PluginServer& server) {
+    const auto& name = server.resource().name;
+    if (!shared_through_mps(m_node->config, server.resource())) {
+      return true;
+    }
+    if (auto ready = mps_ready(m_node->config.mps_root, name); !ready) {
+      if (m_mps_waiting.insert(name).second) {
+        log("waiting for the MPS daemon of " + name + " before registering it: " + ready.error().message);
+      }
+      return false;
+    }
+    if (m_mps_waiting.erase(name) > 0) {
+      log("the MPS daemon of " + name + " is ready");
+    }
+    return true;
+  }
+
+  // Registers every server not yet registered that may, unless a failed Register's backoff is running:
+  // a failure starts (or lengthens) it; a resource waiting for its MPS daemon is looked at every second.
+  // Nothing happens while kubelet.sock is missing: its creation restarts everything.
+  void register_pending() {
+    const auto now = Clock::now();
+    const bool backing_off = m_register_at && now < *m_register_at;
+    m_mps_at.reset();
+    struct stat st {};
+    if (::stat(m_config.kubelet_socket.c_str(), &st) != 0) {
+      if (!m_waiting_for_kubelet) {
+        log("waiting for " + m_config.kubelet_socket + " (the kubelet) to register");
+      }
+      m_waiting_for_kubelet = true;
+      m_register_at.reset();
+      return;
+    }
+    m_waiting_for_kubelet = false;
+    std::optional<std::string> failure;
+    for (auto& server : m_servers) {
+      if (server->registered()) {
+        continue;
+      }
+      if (!mps_allows(*server)) {
+        m_mps_at = now + k_mps_poll;
+      } else if (!backing_off) {
+        if (auto done = server->register_with(m_config.kubelet_socket); !done) {
+          failure = done.error().message;
+        }
+      }
+    }
+    if (backing_off) {
+      return;
+    }
+    if (failure) {
+      const auto delay = m_backoff.next();
+      log(*failure + ": trying again in " + std::to_string(delay.count()) + " s");
+      m_register_at = now + delay;
+    } else {
+      m_register_at.reset();
+      m_backoff.reset();
+    }
+  }
+
+  Overrides m_overrides;
+  Config m_config;          // the configuration in force (the last valid one)
+  std::string m_file_seen;  // the config file's bytes last acted on (or "\0" + why it was unreadable)
+  XidPolicy m_policy;
+  std::string m_dir;  // kubelet.sock's folder, where the plugins' sockets go
+  std::string m_kubelet_name;
+  UniqueFd m_signals;
+  UniqueFd m_kubelet_watch;
+  UniqueFd m_config_watch;  // none without a config file
+  UniqueFd m_timer;
+  std::unique_ptr<Node> m_node;  // none while serving nothing after a failed start
+  HealthWatch m_watch;
+  std::vector<std::unique_ptr<PluginServer>> m_servers;
+  Backoff m_backoff;
+  std::optional<Clock::time_point> m_retry_at;     // the next try of a failed start
+  std::optional<Clock::time_point> m_register_at;  // the end of a failed Register's backoff
+  std::optional<Clock::time_point> m_mps_at;       // the next look at the MPS daemons waited for
+  std::set<std::string> m_mps_waiting;             // the resources whose wait was logged
+  std::string m_last_failure;                      // the failed start last logged
+  bool m_waiting_for_kubelet = false;              // the wait for kubelet.sock was logged
+  std::optional<int> m_exit;
+};
 
 }  // namespace
 
@@ -448,8 +531,6 @@ int run_daemon(std::span<const std::string_view> args) {
     std::printf("gpuctk-device-plugin %s (device plugin API %s)\n", GPUCTK_VERSION, k_api_version);
     return 0;
   }
-
-  Node node;
   std::optional<std::string> file_text;
   if (const auto it = arguments->overrides.find("config-file"); it != arguments->overrides.end()) {
     auto text = read_file(it->second.value, k_max_config_file);
@@ -464,101 +545,18 @@ int run_daemon(std::span<const std::string_view> args) {
     log_error(config.error().message);  // names the file's key, the flag or the variable
     return 1;
   }
-  node.config = std::move(*config);
-  for (const auto& warning : node.config.warnings) {
+  for (const auto& warning : config->warnings) {
     log(warning);
   }
   std::vector<std::string> notes;
-  const auto policy =
+  auto policy =
       XidPolicy::from(variable("DP_DISABLE_HEALTHCHECKS"), variable("DP_ENABLE_HEALTHCHECKS"), notes);
   for (const auto& note : notes) {
     log(note);
   }
-
-  auto signals = signal_fd();
-  if (!signals) {
-    log_error(signals.error().message);
-    return 1;
-  }
-  std::optional<discover::Nvml> nvml;
-  if (auto prepared = prepare(node, nvml); !prepared) {
-    if (node.config.fail_on_init_error) {
-      log_error(prepared.error().message);
-      return 1;
-    }
-    return idle_until_signal(signals->get(), prepared.error().message + " (failOnInitError is false)");
-  }
-  if (node.resources.empty()) {
-    return idle_until_signal(signals->get(), "no devices found");
-  }
-
-  // The health watch, with NVML, unless every check is off.
-  std::optional<discover::NvmlEvents> events;
-  std::thread watcher;
-  if (nvml && policy.all_disabled()) {
-    log("health checks are disabled (DP_DISABLE_HEALTHCHECKS)");
-  } else if (nvml) {
-    auto made = nvml->events();
-    if (!made) {
-      log("health: " + made.error().message + ": devices are reported healthy and not watched");
-    } else {
-      events = std::move(*made);
-      log("health: watching Xid events, skipping Xids " + policy.describe());
-      watcher = std::thread([&] {
-        watch_health(*events, node.resources, policy, node.board, k_health_poll,
-                     [](const std::string& line) { log(line); });
-      });
-    }
-  }
-
-  int status = 0;
-  {
-    const auto dir = parent_path(node.config.kubelet_socket);
-    const std::string kubelet_name = node.config.kubelet_socket.substr(dir.size() + 1);
-    // Watched before the first registration, so that a kubelet starting in between is seen.
-    UniqueFd inotify(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-    if (!inotify || ::inotify_add_watch(inotify.get(), dir.c_str(), IN_CREATE | IN_MOVED_TO) < 0) {
-      log_error(fail_errno("watch " + dir + " (inotify)", errno).error().message);
-      status = 1;
-    }
-    Servers servers(node);
-    if (status == 0) {
-      if (auto started = servers.start(); !started) {
-        log(started.error().message + ": registering again when " + node.config.kubelet_socket +
-            " is created");
-      }
-    }
-    while (status == 0) {
-      pollfd fds[2] = {{.fd = signals->get(), .events = POLLIN, .revents = 0},
-                       {.fd = inotify.get(), .events = POLLIN, .revents = 0}};
-      if (::poll(fds, 2, -1) < 0) {
-        if (errno == EINTR) {
-          continue;
-        }
-        log_error(fail_errno("poll", errno).error().message);
-        status = 1;
-        break;
-      }
-      if ((fds[0].revents & POLLIN) != 0) {
-        log("stopping on " + wait_signal(signals->get()));
-        break;
-      }
-      if ((fds[1].revents & POLLIN) != 0 && created(inotify.get(), kubelet_name)) {
-        log(node.config.kubelet_socket + " was created (the kubelet restarted): restarting the servers");
-        servers.stop();
-        if (auto started = servers.start(); !started) {
-          log(started.error().message + ": registering again when " + node.config.kubelet_socket +
-              " is created");
-        }
-      }
-    }
-  }  // the servers stop here: sockets removed
-  node.board.stop();
-  if (watcher.joinable()) {
-    watcher.join();
-  }
-  log("stopped");
-  return status;
+  Daemon daemon(std::move(arguments->overrides), std::move(*config), file_text.value_or(""),
+                std::move(policy));
+  return daemon.run();
 }
 
 }  // namespace gpuctk::plugin

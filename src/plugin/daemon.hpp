@@ -5,16 +5,34 @@
 // Life of the daemon, as NVIDIA's device plugin lives:
 //   1. flags, variables and the config file are resolved; an invalid value is one line naming its key and
 //      exit status 1, before any socket exists or anything registers;
-//   2. discovery, the resources and (with NVML) the topology and the Xid health watch; a failure exits 1,
-//      or with failOnInitError false is logged and the daemon waits for SIGTERM serving nothing (NVIDIA's
-//      "waiting indefinitely"), as it does when no device is found;
+//   2. a device set is built (node.hpp): discovery, the resources and (with NVML) the topology, then the
+//      Xid health watch. In auto discovery an NVML that is there but does not start on a host whose
+//      driver is loaded is a failure, not a silent /proc fallback (lifecycle.hpp, check_nvml_start). A
+//      failure exits 1 with one line; with failOnInitError false it is logged once and the daemon serves
+//      nothing, building again every --retry-interval (30 s) and at each kubelet restart. No device found:
+//      it serves nothing until a reload or a kubelet restart (NVIDIA's "waiting indefinitely");
 //   3. per resource a gRPC server on <dir>/nvidia-<name>.sock (dir: the kubelet socket's directory,
-//      --kubelet-socket) registered with the kubelet (Register: v1beta1, the socket's name, the resource,
-//      GetPreferredAllocation available);
-//   4. it then sleeps in poll(2) on a signalfd and an inotify watch of the directory: when kubelet.sock is
-//      created again (a kubelet restart, which removes the plugins' sockets) every server is restarted and
-//      registers again; when the first registration fails (no kubelet yet) the same event retries it;
-//   5. SIGTERM or SIGINT: the servers stop, their sockets are removed, the health watch ends, exit 0.
+//      --kubelet-socket, server.hpp) registered with the kubelet (Register: v1beta1, the socket's name, the
+//      resource, GetPreferredAllocation available). While kubelet.sock is missing nothing registers (its
+//      creation is awaited); a failed Register is tried again after 1 s, doubling up to 30 s; an MPS-shared
+//      resource registers only once mps_ready() says its MPS daemon is ready, looked at every second (the
+//      wait and its end are logged once);
+//   4. then one poll(2) loop, no sleeps, on a signalfd, an inotify watch of kubelet.sock's directory, one
+//      of the config file's directory and a timerfd (the backoff, the MPS wait, the retry):
+//      - kubelet.sock created (a kubelet restart, which removes the plugins' sockets): the device set is
+//        built again from a fresh discovery (a MIG change is seen; health marks start over) and the
+//        servers restart and register; a failure is a start's failure (2.);
+//      - SIGHUP, or the config file's bytes changed (rewritten, renamed over, a ConfigMap's "..data" link
+//        swapped): the file is read again, the device set rebuilt, and only when all of it succeeded do the
+//        old servers stop and the new ones start and register, the changed resources logged. An invalid
+//        file or a failed discovery is one error line ("reload: <why>: keeping the configuration in
+//        force") and changes nothing: the old servers keep serving;
+//      A rebuild stops the health watch first and closes its NVML session (NVML is read anew only by a
+//      first nvmlInit), and starts it again when the rebuild fails;
+//   5. SIGTERM, SIGINT or SIGQUIT: the servers stop, their sockets are removed, the health watch ends,
+//      exit 0.
+// A ListAndWatch stream ends when its server stops, when the kubelet goes, or within 250 ms of the
+// kubelet cancelling it (server.hpp).
 // Log lines go to stderr, "gpuctk-device-plugin: <line>", escaped; errors "gpuctk-device-plugin: error:
 // <what>: <why>".
 

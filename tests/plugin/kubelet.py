@@ -24,8 +24,8 @@ a missing tool: "SKIP: <why>" and exit 77):
   health             an Xid of the skip list (13) changes nothing; Xid 79 on GPU 0 streams a new list with
                      GPU 0 Unhealthy, the others Healthy
   kubelet-restart    the kubelet restarts (its socket and the plugin's removed, kubelet.sock created
-                     again): the daemon serves again and registers again, and its list keeps GPU 0
-                     Unhealthy
+                     again): the daemon discovers again, serves and registers again, and its list has GPU 0
+                     Healthy again (a new device set starts with fresh health, as NVIDIA's does)
   sigterm            SIGTERM: exit 0, the plugin's socket removed
   proc               a second daemon on the same host without NVML (--device-discovery-strategy proc):
                      it registers, lists the 8 GPUs Healthy and streams nothing more (no health watch),
@@ -269,7 +269,7 @@ def main(argv):
             stub = pb_grpc.DevicePluginStub(channel)
             watch = Watch(stub, pb)
             again = watch.next("kubelet-restart")
-            check(again == sick, f"kubelet-restart: {again}, not {sick}")
+            check(again == healthy, f"kubelet-restart: {again}, not {healthy}")
             print("ok kubelet-restart")
 
             # sigterm
