@@ -3,13 +3,14 @@
 a client that calls the plugin as the kubelet does (GetDevicePluginOptions, ListAndWatch, Allocate,
 GetPreferredAllocation), driving the daemon against a fixture host (dgx-a100: 8 GPUs, the mock NVML).
 
-    kubelet.py PLUGIN FIXTURE_TOOL API_PROTO STUBS_DIR
+    kubelet.py PLUGIN FIXTURE_TOOL API_PROTO STUBS_DIR GPUCTK
     kubelet.py allocate PLUGIN API_PROTO STUBS_DIR OUT_DIR --case NAME CONFIG RESOURCE IDS [--case ...]
                -- DAEMON_ARGS...
 
 PLUGIN: gpuctk-device-plugin; FIXTURE_TOOL: gpuctk-fixture; API_PROTO: the kubelet's deviceplugin
 v1beta1 api.proto (Debian's, as scripts/deps.sh fetched it); STUBS_DIR: where the python stubs are
-generated (tests/engines/cri.py's load_stubs: keyed by the proto's hash).
+generated (tests/engines/cri.py's load_stubs: keyed by the proto's hash); GPUCTK: gpuctk (its labels, the
+labels sidecar's, read the same config file).
 
 Checks, in order, each printed as "ok <what>" (the first failure: "kubelet.py: error: <what>" and exit 1;
 a missing tool: "SKIP: <why>" and exit 77):
@@ -30,6 +31,26 @@ a missing tool: "SKIP: <why>" and exit 77):
   proc               a second daemon on the same host without NVML (--device-discovery-strategy proc):
                      it registers, lists the 8 GPUs Healthy and streams nothing more (no health watch),
                      logs that nothing is watched, and SIGTERM ends it with exit 0, its socket removed
+  sighup-reload      (a daemon with --config-file, a link to a file in another folder, so that only the
+                     signal tells) replicas=2 of time-slicing written, SIGHUP: nvidia.com/gpu registers
+                     again with 16 devices <uuid>::0/1, the change logged; `gpuctk labels --config-file`
+                     on the same file says nvidia.com/gpu.replicas=2
+  file-reload        the file renamed over by one with replicas=3, no signal: registered again, 24 devices
+  invalid-reload     the file rewritten in place with an invalid deviceListStrategy: one error line naming
+                     the key, nothing registers, the stream goes on and a new one lists the 24 devices
+  listandwatch-cancel the client cancels its stream: the daemon logs its end at once (no health change)
+  register-retry     a kubelet whose Register fails twice: registered at the third, after backoffs of 1 s
+                     and 2 s, each logged
+  wait-for-kubelet   a daemon started before kubelet.sock exists says it waits, and registers once it does
+  mig-restart        (--mig-strategy mixed, a host of its own) GPU 0 put in MIG mode with two 3g.20gb
+                     devices in the mock's data file and their capability nodes made, then a kubelet restart:
+                     nvidia.com/gpu lists GPUs 1-3, nvidia.com/mig-3g.20gb has the two new devices
+  nvml-fail          (the nvml-init-fails host: NVML's init fails, the driver is loaded) failOnInitError
+                     true: exit 1, one line saying why, nothing registered; false with --retry-interval 1:
+                     serves nothing, logs why once, and registers the GPU once the data file is fixed
+  mps-ready          sharing.mps with --mps-root: nvidia.com/gpu does not register until
+                     <root>/nvidia.com/gpu/.ready and the socket pipe/control exist, the wait logged; then it
+                     registers with 16 replicas
 
 The allocate mode only allocates, for the end-to-end tests (tests/e2e/engines_plugin_containerd.sh) that
 hand the answers to a container runtime as the kubelet does (tests/engines/cri.py --allocate-response).
@@ -48,6 +69,8 @@ import json
 import os
 import queue
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -86,15 +109,20 @@ import cri  # noqa: E402 (its load_stubs, shared)
 
 
 class Kubelet:
-    """The Registration server on DIR/kubelet.sock; each Register lands in `registrations`."""
+    """The Registration server on DIR/kubelet.sock; each Register lands in `registrations`, except the
+    first `refuse` ones, which are answered UNAVAILABLE and counted in `refused`."""
 
-    def __init__(self, pb, pb_grpc, socket):
+    def __init__(self, pb, pb_grpc, socket, refuse=0):
         self.pb, self.socket = pb, socket
         self.registrations = queue.Queue()
+        self.refused = 0
         kubelet = self
 
         class Registration(pb_grpc.RegistrationServicer):
             def Register(self, request, context):
+                if kubelet.refused < refuse:
+                    kubelet.refused += 1
+                    context.abort(grpc.StatusCode.UNAVAILABLE, f"refusal {kubelet.refused} of {refuse}")
                 kubelet.registrations.put(request)
                 return pb.Empty()
 
@@ -108,6 +136,23 @@ class Kubelet:
             return self.registrations.get(timeout=TIMEOUT)
         except queue.Empty:
             raise Failure(f"no Register on {self.socket} within {TIMEOUT} s") from None
+
+    def quiet(self, seconds, what):
+        """No Register within `seconds`."""
+        try:
+            request = self.registrations.get(timeout=seconds)
+        except queue.Empty:
+            return
+        raise Failure(f"{what}: an unexpected Register of {request.resource_name}")
+
+    def registered(self, count, what):
+        """The next `count` Register requests, by resource name."""
+        out = {}
+        for _ in range(count):
+            request = self.registration()
+            check(request.resource_name not in out, f"{what}: {request.resource_name} registered twice")
+            out[request.resource_name] = request
+        return out
 
     def stop(self):
         self.server.stop(None).wait()
@@ -161,10 +206,10 @@ def materialise(tool, host, root):
 
 
 def main(argv):
-    if len(argv) != 5:
+    if len(argv) != 6:
         print(__doc__, file=sys.stderr)
         return 2
-    plugin, fixture_tool, proto, stubs = argv[1:]
+    plugin, fixture_tool, proto, stubs, gpuctk = argv[1:]
     pb, pb_grpc = cri.load_stubs(proto, stubs)
     with open(os.path.join(SOURCE, "fixtures", "hosts", "dgx-a100", "host.yaml"), encoding="utf-8") as f:
         gpus = yaml.safe_load(f)["gpus"]
@@ -293,6 +338,13 @@ def main(argv):
                 daemon.wait()
         proc_mode(pb, pb_grpc, kubelet, command, env, lab, healthy)
         kubelet.stop()
+        Lab.base = dict(pb=pb, pb_grpc=pb_grpc, plugin=plugin, fixture_tool=fixture_tool, root=lab)
+        reloads(Lab("reload", "dgx-a100"), gpuctk, uuids)
+        register_retry(Lab("retry", "dgx-a100"))
+        wait_for_kubelet(Lab("wait", "dgx-a100"))
+        mig_restart(Lab("mig", "dgx-a100"), uuids)
+        nvml_fail(Lab("nvml", "nvml-init-fails"))
+        mps_ready(Lab("mps", "dgx-a100"), uuids)
     return 0
 
 
@@ -330,6 +382,329 @@ def proc_mode(pb, pb_grpc, kubelet, command, env, lab, healthy):
         if daemon.poll() is None:
             daemon.kill()
             daemon.wait()
+
+
+class Lab:
+    """One scenario's own fixture host (materialised anew: scenarios change its NVML data file) and its
+    kubelet folder under the run's temporary folder; `base` holds what every scenario shares."""
+
+    base = {}
+
+    def __init__(self, name, host):
+        self.__dict__.update(Lab.base)
+        self.name = name
+        self.dir = os.path.join(self.root, name)
+        os.mkdir(self.dir)
+        self.driver_root, self.dev_root = materialise(self.fixture_tool, host, os.path.join(self.dir, "host"))
+        self.plugins = os.path.join(self.dir, "device-plugins")
+        os.mkdir(self.plugins)
+        self.kubelet_sock = os.path.join(self.plugins, "kubelet.sock")
+        self.events = os.path.join(self.dir, "nvml-events")
+        os.mkfifo(self.events)
+        self.env = dict(os.environ, GPUCTK_MOCK_NVML_EVENTS=self.events)
+        self.command = [self.plugin, "--kubelet-socket", self.kubelet_sock, "--driver-root", self.driver_root,
+                        "--container-driver-root", self.driver_root, "--dev-root", self.dev_root,
+                        "--container-dev-root", self.dev_root]
+
+    def kubelet(self, refuse=0):
+        return Kubelet(self.pb, self.pb_grpc, self.kubelet_sock, refuse)
+
+    def nvml_conf(self):
+        out = subprocess.run(["find", self.driver_root, "-name", "nvml-mock.conf"], capture_output=True,
+                             text=True, check=True).stdout.split()
+        check(len(out) == 1, f"{self.name}: nvml-mock.conf: {out}")
+        return out[0]
+
+    def watch(self, resource):
+        """A ListAndWatch stream of `resource` (its socket beside kubelet.sock) and its channel."""
+        name = resource.rsplit("/", 1)[-1]
+        channel = grpc.insecure_channel("unix:" + os.path.join(self.plugins, f"nvidia-{name}.sock"))
+        return Watch(self.pb_grpc.DevicePluginStub(channel), self.pb), channel
+
+
+class Daemon:
+    """gpuctk-device-plugin run with `args` after the lab's, its stderr in a file read back by lines."""
+
+    def __init__(self, lab, args):
+        self.lab = lab
+        self.log = open(os.path.join(lab.dir, "plugin.log"), "w+", encoding="utf-8")
+        self.process = subprocess.Popen(lab.command + args, env=lab.env, stderr=self.log)
+
+    def lines(self):
+        self.log.seek(0)
+        return self.log.read().splitlines()
+
+    def await_line(self, line, what):
+        """`line` is logged within TIMEOUT seconds."""
+        deadline = time.monotonic() + TIMEOUT
+        while line not in self.lines():
+            check(self.process.poll() is None, f"{what}: the daemon exited {self.process.returncode}")
+            check(time.monotonic() < deadline, f"{what}: no line {line!r} within {TIMEOUT} s")
+            time.sleep(0.05)
+
+    def sigterm(self, what):
+        self.process.send_signal(signal.SIGTERM)
+        status = self.process.wait(timeout=TIMEOUT)
+        check(status == 0, f"{what}: exit {status} on SIGTERM")
+        left = sorted(set(os.listdir(self.lab.plugins)) - {"kubelet.sock"})
+        check(not left, f"{what}: sockets left after SIGTERM: {left}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, trace):
+        if kind is not None:
+            sys.stderr.write(f"the daemon's log ({self.lab.name}):\n" + "\n".join(self.lines()) + "\n")
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+LOG = "gpuctk-device-plugin: "
+
+
+def replicas(uuids, n):
+    return [f"{u}::{i}" for u in uuids for i in range(n)]
+
+
+def slicing(n):
+    return f"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: {n}\n"
+
+
+def reloads(lab, gpuctk, uuids):
+    """sighup-reload, file-reload, invalid-reload and listandwatch-cancel, on one daemon."""
+    elsewhere = os.path.join(lab.dir, "elsewhere")
+    os.mkdir(elsewhere)
+    target = os.path.join(elsewhere, "config.yaml")
+    with open(target, "w", encoding="utf-8") as f:
+        f.write("version: v1\n")
+    configs = os.path.join(lab.dir, "config")
+    os.mkdir(configs)
+    config = os.path.join(configs, "config.yaml")
+    os.symlink(target, config)
+    kubelet = lab.kubelet()
+    with Daemon(lab, ["--config-file", config]) as daemon:
+        check(kubelet.registration().resource_name == "nvidia.com/gpu", "reload: first register")
+        watch, channel = lab.watch("nvidia.com/gpu")
+        check([d[0] for d in watch.next("reload: first list")] == uuids, "reload: the first list")
+
+        # sighup-reload: the link's target changes in a folder nobody watches; only SIGHUP tells.
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(slicing(2))
+        kubelet.quiet(0.5, "sighup-reload: before SIGHUP")
+        daemon.process.send_signal(signal.SIGHUP)
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu", f"sighup-reload: register {request}")
+        check(watch.lists.get(timeout=TIMEOUT) is None, "sighup-reload: the old stream went on")
+        channel.close()
+        watch, channel = lab.watch("nvidia.com/gpu")
+        listed = [d[0] for d in watch.next("sighup-reload: list")]
+        check(listed == replicas(uuids, 2), f"sighup-reload: listed {listed}")
+        daemon.await_line(LOG + "changed: nvidia.com/gpu: 8 -> 16 devices (16 new, 8 gone)", "sighup-reload")
+        labels = subprocess.run([gpuctk, "labels", "--driver-root", lab.driver_root, "--dev-root", lab.dev_root,
+                                 "--config-file", config, "-o", "-"], capture_output=True, text=True, check=False)
+        check(labels.returncode == 0 and "nvidia.com/gpu.replicas=2" in labels.stdout.splitlines(),
+              f"sighup-reload: gpuctk labels: {labels.returncode} {labels.stdout!r} {labels.stderr!r}")
+        print("ok sighup-reload")
+
+        # file-reload: a file renamed over the link, as an atomic writer (or a ConfigMap's ..data) does.
+        with open(os.path.join(configs, ".config.tmp"), "w", encoding="utf-8") as f:
+            f.write(slicing(3))
+        os.rename(os.path.join(configs, ".config.tmp"), config)
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu", f"file-reload: register {request}")
+        check(watch.lists.get(timeout=TIMEOUT) is None, "file-reload: the old stream went on")
+        channel.close()
+        watch, channel = lab.watch("nvidia.com/gpu")
+        listed = [d[0] for d in watch.next("file-reload: list")]
+        check(listed == replicas(uuids, 3), f"file-reload: listed {listed}")
+        print("ok file-reload")
+
+        # invalid-reload: rewritten in place, invalid.
+        errors = [line for line in daemon.lines() if line.startswith(LOG + "error: ")]
+        with open(config, "w", encoding="utf-8") as f:
+            f.write("version: v1\nflags:\n  plugin:\n    deviceListStrategy: [envvar, bogus]\n")
+        want = (LOG + 'error: reload: flags.plugin.deviceListStrategy: invalid strategy "bogus" (want envvar, '
+                "volume-mounts, cdi-annotations or cdi-cri): keeping the configuration in force")
+        daemon.await_line(want, "invalid-reload")
+        kubelet.quiet(0.5, "invalid-reload")
+        watch.quiet(0.1)  # the stream goes on
+        now = [line for line in daemon.lines() if line.startswith(LOG + "error: ")]
+        check(now == errors + [want], f"invalid-reload: error lines {now[len(errors):]}")
+        second, second_channel = lab.watch("nvidia.com/gpu")
+        listed = [d[0] for d in second.next("invalid-reload: list")]
+        check(listed == replicas(uuids, 3), f"invalid-reload: listed {listed}")
+        print("ok invalid-reload")
+
+        # listandwatch-cancel: no health change follows, so only the cancel can end the stream.
+        second.cancel()
+        daemon.await_line(LOG + "ListAndWatch of nvidia.com/gpu ended: the kubelet cancelled it",
+                          "listandwatch-cancel")
+        second_channel.close()
+        print("ok listandwatch-cancel")
+        daemon.sigterm("reload")
+        channel.close()
+    kubelet.stop()
+
+
+def register_retry(lab):
+    """register-retry: Register refused twice, then accepted, after 1 s and 2 s of backoff."""
+    kubelet = lab.kubelet(refuse=2)
+    with Daemon(lab, []) as daemon:
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu" and kubelet.refused == 2,
+              f"register-retry: {request.resource_name} after {kubelet.refused} refusals")
+        why = f"register nvidia.com/gpu with {lab.kubelet_sock}: refusal"
+        retries = [line.split(": trying again in ")[1] for line in daemon.lines()
+                   if line.startswith(LOG + why) and ": trying again in " in line]
+        check(retries == ["1 s", "2 s"], f"register-retry: retries {retries}")
+        daemon.await_line(LOG + f"registered nvidia.com/gpu with {lab.kubelet_sock} as nvidia-gpu.sock",
+                          "register-retry")
+        daemon.sigterm("register-retry")
+    kubelet.stop()
+    print("ok register-retry")
+
+
+def wait_for_kubelet(lab):
+    """wait-for-kubelet: started before kubelet.sock exists; registers once it does."""
+    with Daemon(lab, []) as daemon:
+        daemon.await_line(LOG + f"waiting for {lab.kubelet_sock} (the kubelet) to register", "wait-for-kubelet")
+        kubelet = lab.kubelet()
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu", f"wait-for-kubelet: {request}")
+        daemon.sigterm("wait-for-kubelet")
+    kubelet.stop()
+    print("ok wait-for-kubelet")
+
+
+# GPU 0's new MIG devices (mig-restart): two 3g.20gb GPU instances, as GPU 5 of dgx-a100 has them.
+NEW_MIGS = [(1, "MIG-0a0a0a0a-1111-4111-8111-000000000001"), (2, "MIG-0a0a0a0a-2222-4222-8222-000000000002")]
+
+
+def put_gpu0_in_mig_mode(lab):
+    """The mock's data file says GPU 0 is in MIG mode with NEW_MIGS; their capability nodes are made with
+    the minors mig-minors lists, as the driver makes them when a GPU instance is created."""
+    conf = lab.nvml_conf()
+    lines = []
+    with open(conf, encoding="utf-8") as f:
+        for line in f.read().splitlines():
+            if line.startswith("gpu\tindex=0\t"):
+                line = line.replace("\tmig_mode=0\t", "\tmig_mode=1\t")
+                lines.append(line)
+                lines += [f"mig\tparent=0\tindex={i}\tuuid={uuid}\tgi={gi}\tci=0\tprofile=3g.20gb\t"
+                          "memory_total=21072183296" for i, (gi, uuid) in enumerate(NEW_MIGS)]
+            else:
+                lines.append(line)
+    with open(conf, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(lab.dev_root, "proc/driver/nvidia-caps/mig-minors"), encoding="utf-8") as f:
+        minors = dict(line.split() for line in f if line.strip())
+    caps = os.path.join(lab.dev_root, "dev/nvidia-caps")
+    major = os.major(os.stat(os.path.join(caps, "nvidia-cap2")).st_rdev)
+    for gi, _ in NEW_MIGS:
+        for cap in (f"gpu0/gi{gi}/access", f"gpu0/gi{gi}/ci0/access"):
+            minor = int(minors[cap])
+            path = os.path.join(caps, f"nvidia-cap{minor}")
+            if not os.path.exists(path):
+                os.mknod(path, stat.S_IFCHR | 0o444, os.makedev(major, minor))
+
+
+def mig_restart(lab, uuids):
+    """mig-restart: a MIG change seen at the kubelet's restart."""
+    kubelet = lab.kubelet()
+    resources = ["nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb"]
+    with Daemon(lab, ["--mig-strategy", "mixed"]) as daemon:
+        first = kubelet.registered(len(resources), "mig-restart")
+        check(sorted(first) == resources, f"mig-restart: registered {sorted(first)}")
+        put_gpu0_in_mig_mode(lab)
+        kubelet.stop()
+        for name in os.listdir(lab.plugins):
+            os.unlink(os.path.join(lab.plugins, name))
+        kubelet = lab.kubelet()
+        again = kubelet.registered(len(resources), "mig-restart: again")
+        check(sorted(again) == resources, f"mig-restart: registered again {sorted(again)}")
+        watch, channel = lab.watch("nvidia.com/gpu")
+        listed = [d[0] for d in watch.next("mig-restart: nvidia.com/gpu")]
+        check(listed == uuids[1:4], f"mig-restart: nvidia.com/gpu lists {listed}, not {uuids[1:4]}")
+        watch.cancel()
+        channel.close()
+        watch, channel = lab.watch("nvidia.com/mig-3g.20gb")
+        listed = [d[0] for d in watch.next("mig-restart: nvidia.com/mig-3g.20gb")]
+        check(listed[:2] == [uuid for _, uuid in NEW_MIGS], f"mig-restart: mig-3g.20gb lists {listed}")
+        watch.cancel()
+        channel.close()
+        daemon.await_line(LOG + "changed: nvidia.com/gpu: 4 -> 3 devices (0 new, 1 gone)", "mig-restart")
+        daemon.sigterm("mig-restart")
+    kubelet.stop()
+    print("ok mig-restart")
+
+
+def nvml_fail(lab):
+    """nvml-fail: NVML's init fails on a host whose driver is loaded."""
+    kubelet = lab.kubelet()
+    out = subprocess.run(lab.command, env=lab.env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    version = os.path.join(lab.dev_root, "proc/driver/nvidia/version")
+    why = ("NVML did not start: nvml: nvmlInit_v2: Driver Not Loaded; the driver is loaded (" + version +
+           "), so the GPUs are not taken from /proc, where nothing would watch their health")
+    check(out.returncode == 1, f"nvml-fail: failOnInitError true: exit {out.returncode}, not 1: {out.stderr!r}")
+    check(out.stderr == LOG + "error: " + why + "\n", f"nvml-fail: stderr {out.stderr!r}")
+    check(kubelet.registrations.empty(), "nvml-fail: failOnInitError true registered")
+    with Daemon(lab, ["--fail-on-init-error=false", "--retry-interval", "1"]) as daemon:
+        daemon.await_line(LOG + why + " (failOnInitError is false): serving nothing, trying again every 1 s and "
+                          "when the kubelet restarts", "nvml-fail")
+        kubelet.quiet(1.5, "nvml-fail: while NVML fails")  # a retry or more, each failing
+        conf = lab.nvml_conf()
+        with open(conf, encoding="utf-8") as f:
+            lines = [line for line in f.read().splitlines() if not line.startswith("fail\t")]
+        with open(conf, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu", f"nvml-fail: {request}")
+        watch, channel = lab.watch("nvidia.com/gpu")
+        listed = watch.next("nvml-fail: list")
+        check([d[1] for d in listed] == ["Healthy"], f"nvml-fail: listed {listed}")
+        watch.cancel()
+        channel.close()
+        check([line for line in daemon.lines() if line.startswith(LOG + why)] == [
+            LOG + why + " (failOnInitError is false): serving nothing, trying again every 1 s and when the "
+            "kubelet restarts"], "nvml-fail: the failure was logged more than once")
+        daemon.sigterm("nvml-fail")
+    kubelet.stop()
+    print("ok nvml-fail")
+
+
+def mps_ready(lab, uuids):
+    """mps-ready: an MPS-shared resource registers only once its daemon is ready."""
+    root = os.path.join(lab.dir, "mps")
+    os.mkdir(root)
+    config = os.path.join(lab.dir, "config.yaml")
+    with open(config, "w", encoding="utf-8") as f:
+        f.write("version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n")
+    kubelet = lab.kubelet()
+    with Daemon(lab, ["--config-file", config, "--mps-root", root]) as daemon:
+        ready = os.path.join(root, "nvidia.com/gpu/.ready")
+        daemon.await_line(LOG + "waiting for the MPS daemon of nvidia.com/gpu before registering it: " + ready +
+                          ": No such file or directory", "mps-ready")
+        kubelet.quiet(1.5, "mps-ready: before the daemon is ready")
+        pipe = os.path.join(root, "nvidia.com/gpu/pipe")
+        os.makedirs(pipe)
+        with open(ready, "w", encoding="utf-8"):
+            pass
+        control = socket.socket(socket.AF_UNIX)
+        control.bind(os.path.join(pipe, "control"))
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu", f"mps-ready: {request}")
+        daemon.await_line(LOG + "the MPS daemon of nvidia.com/gpu is ready", "mps-ready")
+        watch, channel = lab.watch("nvidia.com/gpu")
+        listed = [d[0] for d in watch.next("mps-ready: list")]
+        check(listed == replicas(uuids, 2), f"mps-ready: listed {listed}")
+        watch.cancel()
+        channel.close()
+        control.close()
+        daemon.sigterm("mps-ready")
+    kubelet.stop()
+    print("ok mps-ready")
 
 
 def answer_json(response):
