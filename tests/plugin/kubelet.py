@@ -601,13 +601,16 @@ def put_gpu0_in_mig_mode(lab):
     with open(os.path.join(lab.dev_root, "proc/driver/nvidia-caps/mig-minors"), encoding="utf-8") as f:
         minors = dict(line.split() for line in f if line.strip())
     caps = os.path.join(lab.dev_root, "dev/nvidia-caps")
-    major = os.major(os.stat(os.path.join(caps, "nvidia-cap2")).st_rdev)
+    model = os.stat(os.path.join(caps, "nvidia-cap2"))
     for gi, _ in NEW_MIGS:
         for cap in (f"gpu0/gi{gi}/access", f"gpu0/gi{gi}/ci0/access"):
             minor = int(minors[cap])
             path = os.path.join(caps, f"nvidia-cap{minor}")
-            if not os.path.exists(path):
-                os.mknod(path, stat.S_IFCHR | 0o444, os.makedev(major, minor))
+            if stat.S_ISCHR(model.st_mode):
+                os.mknod(path, stat.S_IFCHR | 0o444, os.makedev(os.major(model.st_rdev), minor))
+            else:  # the fixture's nodes are regular files where it cannot make nodes: the same here
+                with open(path, "w", encoding="utf-8"):
+                    os.chmod(path, 0o444)
 
 
 def mig_restart(lab, uuids):
