@@ -22,8 +22,10 @@ build_packages=(libgtest-dev libbenchmark-dev)
 # build time), and gogo.proto, which the kubelet's api.proto files import for their options.
 # libnghttp2-dev: gpuctk-exporter speaks gRPC's protocol to the kubelet over HTTP/2 with nghttp2 (and
 # protobuf-lite from libprotobuf-dev) instead of linking gRPC's runtime; it ships libnghttp2.a.
+# libcurl4-openssl-dev: the Kubernetes API client (src/kube, the device plugin's per-node configs) speaks
+# HTTPS with libcurl (OpenSSL: its CA, client certificate and key given as PEM text in memory).
 plugin_packages=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  golang-github-gogo-protobuf-dev libnghttp2-dev)
+  golang-github-gogo-protobuf-dev libnghttp2-dev libcurl4-openssl-dev)
 # gpuctk-exporter only (-DGPUCTK_EXPORTER=ON, beside the gRPC of plugin_packages for its pod-resources
 # client): libmicrohttpd, its HTTP server, built with GnuTLS, whose API verifies client certificates, and
 # libcrypt's crypt_r, which checks the web config's bcrypt passwords.

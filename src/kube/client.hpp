@@ -102,13 +102,14 @@ class Client {
   std::unique_ptr<State> m_state;
 };
 
-// Keeps one object up to date, as an informer of one name does: a GET, then watches from its
-// resourceVersion, resumed from the last version seen (bookmarks included) when a stream ends, listed
-// again after 410 Gone, with a backoff (1 s doubling to 30 s) after errors. Runs in a thread of its own.
+// Keeps one object up to date, as an informer of one name does: a list of that name (a GET of the
+// collection with fieldSelector=metadata.name=<name>), then watches from the list's resourceVersion,
+// resumed from the last version seen (bookmarks included) when a stream ends, listed again at once after
+// 410 Gone and after a backoff (1 s doubling to 30 s) after other errors. Runs in a thread of its own.
 class ObjectWatch {
  public:
   // `collection`: "/api/v1/nodes"; `name`: the object's name. `changed` gets the object after each
-  // change, nullopt when it is deleted or missing (404); `log` gets each error and recovery.
+  // change, nullopt when it is deleted or missing (the list is empty); `log` gets each error and recovery.
   static Result<std::unique_ptr<ObjectWatch>> start(
       Client client, std::string collection, std::string name,
       std::function<void(const std::optional<nlohmann::json>&)> changed,
