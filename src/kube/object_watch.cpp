@@ -100,6 +100,7 @@ class Watcher final : public ObjectWatch {
   bool m_delivered = false;
   std::optional<nlohmann::json> m_last;
   bool m_failing = false;
+  bool m_just_listed = false;  // no event since the last list
   std::chrono::seconds m_backoff = k_first_backoff;
 };
 
@@ -136,6 +137,7 @@ Next Watcher::list() {
   }
   m_relist = false;
   m_version = version;
+  m_just_listed = true;
   succeeded();
   deliver(items->empty() ? std::nullopt : std::optional<nlohmann::json>(items->front()));
   return Next::go_on;
@@ -159,19 +161,21 @@ Next Watcher::watch() {
     const bool at_once = std::chrono::steady_clock::now() - started < k_first_backoff;
     return events == 0 && at_once ? Next::settle : Next::go_on;
   }
-  if (result.error().status == 410) {
+  if (result.error().status == 410 && !m_just_listed) {
     m_log(m_collection + "/" + m_name + ": " + result.error().message + "; listing again");
     m_relist = true;  // at once, as client-go's reflector does
     return Next::go_on;
   }
   // After an error, a list again (as client-go's reflector does): its answer says at once whether the
-  // server is back, and carries what changed while no watch was open.
+  // server is back, and carries what changed while no watch was open. A 410 right after a list (a server
+  // whose list and watch disagree) waits too, rather than spin.
   failed(result.error());
   m_relist = true;
   return Next::back_off;
 }
 
 bool Watcher::on_event(const WatchEvent& event) {
+  m_just_listed = false;
   const std::string version = resource_version_of(event.object);
   if (event.type == "ADDED" || event.type == "MODIFIED") {
     deliver(event.object);
