@@ -301,7 +301,48 @@ Result<void> plugin_flags(const YAML::Node& flags, PluginFlags& out) {
   return string_flag(plugin, "sharedDevicesAllocationPolicy", in, out.shared_devices_allocation_policy);
 }
 
+// imex: channelIDs (a list of integers, then NVIDIA's check) and required.
+Result<void> imex_section(const YAML::Node& imex, ImexConfig& out) {
+  if (!imex.IsMap()) {
+    return fail("imex: expected a mapping");
+  }
+  if (const YAML::Node ids = imex["channelIDs"]; ids && !ids.IsNull()) {
+    if (!ids.IsSequence()) {
+      return fail("imex.channelIDs: expected a list of integers");
+    }
+    std::vector<int64_t> numbers;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const auto number = integer(ids[i]);
+      if (!number) {
+        return fail("imex.channelIDs[" + std::to_string(i) + "]: expected an integer");
+      }
+      numbers.push_back(*number);
+    }
+    auto checked = check_imex_channel_ids(numbers);
+    if (!checked) {
+      return fail_with("imex.channelIDs", checked.error());
+    }
+    out.channel_ids = std::move(*checked);
+  }
+  return bool_flag(imex, "required", "imex.", out.required);
+}
+
 }  // namespace
+
+Result<std::vector<uint32_t>> check_imex_channel_ids(std::span<const int64_t> ids) {
+  if (ids.empty()) {
+    return std::vector<uint32_t>{};
+  }
+  if (ids.size() == 1 && ids[0] == 0) {
+    return std::vector<uint32_t>{0};
+  }
+  // Go's %v of the list, as NVIDIA's message prints it.
+  std::string found;
+  for (const int64_t id : ids) {
+    found += (found.empty() ? "" : " ") + std::to_string(id);
+  }
+  return fail("must be [] or [0]; found [" + found + "]");
+}
 
 Result<MigStrategy> parse_mig_strategy(std::string_view text) {
   const auto* row = std::ranges::find(k_mig_strategies, text, &NameRow<MigStrategy>::name);
@@ -364,6 +405,9 @@ Result<SharingConfig> parse_sharing_config(std::string_view text) {
       config.warnings.emplace_back(
           "resources: ignored, as in the device plugin (custom resource names are not "
           "supported; GPUs are nvidia.com/gpu, MIG devices follow flags.migStrategy)");
+    }
+    if (const YAML::Node imex = root["imex"]; imex && !imex.IsNull()) {
+      GPUCTK_TRY(imex_section(imex, config.imex));
     }
     const YAML::Node sharing = root["sharing"];
     if (!sharing || sharing.IsNull()) {

@@ -9,6 +9,9 @@
 //     failOnInitError: true          # the plugin's flags (PluginFlags): type-checked here, their values
 //     plugin:                        # judged by the plugin (plugin/config.hpp); labels ignore them
 //       deviceListStrategy: [envvar, cdi-cri]
+//   imex:                            # the plugin's IMEX channels (plugin/config.hpp); labels ignore them
+//     channelIDs: [0]                # [] or [0], as NVIDIA's plugin allows
+//     required: true
 //   sharing:
 //     timeSlicing:                   # or mps: (same shape); when both are present mps is the one in force
 //       renameByDefault: false       # true: the plugin advertises <name>.shared; the product label then
@@ -21,13 +24,14 @@
 //
 // The file is checked the way the plugin checks it, so that a file the plugin refuses is refused here
 // too, with the key path in the error: "sharing.timeSlicing.resources[0].replicas: must be at least 2,
-// got 1", "flags.plugin.passDeviceSpecs: expected true or false". GFD's flags (flags.gfd) and `imex` are
-// not read; `resources` (custom resource names) is ignored with a warning, as the plugin ignores it. Like
-// the plugin, gpuctk applies replicas to every device of a resource: `devices` and `rename` are checked,
-// then ignored with a warning.
+// got 1", "flags.plugin.passDeviceSpecs: expected true or false", "imex.channelIDs: must be [] or [0];
+// found [1]". GFD's flags (flags.gfd) are not read; `resources` (custom resource names) is ignored with a
+// warning, as the plugin ignores it. Like the plugin, gpuctk applies replicas to every device of a resource:
+// `devices` and `rename` are checked, then ignored with a warning.
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +81,16 @@ struct PluginFlags {
   std::optional<std::string> shared_devices_allocation_policy;  // flags.plugin.sharedDevicesAllocationPolicy
 };
 
+// The file's imex section, each key as the file spells it (nullopt: not there).
+struct ImexConfig {
+  std::optional<std::vector<uint32_t>> channel_ids;  // imex.channelIDs, checked by check_imex_channel_ids
+  std::optional<bool> required;                      // imex.required
+};
+
+// IMEX channel IDs as NVIDIA's plugin allows them: none, or channel 0 alone. Error (the caller prefixes
+// where the list came from): "must be [] or [0]; found [0 1]".
+Result<std::vector<uint32_t>> check_imex_channel_ids(std::span<const int64_t> ids);
+
 struct SharingConfig {
   std::optional<MigStrategy> mig_strategy;  // flags.migStrategy; nullopt when the file has none
   // mps when the file has an mps section, else time-slicing when it has a timeSlicing section.
@@ -85,6 +99,7 @@ struct SharingConfig {
   // failRequestsGreaterThanOne of that section; nullopt when it does not say.
   std::optional<bool> fail_requests_greater_than_one;
   PluginFlags flags;
+  ImexConfig imex;
   std::vector<std::string> warnings;  // what the file asks for that is ignored
 
   // The resource named `name` ("nvidia.com/gpu"); nullptr when the section does not replicate it.

@@ -129,6 +129,37 @@ TEST(SharingConfig, RefusesWhatThePluginRefuses) {
             "YAML syntax error at line 2, column 1: end of sequence flow not found");
 }
 
+// imex, as NVIDIA's plugin reads it (api/config/v1/imex.go): channelIDs [] or [0], required.
+TEST(SharingConfig, ReadsAndChecksTheImexSection) {
+  const auto config = parse_ok("imex: {channelIDs: [0], required: true}\n");
+  EXPECT_EQ(config.imex.channel_ids, std::vector<uint32_t>{0});
+  EXPECT_EQ(config.imex.required, true);
+  EXPECT_TRUE(config.warnings.empty());
+  const auto empty = parse_ok("imex:\n  channelIDs: []\n");
+  EXPECT_EQ(empty.imex.channel_ids, std::vector<uint32_t>{});
+  EXPECT_EQ(empty.imex.required, std::nullopt);
+  const auto none = parse_ok("imex:\n");
+  EXPECT_EQ(none.imex.channel_ids, std::nullopt);
+  EXPECT_EQ(none.imex.required, std::nullopt);
+  EXPECT_EQ(parse_error("imex: {channelIDs: [1]}\n"), "imex.channelIDs: must be [] or [0]; found [1]");
+  EXPECT_EQ(parse_error("imex: {channelIDs: [0, 0]}\n"), "imex.channelIDs: must be [] or [0]; found [0 0]");
+  EXPECT_EQ(parse_error("imex: {channelIDs: [-1]}\n"), "imex.channelIDs: must be [] or [0]; found [-1]");
+  EXPECT_EQ(parse_error("imex: {channelIDs: 0}\n"), "imex.channelIDs: expected a list of integers");
+  EXPECT_EQ(parse_error("imex: {channelIDs: [channel0]}\n"), "imex.channelIDs[0]: expected an integer");
+  EXPECT_EQ(parse_error("imex: {required: maybe}\n"), "imex.required: expected true or false");
+  EXPECT_EQ(parse_error("imex: [0]\n"), "imex: expected a mapping");
+}
+
+TEST(SharingConfig, ImexChannelIdsAreNoneOrChannelZero) {
+  EXPECT_EQ(check_imex_channel_ids(std::vector<int64_t>{}).value_or(std::vector<uint32_t>{9}),
+            std::vector<uint32_t>{});
+  EXPECT_EQ(check_imex_channel_ids(std::vector<int64_t>{0}).value_or(std::vector<uint32_t>{}),
+            std::vector<uint32_t>{0});
+  const auto refused = check_imex_channel_ids(std::vector<int64_t>{2, 0});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message, "must be [] or [0]; found [2 0]");
+}
+
 TEST(SharingConfig, ATwiceListedResourceCountsOnceAsItsFirstEntry) {
   const auto config =
       parse_ok("sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2}, {name: gpu, replicas: 3}]}}\n");
