@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "cdi/names.hpp"
 #include "discover/host_fs.hpp"
+#include "discover/imex_channels.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::plugin {
@@ -16,6 +18,8 @@ constexpr std::string_view k_volume_root = "/var/run/nvidia-container-devices"; 
 constexpr std::string_view k_volume_source = "/dev/null";
 constexpr std::string_view k_annotation_plugin = "nvidia-device-plugin";  // <prefix><plugin>_<response id>
 constexpr std::string_view k_mps_container_root = "/mps";                 // the MPS root in a container
+constexpr std::string_view k_imex_channels = "NVIDIA_IMEX_CHANNELS";      // NVIDIA's ImexChannelEnvVar
+constexpr std::string_view k_imex_cdi_class = "imex-channel";  // the CDI class of NVIDIA's plugin's channels
 
 // The control nodes passDeviceSpecs offers, in NVIDIA's order, when discovery found them (NVIDIA's
 // plugin offers each that exists in its own container).
@@ -38,6 +42,15 @@ std::vector<std::string> answer_ids(const std::vector<const Device*>& devices, I
     if (std::ranges::find(out, id) == out.end()) {
       out.push_back(std::move(id));
     }
+  }
+  return out;
+}
+
+// The IMEX channels' numbers as text, in config order.
+std::vector<std::string> imex_ids(const Config& config) {
+  std::vector<std::string> out;
+  for (const uint32_t id : config.imex_channel_ids) {
+    out.push_back(std::to_string(id));
   }
   return out;
 }
@@ -135,23 +148,33 @@ void Allocator::mps(const std::vector<const Device*>& devices, ContainerAnswer& 
   }
 }
 
+void Allocator::cdi(const std::vector<std::string>& names, std::string_view response_id,
+                    ContainerAnswer& out) const {
+  std::vector<std::string> qualified;
+  for (const auto& id : names) {
+    qualified.push_back(m_config.cdi_kind + "=" + id);
+  }
+  const std::string imex_kind =
+      std::string(cdi::split_kind(m_config.cdi_kind).first) + "/" + std::string(k_imex_cdi_class);
+  for (const auto& channel : imex_ids(m_config)) {
+    qualified.push_back(imex_kind + "=" + channel);
+  }
+  if (m_config.list.cdi_annotations) {
+    out.annotations[m_config.cdi_annotation_prefix + std::string(k_annotation_plugin) + "_" +
+                    std::string(response_id)] = join(qualified, ",");
+  }
+  if (m_config.list.cdi_cri) {
+    out.cdi_devices = std::move(qualified);
+  }
+}
+
 Result<ContainerAnswer> Allocator::answer(std::span<const std::string> ids,
                                           std::string_view response_id) const {
   GPUCTK_TRY_ASSIGN(const auto devices, validate(ids));
   const std::vector<std::string> names = answer_ids(devices, m_config.id);
   ContainerAnswer out;
   if (m_config.list.any_cdi()) {
-    std::vector<std::string> cdi;
-    for (const auto& id : names) {
-      cdi.push_back(m_config.cdi_kind + "=" + id);
-    }
-    if (m_config.list.cdi_annotations) {
-      out.annotations[m_config.cdi_annotation_prefix + std::string(k_annotation_plugin) + "_" +
-                      std::string(response_id)] = join(cdi, ",");
-    }
-    if (m_config.list.cdi_cri) {
-      out.cdi_devices = cdi;
-    }
+    cdi(names, response_id, out);
   }
   if (m_config.sharing == labels::SharingStrategy::mps) {
     mps(devices, out);
@@ -167,29 +190,44 @@ Result<ContainerAnswer> Allocator::answer(std::span<const std::string> ids,
   if (m_config.list.only_cdi()) {
     return out;
   }
+  const std::vector<std::string> channels = imex_ids(m_config);
   if (m_config.list.envvar) {
     out.envs[std::string(k_visible_devices)] = join(names, ",");
+    if (!channels.empty()) {
+      out.envs[std::string(k_imex_channels)] = join(channels, ",");
+    }
   }
   if (m_config.list.volume_mounts) {
     out.envs[std::string(k_visible_devices)] = std::string(k_volume_root);
     for (const auto& id : names) {
       out.mounts.push_back({std::string(k_volume_root) + "/" + id, std::string(k_volume_source), false});
     }
+    for (const auto& channel : channels) {
+      out.mounts.push_back(
+          {std::string(k_volume_root) + "/imex/" + channel, std::string(k_volume_source), false});
+    }
   }
   if (m_config.pass_device_specs) {
-    std::vector<std::string> paths = m_control_paths;
-    for (const Device* d : devices) {
-      for (const auto& path : d->paths) {
-        if (std::ranges::find(paths, path) == paths.end()) {
-          paths.push_back(path);
-        }
-      }
-    }
-    for (const auto& path : paths) {
-      out.devices.push_back({path, discover::under_root(m_config.dev_root, path), "rw"});
-    }
+    device_specs(devices, out);
   }
   return out;
+}
+
+void Allocator::device_specs(const std::vector<const Device*>& devices, ContainerAnswer& out) const {
+  std::vector<std::string> paths = m_control_paths;
+  for (const Device* d : devices) {
+    for (const auto& path : d->paths) {
+      if (std::ranges::find(paths, path) == paths.end()) {
+        paths.push_back(path);
+      }
+    }
+  }
+  for (const uint32_t channel : m_config.imex_channel_ids) {
+    paths.push_back(discover::imex_channel_path(channel));
+  }
+  for (const auto& path : paths) {
+    out.devices.push_back({path, discover::under_root(m_config.dev_root, path), "rw"});
+  }
 }
 
 }  // namespace gpuctk::plugin

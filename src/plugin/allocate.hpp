@@ -5,7 +5,10 @@
 //
 //   cdi-annotations   annotation <prefix>nvidia-device-plugin_<response id> = the CDI names, comma-joined
 //   cdi-cri           the CRI's CDI devices, one per CDI name
-//   (CDI names are <cdi kind>=<id> per device, in request order, duplicates of replicas dropped)
+//   (CDI names are <cdi kind>=<id> per device, in request order, duplicates of replicas dropped, then
+//   <vendor of the cdi kind>/imex-channel=<channel> per IMEX channel: the name NVIDIA's plugin gives
+//   (nvidia.com/imex-channel=0 by default), which `gpuctk cdi generate --mode imex --class imex-channel`
+//   writes)
 //   MPS               CUDA_MPS_PIPE_DIRECTORY=/mps/<resource>/pipe, mounts of <mps root>/<resource>/pipe
 //                     there and of <mps root>/shm on /dev/shm; and, as no MPS daemon of gpuctk's applies
 //                     them, the limits NVIDIA's daemon would set as client variables:
@@ -13,12 +16,16 @@
 //                     CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=<ordinal>=<memory/replicas in MiB>M,... per GPU
 //   gdrcopy/gds/mofed NVIDIA_GDRCOPY / NVIDIA_GDS / NVIDIA_MOFED = enabled
 //   and only when a non-CDI strategy is on:
-//   envvar            NVIDIA_VISIBLE_DEVICES=<ids>, comma-joined
+//   envvar            NVIDIA_VISIBLE_DEVICES=<ids>, comma-joined; NVIDIA_IMEX_CHANNELS=<channels>,
+//                     comma-joined, when there are IMEX channels
 //   volume-mounts     NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices and a mount of /dev/null on
-//                     /var/run/nvidia-container-devices/<id> per id
+//                     /var/run/nvidia-container-devices/<id> per id, then on
+//                     /var/run/nvidia-container-devices/imex/<channel> per IMEX channel
 //   passDeviceSpecs   device specs (rw): the control nodes discovery found (nvidiactl, nvidia-uvm,
-//                     nvidia-uvm-tools, nvidia-modeset), then each device's nodes, host paths below the
-//                     dev root
+//                     nvidia-uvm-tools, nvidia-modeset), then each device's nodes, then each IMEX channel's
+//                     /dev/nvidia-caps-imex-channels/channel<channel>, host paths below the dev root
+// The IMEX channels are Config::imex_channel_ids, in every answer (NVIDIA's plugin: every container with
+// devices), as check_imex_channels (config.hpp) left them at the start.
 // <ids> are UUIDs or indexes (deviceIDStrategy), replica suffixes dropped and duplicates removed, in
 // request order. A request naming a device the resource does not have, or (failRequestsGreaterThanOne)
 // more than one replica, is refused.
@@ -85,6 +92,8 @@ class Allocator {
  private:
   [[nodiscard]] Result<std::vector<const Device*>> validate(std::span<const std::string> ids) const;
   void mps(const std::vector<const Device*>& devices, ContainerAnswer& out) const;
+  void cdi(const std::vector<std::string>& names, std::string_view response_id, ContainerAnswer& out) const;
+  void device_specs(const std::vector<const Device*>& devices, ContainerAnswer& out) const;
 
   const Resource& m_resource;
   const Config& m_config;

@@ -1,8 +1,10 @@
 #include "plugin/config.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include "cdi/names.hpp"
+#include "discover/imex_channels.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::plugin {
@@ -81,6 +83,14 @@ const std::vector<Flag>& flags() {
        Kind::text,
        "the kubelet's registration socket; the plugins' sockets go beside it "
        "(default /var/lib/kubelet/device-plugins/kubelet.sock)"},
+      {{"imex-channel-ids"},
+       {"IMEX_CHANNEL_IDS"},
+       Kind::list,
+       "the IMEX channels in every answer: none or 0 (default none)"},
+      {{"imex-required"},
+       {"IMEX_REQUIRED"},
+       Kind::boolean,
+       "a missing IMEX channel stops the start; false: left out with a warning (default false)"},
       {{"config-file"}, {"CONFIG_FILE"}, Kind::text, "the device plugin's config file (YAML or JSON)"},
       // gpuctk's own.
       {{"container-dev-root"},
@@ -294,7 +304,60 @@ Result<void> resolve_sharing(const Resolver& r, const Overrides& overrides, Conf
   return {};
 }
 
+// "0,1" (a list flag's values joined) as integers; "" is none. Error: "--imex-channel-ids: \"x\" is not an
+// integer".
+Result<std::vector<int64_t>> integers(const Given& given) {
+  std::vector<int64_t> out;
+  if (given.value.empty()) {
+    return out;
+  }
+  for (const auto item : split(given.value, ',')) {
+    const std::string_view text = trim(item);
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+      return fail(given.origin + ": " + quote(item) + " is not an integer");
+    }
+    out.push_back(value);
+  }
+  return out;
+}
+
+// IMEX: the channel IDs from the flag or variable, else the file's; then NVIDIA's check of them.
+Result<void> resolve_imex(const Resolver& r, const Overrides& overrides, Config& c) {
+  const labels::ImexConfig& file = r.file().imex;
+  if (const auto it = overrides.find("imex-channel-ids"); it != overrides.end()) {
+    GPUCTK_TRY_ASSIGN(const auto ids, integers(it->second));
+    auto checked = labels::check_imex_channel_ids(ids);
+    if (!checked) {
+      return fail_with(it->second.origin, checked.error());
+    }
+    c.imex_channel_ids = std::move(*checked);
+  } else {
+    c.imex_channel_ids = file.channel_ids.value_or(std::vector<uint32_t>{});
+  }
+  GPUCTK_TRY_ASSIGN(c.imex_required, r.boolean("imex-required", file.required, false));
+  return {};
+}
+
 }  // namespace
+
+Result<void> check_imex_channels(Config& config, const std::string& dev_root,
+                                 std::vector<std::string>& warnings) {
+  std::vector<uint32_t> present;
+  for (const uint32_t id : config.imex_channel_ids) {
+    const auto node = discover::imex_channel_node(dev_root, id);
+    if (node) {
+      present.push_back(id);
+    } else if (config.imex_required) {
+      return fail(node.error().message + " (IMEX channels are required)");
+    } else {
+      warnings.push_back(node.error().message + ": left out of the answers (IMEX channels are not required)");
+    }
+  }
+  config.imex_channel_ids = std::move(present);
+  return {};
+}
 
 Result<Arguments> parse_arguments(std::span<const std::string_view> args,
                                   const std::function<const char*(const char*)>& getenv) {
@@ -393,6 +456,7 @@ Result<Config> resolve_config(const Overrides& overrides, std::optional<std::str
         "flags.plugin.nvidiaCTKPath: ignored: gpuctk-device-plugin writes no CDI spec (gpuctk cdi generate "
         "does)");
   }
+  GPUCTK_TRY(resolve_imex(r, overrides, c));
   GPUCTK_TRY(resolve_sharing(r, overrides, c));
   return c;
 }

@@ -114,6 +114,16 @@ Result<Arguments> parse_arguments(std::span<const std::string_view> args,
 // Warnings of the file's parser are kept in Config::warnings.
 Result<Config> resolve_config(const Overrides& overrides, std::optional<std::string_view> file_text);
 
+// The daemon's check of the IMEX channels at its start, as NVIDIA's plugin makes it: each channel of
+// config.imex_channel_ids whose character device <dev_root>/dev/nvidia-caps-imex-channels/channel<id> is
+// missing (or not a character device) is an error when config.imex_required, else removed from
+// config.imex_channel_ids with a warning. `dev_root` is where this process sees the host's /dev
+// (Config::container_dev_root). Error: "IMEX channel 0: /dev/nvidia-caps-imex-channels/channel0 does not
+// exist (IMEX channels are required)"; warning: "IMEX channel 0: ... does not exist: left out of the
+// answers (IMEX channels are not required)".
+Result<void> check_imex_channels(Config& config, const std::string& dev_root,
+                                 std::vector<std::string>& warnings);
+
 // The usage text of --help: every flag with its variables and default.
 std::string usage();
 

@@ -177,6 +177,8 @@ Result<std::unique_ptr<Node>> prepare(const Config& config) {
     log(warning);
   }
   std::vector<std::string> warnings;
+  // NVIDIA's start-up check, made again at every start: a reload may name other channels.
+  GPUCTK_TRY(check_imex_channels(node->config, options.dev_root, warnings));
   const auto numa = read_numa_nodes(options.dev_root, node->inventory);
   GPUCTK_TRY_ASSIGN(node->resources, build_resources(node->inventory, config, numa, warnings));
   for (const auto& warning : warnings) {

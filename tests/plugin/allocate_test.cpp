@@ -117,6 +117,50 @@ TEST(PluginAllocate, DeviceSpecsAreTheControlNodesFoundThenTheDevicesNodesOnlyWi
       "cdi nvidia.com/gpu=" + g0 + "\n");
 }
 
+// IMEX channels in every answer, as NVIDIA's plugin gives them: the variable with envvar, a marker mount
+// with volume-mounts, the CDI name with a CDI strategy, the node with passDeviceSpecs.
+TEST(PluginAllocate, ImexChannelsAreAnsweredByEveryStrategyAsNvidiasPlugin) {
+  const std::string imex = "imex: {channelIDs: [0]}\n";
+  EXPECT_EQ(answer(imex + "flags: {plugin: {deviceIDStrategy: index}}", "nvidia.com/gpu", {g1}),
+            "env NVIDIA_IMEX_CHANNELS=0\nenv NVIDIA_VISIBLE_DEVICES=1\n");
+  EXPECT_EQ(answer(imex + "flags: {plugin: {deviceListStrategy: volume-mounts, deviceIDStrategy: index}}",
+                   "nvidia.com/gpu", {g0}),
+            "env NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices\n"
+            "mount /dev/null -> /var/run/nvidia-container-devices/0\n"
+            "mount /dev/null -> /var/run/nvidia-container-devices/imex/0\n");
+  EXPECT_EQ(
+      answer(imex + "flags: {plugin: {deviceListStrategy: [cdi-cri, cdi-annotations], deviceIDStrategy: "
+                    "index}}",
+             "nvidia.com/gpu", {g0, g1}),
+      "annotation cdi.k8s.io/nvidia-device-plugin_0f0e0d0c-0b0a-4908-8706-050403020100=nvidia.com/gpu=0,"
+      "nvidia.com/gpu=1,nvidia.com/imex-channel=0\n"
+      "cdi nvidia.com/gpu=0\ncdi nvidia.com/gpu=1\ncdi nvidia.com/imex-channel=0\n");
+  EXPECT_EQ(answer(imex + "flags: {nvidiaDevRoot: /host, plugin: {passDeviceSpecs: true, deviceIDStrategy: "
+                          "index}}",
+                   "nvidia.com/gpu", {g0}),
+            "env NVIDIA_IMEX_CHANNELS=0\nenv NVIDIA_VISIBLE_DEVICES=0\n"
+            "device /host/dev/nvidiactl -> /dev/nvidiactl rw\n"
+            "device /host/dev/nvidia-uvm -> /dev/nvidia-uvm rw\n"
+            "device /host/dev/nvidia-uvm-tools -> /dev/nvidia-uvm-tools rw\n"
+            "device /host/dev/nvidia0 -> /dev/nvidia0 rw\n"
+            "device /host/dev/nvidia-caps-imex-channels/channel0 -> /dev/nvidia-caps-imex-channels/channel0 "
+            "rw\n");
+  // The CDI name's vendor is the CDI kind's.
+  Config config =
+      configured(imex + "flags: {plugin: {deviceListStrategy: cdi-cri, deviceIDStrategy: index}}");
+  config.cdi_kind = "example.com/device";
+  std::vector<std::string> warnings;
+  const auto resources = build_resources(two_gpus(), config, {}, warnings);
+  ASSERT_TRUE(resources) << resources.error().message;
+  const auto out = Allocator(resources->front(), config, {}).answer(std::vector<std::string>{g0}, k_response);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(describe(*out), "cdi example.com/device=0\ncdi example.com/imex-channel=0\n");
+  // No channels (the default, or [] in the file): nothing of IMEX.
+  EXPECT_EQ(
+      answer("imex: {channelIDs: []}\nflags: {plugin: {deviceIDStrategy: index}}", "nvidia.com/gpu", {g0}),
+      "env NVIDIA_VISIBLE_DEVICES=0\n");
+}
+
 TEST(PluginAllocate, ReplicasFoldIntoTheirGpuAndLargeRequestsAreRefusedWhenAsked) {
   const std::string sharing = "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 4}]}}";
   EXPECT_EQ(answer(sharing, "nvidia.com/gpu", {g0 + "::3", g0 + "::1", g1 + "::0"}),

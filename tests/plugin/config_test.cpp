@@ -3,8 +3,15 @@
 #include "plugin/config.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <map>
+
+#include "support/temp_dir.hpp"
+#include "util/file.hpp"
 
 namespace gpuctk::plugin {
 namespace {
@@ -206,10 +213,110 @@ TEST(PluginConfig, SpecGenerationFlagsAreAcceptedAndIgnoredWithAWarning) {
                                      "CDI spec (gpuctk cdi generate does)"});
 }
 
+// IMEX as NVIDIA's plugin takes it: --imex-channel-ids / IMEX_CHANNEL_IDS / imex.channelIDs, [] or [0].
+TEST(PluginConfig, ImexChannelsFromTheFlagItsVariableOrTheFile) {
+  const Config none = resolve_ok({}, std::nullopt);
+  EXPECT_TRUE(none.imex_channel_ids.empty());
+  EXPECT_FALSE(none.imex_required);
+  const std::string_view file = "imex: {channelIDs: [0], required: true}\n";
+  const Config from_file = resolve_ok({}, file);
+  EXPECT_EQ(from_file.imex_channel_ids, std::vector<uint32_t>{0});
+  EXPECT_TRUE(from_file.imex_required);
+  const Config from_flags = resolve_ok({"--imex-channel-ids", "0", "--imex-required"}, std::nullopt);
+  EXPECT_EQ(from_flags.imex_channel_ids, std::vector<uint32_t>{0});
+  EXPECT_TRUE(from_flags.imex_required);
+  // A flag beats its variable, which beats the file; an empty list is none.
+  const Config flag_over_file =
+      resolve_ok({"--imex-channel-ids="}, file, {{"IMEX_CHANNEL_IDS", "1"}, {"IMEX_REQUIRED", "false"}});
+  EXPECT_TRUE(flag_over_file.imex_channel_ids.empty());
+  EXPECT_FALSE(flag_over_file.imex_required);
+  EXPECT_EQ(resolve_ok({}, std::nullopt, {{"IMEX_CHANNEL_IDS", " 0 "}}).imex_channel_ids,
+            std::vector<uint32_t>{0});
+  EXPECT_TRUE(resolve_ok({}, file, {{"IMEX_CHANNEL_IDS", ""}}).imex_channel_ids.empty());
+}
+
+TEST(PluginConfig, ImexRefusalsNameTheFlagVariableOrKey) {
+  EXPECT_EQ(resolve_error({"--imex-channel-ids", "1"}, std::nullopt),
+            "--imex-channel-ids: must be [] or [0]; found [1]");
+  // Repeated list flags add up, as NVIDIA's IntSlice does.
+  EXPECT_EQ(resolve_error({"--imex-channel-ids=0", "--imex-channel-ids=0"}, std::nullopt),
+            "--imex-channel-ids: must be [] or [0]; found [0 0]");
+  EXPECT_EQ(resolve_error({}, std::nullopt, {{"IMEX_CHANNEL_IDS", "0,x"}}),
+            "IMEX_CHANNEL_IDS: \"x\" is not an integer");
+  EXPECT_EQ(resolve_error({}, std::nullopt, {{"IMEX_CHANNEL_IDS", "-1"}}),
+            "IMEX_CHANNEL_IDS: must be [] or [0]; found [-1]");
+  EXPECT_EQ(resolve_error({}, std::nullopt, {{"IMEX_REQUIRED", "sure"}}),
+            "IMEX_REQUIRED: \"sure\" is not a boolean");
+  EXPECT_EQ(resolve_error({}, "imex: {channelIDs: [0, 1]}\n"),
+            "imex.channelIDs: must be [] or [0]; found [0 1]");
+  EXPECT_EQ(resolve_error({}, "imex: {required: yes}\n"), "imex.required: expected true or false");
+}
+
+// The start's check: a channel without its node is an error when required, else left out with a warning.
+class PluginImexCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(m_root.path().empty()); }
+  [[nodiscard]] std::string channel0() const {
+    return m_root.path() + "/dev/nvidia-caps-imex-channels/channel0";
+  }
+  test::TempDir m_root{"gpuctk-plugin-imex"};
+};
+
+TEST_F(PluginImexCheckTest, AMissingChannelIsLeftOutWithAWarningUnlessRequired) {
+  Config config;
+  config.imex_channel_ids = {0};
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(check_imex_channels(config, m_root.path(), warnings));
+  EXPECT_TRUE(config.imex_channel_ids.empty());
+  EXPECT_EQ(warnings, std::vector<std::string>{"IMEX channel 0: " + channel0() +
+                                               " does not exist: left out of the answers (IMEX channels "
+                                               "are not required)"});
+  config.imex_channel_ids = {0};
+  config.imex_required = true;
+  warnings.clear();
+  const auto checked = check_imex_channels(config, m_root.path(), warnings);
+  ASSERT_FALSE(checked);
+  EXPECT_EQ(checked.error().message,
+            "IMEX channel 0: " + channel0() + " does not exist (IMEX channels are required)");
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST_F(PluginImexCheckTest, AFileInPlaceOfTheNodeIsNoChannel) {
+  std::filesystem::create_directories(m_root.path() + "/dev/nvidia-caps-imex-channels");
+  ASSERT_TRUE(write_file_atomic(channel0(), "", 0644));
+  Config config;
+  config.imex_channel_ids = {0};
+  config.imex_required = true;
+  std::vector<std::string> warnings;
+  const auto checked = check_imex_channels(config, m_root.path(), warnings);
+  ASSERT_FALSE(checked);
+  EXPECT_EQ(checked.error().message,
+            "IMEX channel 0: " + channel0() + ": not a device node (IMEX channels are required)");
+}
+
+TEST_F(PluginImexCheckTest, APresentChannelStays) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "device nodes need root to mknod";
+  }
+  std::filesystem::create_directories(m_root.path() + "/dev/nvidia-caps-imex-channels");
+  ASSERT_EQ(::mknod(channel0().c_str(), S_IFCHR | 0666, makedev(234, 0)), 0);
+  Config config;
+  config.imex_channel_ids = {0};
+  config.imex_required = true;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(check_imex_channels(config, m_root.path(), warnings));
+  EXPECT_EQ(config.imex_channel_ids, std::vector<uint32_t>{0});
+  EXPECT_TRUE(warnings.empty());
+}
+
 TEST(PluginConfig, UsageListsEveryFlagWithItsVariables) {
   const std::string text = usage();
   EXPECT_NE(text.find("  --device-list-strategy VALUE  [DEVICE_LIST_STRATEGY]\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  --pass-device-specs  [PASS_DEVICE_SPECS]\n"), std::string::npos) << text;
+  for (const char* line :
+       {"  --imex-channel-ids VALUE  [IMEX_CHANNEL_IDS]\n", "  --imex-required  [IMEX_REQUIRED]\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+  }
   EXPECT_NE(text.find("  --container-driver-root, --driver-root-ctr-path VALUE  [DRIVER_ROOT_CTR_PATH, "
                       "CONTAINER_DRIVER_ROOT]\n"),
             std::string::npos)
