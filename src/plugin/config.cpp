@@ -92,6 +92,27 @@ const std::vector<Flag>& flags() {
        Kind::boolean,
        "a missing IMEX channel stops the start; false: left out with a warning (default false)"},
       {{"config-file"}, {"CONFIG_FILE"}, Kind::text, "the device plugin's config file (YAML or JSON)"},
+      // NVIDIA config-manager's (plugin/node_config.hpp): per-node configs; the chosen one is written to
+      // --config-file.
+      {{"config-file-srcdir"},
+       {"CONFIG_FILE_SRCDIR"},
+       Kind::text,
+       "a folder of named configs (a ConfigMap mounted): the node's label picks the one written to "
+       "--config-file (default none: --config-file alone)"},
+      {{"node-name"}, {"NODE_NAME"}, Kind::text, "this node's name, whose label picks the config"},
+      {{"node-label"},
+       {"NODE_LABEL"},
+       Kind::text,
+       "the node label naming the config (default nvidia.com/device-plugin.config)"},
+      {{"default-config"}, {"DEFAULT_CONFIG"}, Kind::text, "the config when the label is unset"},
+      {{"fallback-strategies"},
+       {"FALLBACK_STRATEGIES"},
+       Kind::list,
+       "named | single | empty, in order, when neither label nor default names a config"},
+      {{"kubeconfig"},
+       {"KUBECONFIG"},
+       Kind::text,
+       "the Kubernetes API's kubeconfig (default: the pod's service account)"},
       // gpuctk's own.
       {{"container-dev-root"},
        {"GPUCTK_CONTAINER_DEV_ROOT"},

@@ -41,13 +41,25 @@ struct NodeConfigOptions {
 // strategy \"x\" (want named, single or empty)", "--node-name: needed with --config-file-srcdir (NODE_NAME)".
 Result<NodeConfigOptions> resolve_node_config_options(const Overrides& overrides);
 
-// The config names in `srcdir` (regular files, or links to them, not starting with ".."), sorted.
+// The config names in `srcdir` (regular files, or links to them, not starting with ".."), sorted. A folder
+// of more than 256 entries is refused. Errors: "list <srcdir>: No such file or directory",
+// "list <srcdir>: more than 256 entries".
 Result<std::vector<std::string>> list_configs(const std::string& srcdir);
 
 // Which config `label` (the node label's value; nullopt or "" when unset) selects among `available`:
-// its name, or nullopt for the empty config. Errors as NVIDIA's config-manager words them.
+// its name, or nullopt for the empty config. Errors as NVIDIA's config-manager words them (names quoted):
+// "no configuration files available", "specified config \"x\" does not exist" (the label's or the
+// default's), "no config was set, no default was provided, and all fallbacks failed".
 Result<std::optional<std::string>> select_config(const NodeConfigOptions& options,
                                                  const std::vector<std::string>& available,
                                                  std::optional<std::string_view> label);
+
+// Writes the text of config `name` of options.srcdir (a regular file, links followed: a ConfigMap's files
+// are links into its "..data" folder; at most 1 MiB), or "" for the empty config (nullopt), to
+// options.destination, atomically (util/file.hpp); returns whether the destination's bytes changed
+// (false: nothing written). Errors: "--config-file: needed to write the chosen config",
+// "read <srcdir>/<name>: not a regular file", "read <srcdir>/<name>: larger than 1048576 bytes",
+// "write <destination>: ...".
+Result<bool> write_chosen_config(const NodeConfigOptions& options, const std::optional<std::string>& name);
 
 }  // namespace gpuctk::plugin

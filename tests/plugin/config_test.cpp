@@ -314,7 +314,10 @@ TEST(PluginConfig, UsageListsEveryFlagWithItsVariables) {
   EXPECT_NE(text.find("  --device-list-strategy VALUE  [DEVICE_LIST_STRATEGY]\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  --pass-device-specs  [PASS_DEVICE_SPECS]\n"), std::string::npos) << text;
   for (const char* line :
-       {"  --imex-channel-ids VALUE  [IMEX_CHANNEL_IDS]\n", "  --imex-required  [IMEX_REQUIRED]\n"}) {
+       {"  --imex-channel-ids VALUE  [IMEX_CHANNEL_IDS]\n", "  --imex-required  [IMEX_REQUIRED]\n",
+        "  --config-file-srcdir VALUE  [CONFIG_FILE_SRCDIR]\n", "  --node-name VALUE  [NODE_NAME]\n",
+        "  --node-label VALUE  [NODE_LABEL]\n", "  --default-config VALUE  [DEFAULT_CONFIG]\n",
+        "  --fallback-strategies VALUE  [FALLBACK_STRATEGIES]\n", "  --kubeconfig VALUE  [KUBECONFIG]\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line;
   }
   EXPECT_NE(text.find("  --container-driver-root, --driver-root-ctr-path VALUE  [DRIVER_ROOT_CTR_PATH, "
