@@ -15,6 +15,7 @@
 #include "install/install.hpp"
 #include "labels/sharing_config.hpp"
 #include "util/file.hpp"
+#include "util/file_watch.hpp"
 #include "util/stop_signals.hpp"
 #include "util/strings.hpp"
 
@@ -123,13 +124,40 @@ Result<void> write_labels(const LabelsArgs& args, std::string& last, bool only_i
   return {};
 }
 
-// --watch: the labels again every `seconds`, written when they changed (a driver loaded or upgraded, a
-// MIG layout changed), until SIGTERM or SIGINT. A failed round is one error line and is tried again; the
-// file stays as it was, and stays when the watch stops (as GPU Feature Discovery leaves its file): a
-// rolling update must not take the node's labels away, and the pods selected by them.
+// The config file's watch (util/file_watch.hpp); none without --config-file, or when its directory
+// cannot be watched (a warning: the file is then re-read on the timer only).
+std::optional<FileWatch> watch_config(const LabelsArgs& args, const sigset_t& stop) {
+  if (args.config_file.empty()) {
+    return std::nullopt;
+  }
+  auto watch = FileWatch::open(args.config_file, stop);
+  if (!watch) {
+    warn(watch.error().message + ": the config file is read again every " +
+         std::to_string(args.watch_seconds) + " seconds only");
+    return std::nullopt;
+  }
+  return std::move(*watch);
+}
+
+// Waits for the next round: true when a stop signal came.
+Result<bool> next_round(std::optional<FileWatch>& watch, const sigset_t& stop, unsigned seconds) {
+  if (!watch) {
+    return wait_for_stop(stop, seconds);
+  }
+  GPUCTK_TRY_ASSIGN(const auto wake, watch->wait(seconds));
+  return wake == FileWatch::Wake::stopped;
+}
+
+// --watch: the labels again every `seconds`, and at once when the --config-file changes (the device
+// plugin, or its per-node config, rewrote it: the sharing labels follow within a moment), written when
+// they changed (a driver loaded or upgraded, a MIG layout changed), until SIGTERM or SIGINT. A failed
+// round is one error line and is tried again; the file stays as it was, and stays when the watch stops
+// (as GPU Feature Discovery leaves its file): a rolling update must not take the node's labels away, and
+// the pods selected by them.
 Result<void> watch_labels(const LabelsArgs& args, const sigset_t& stop, std::string last) {
+  auto watch = watch_config(args, stop);
   for (;;) {
-    GPUCTK_TRY_ASSIGN(const bool stopped, wait_for_stop(stop, args.watch_seconds));
+    GPUCTK_TRY_ASSIGN(const bool stopped, next_round(watch, stop, args.watch_seconds));
     if (stopped) {
       return {};
     }
@@ -160,8 +188,8 @@ Action define_labels(CLI::App& command) {
       ->check(value_check(check_mig_strategy));
   command
       .add_option("--watch", args->watch_seconds,
-                  "Stay running; every SECONDS, write the labels again when they changed (0: exit); the file "
-                  "stays when SIGTERM or SIGINT stops it")
+                  "Stay running; every SECONDS, and at once when the --config-file changes, write the labels "
+                  "again when they changed (0: exit); the file stays when SIGTERM or SIGINT stops it")
       ->type_name("SECONDS")
       ->capture_default_str();
   set_env_names(command);

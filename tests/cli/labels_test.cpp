@@ -171,17 +171,12 @@ TEST(CliLabels, AHostWithoutGpusGetsAnEmptyFileAndSaysWhy) {
           "/proc/driver/nvidia missing): no nvidia.com labels\ngpuctk: warning: no GPU found: no labels\n");
 }
 
-// --watch: the labels are written again when they change (here the machine's DMI name appears), and the
-// file stays when SIGTERM stops the watch; every option also comes from GPUCTK_LABELS_<NAME>.
-TEST_F(CliLabelsTest, WatchRewritesChangedLabelsAndKeepsTheFileOnSigterm) {
-  const std::string path = m_scratch + "/features.d/gpuctk";
-  const std::string product = m_fixture->host.dev_root + "/sys/class/dmi/id/product_name";
-  std::filesystem::remove(product);
-  const std::string out = m_scratch + "/watch.out";
-  std::vector<std::string> storage{GPUCTK_BINARY, "labels", "--watch", "1"};
-  std::vector<std::string> env{"GPUCTK_LABELS_OUTPUT=" + path, "GPUCTK_LABELS_MODE=proc",
-                               "GPUCTK_LABELS_DRIVER_ROOT=" + m_fixture->host.driver_root,
-                               "GPUCTK_LABELS_DEV_ROOT=" + m_fixture->host.dev_root};
+// `gpuctk labels --watch` in the background (stdout and stderr to `out`), its options from the
+// environment (GPUCTK_LABELS_<NAME>) as a DaemonSet gives them.
+pid_t spawn_watch(const std::vector<std::string>& args, std::vector<std::string> env,
+                  const std::string& out) {
+  std::vector<std::string> storage{GPUCTK_BINARY, "labels"};
+  storage.insert(storage.end(), args.begin(), args.end());
   for (char** e = environ; *e != nullptr; ++e) {
     env.emplace_back(*e);
   }
@@ -200,32 +195,124 @@ TEST_F(CliLabelsTest, WatchRewritesChangedLabelsAndKeepsTheFileOnSigterm) {
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&actions, 2, out.c_str(), O_WRONLY | O_APPEND, 0600);
   pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  const auto eventually = [](auto done) {
-    for (int i = 0; i < 300 && !done(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return done();
-  };
-  ASSERT_TRUE(eventually([&] {
-    return read_file(path).value_or("").find("nvidia.com/gpu.count=8\n") != std::string::npos;
-  })) << read_file(out).value_or("");
+  EXPECT_EQ(spawned, 0);
+  return spawned == 0 ? pid : -1;
+}
+
+// Whether `done()` holds within 30 s (polled every 100 ms): a deadline for a hung test, not a timing.
+template <class Done>
+bool eventually(Done done) {
+  for (int i = 0; i < 300 && !done(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return done();
+}
+
+// Stops the watch with SIGTERM: its exit status.
+int stop_watch(pid_t pid) {
+  EXPECT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool has_line(const std::string& path, const std::string& line) {
+  return read_file(path).value_or("").find(line + "\n") != std::string::npos;
+}
+
+// --watch: the labels are written again when they change (here the machine's DMI name appears), and the
+// file stays when SIGTERM stops the watch; every option also comes from GPUCTK_LABELS_<NAME>.
+TEST_F(CliLabelsTest, WatchRewritesChangedLabelsAndKeepsTheFileOnSigterm) {
+  const std::string path = m_scratch + "/features.d/gpuctk";
+  const std::string product = m_fixture->host.dev_root + "/sys/class/dmi/id/product_name";
+  std::filesystem::remove(product);
+  const std::string out = m_scratch + "/watch.out";
+  const pid_t pid = spawn_watch({"--watch", "1"},
+                                {"GPUCTK_LABELS_OUTPUT=" + path, "GPUCTK_LABELS_MODE=proc",
+                                 "GPUCTK_LABELS_DRIVER_ROOT=" + m_fixture->host.driver_root,
+                                 "GPUCTK_LABELS_DEV_ROOT=" + m_fixture->host.dev_root},
+                                out);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(eventually([&] { return has_line(path, "nvidia.com/gpu.count=8"); }))
+      << read_file(out).value_or("");
   EXPECT_EQ(read_file(path).value().find("nvidia.com/gpu.machine="), std::string::npos);
   std::filesystem::create_directories(std::filesystem::path(product).parent_path());
   const auto written_product = write_file_atomic(product, "DGX A100\n", 0444);
   ASSERT_TRUE(written_product) << written_product.error().message;
-  EXPECT_TRUE(eventually([&] {
-    return read_file(path).value_or("").find("nvidia.com/gpu.machine=DGX-A100\n") != std::string::npos;
-  })) << read_file(out).value_or("");
+  EXPECT_TRUE(eventually([&] { return has_line(path, "nvidia.com/gpu.machine=DGX-A100"); }))
+      << read_file(out).value_or("");
   const auto written = read_file(path).value();
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(out).value_or("");
+  EXPECT_EQ(stop_watch(pid), 0) << read_file(out).value_or("");
   EXPECT_EQ(read_file(path).value_or(""), written) << "the labels stay";
   EXPECT_EQ(read_file(out).value_or("?"), "") << "nothing to say on a host that has it all";
+}
+
+// --watch with --config-file: a change of the config wakes the watch at once (its timer here is an hour),
+// whether the file is replaced by a rename (the device plugin's per-node config, write_file_atomic) or a
+// mounted ConfigMap swaps its "..data" link; a removed config is one error line and the labels stay.
+TEST_F(CliLabelsTest, WatchFollowsTheConfigFileAtOnce) {
+  const std::string path = m_scratch + "/gpuctk";
+  const std::string dir = m_scratch + "/config";
+  std::filesystem::create_directories(dir + "/..v1");
+  ASSERT_TRUE(write_file_atomic(dir + "/..v1/config.yaml", "", 0644));
+  std::filesystem::create_directory_symlink("..v1", dir + "/..data");
+  std::filesystem::create_symlink("..data/config.yaml", dir + "/config.yaml");
+  const std::string out = m_scratch + "/watch.out";
+  const pid_t pid = spawn_watch({"--watch", "3600", "--config-file", dir + "/config.yaml"},
+                                {"GPUCTK_LABELS_OUTPUT=" + path, "GPUCTK_LABELS_MODE=proc",
+                                 "GPUCTK_LABELS_DRIVER_ROOT=" + m_fixture->host.driver_root,
+                                 "GPUCTK_LABELS_DEV_ROOT=" + m_fixture->host.dev_root},
+                                out);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(eventually([&] { return has_line(path, "nvidia.com/gpu.sharing-strategy=none"); }))
+      << read_file(out).value_or("");
+  // The kubelet's swap: a new data folder, a new link renamed over "..data".
+  std::filesystem::create_directories(dir + "/..v2");
+  ASSERT_TRUE(
+      write_file_atomic(dir + "/..v2/config.yaml", read_file(data("time-slicing.yaml")).value(), 0644));
+  std::filesystem::create_directory_symlink("..v2", dir + "/..data_tmp");
+  std::filesystem::rename(dir + "/..data_tmp", dir + "/..data");
+  EXPECT_TRUE(eventually([&] { return has_line(path, "nvidia.com/gpu.replicas=4"); }))
+      << read_file(out).value_or("");
+  EXPECT_TRUE(has_line(path, "nvidia.com/gpu.sharing-strategy=time-slicing"));
+  // The device plugin's write: the link replaced by a regular file, renamed into place.
+  ASSERT_TRUE(write_file_atomic(dir + "/config.yaml",
+                                "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2}]}}\n", 0644));
+  EXPECT_TRUE(eventually([&] { return has_line(path, "nvidia.com/gpu.replicas=2"); }))
+      << read_file(out).value_or("");
+  // Removed: one error line (the round failed), the labels as they were.
+  const auto written = read_file(path).value();
+  std::filesystem::remove(dir + "/config.yaml");
+  EXPECT_TRUE(eventually([&] { return read_file(out).value_or("").find("error") != std::string::npos; }));
+  EXPECT_EQ(read_file(out).value_or("?"),
+            "gpuctk: error: read " + dir + "/config.yaml: No such file or directory\n");
+  EXPECT_EQ(stop_watch(pid), 0) << read_file(out).value_or("");
+  EXPECT_EQ(read_file(path).value_or(""), written);
+}
+
+// The config's folder removed, then made again: watched again, its new config read at once.
+TEST_F(CliLabelsTest, WatchFindsTheConfigsFolderAgain) {
+  const std::string path = m_scratch + "/gpuctk";
+  const std::string dir = m_scratch + "/config";
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(write_file_atomic(dir + "/config.yaml", "", 0644));
+  const std::string out = m_scratch + "/watch.out";
+  const pid_t pid =
+      spawn_watch({"--watch", "3600", "--config-file", dir + "/config.yaml", "-o", path, "--mode", "proc",
+                   "--driver-root", m_fixture->host.driver_root, "--dev-root", m_fixture->host.dev_root},
+                  {}, out);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(eventually([&] { return has_line(path, "nvidia.com/gpu.sharing-strategy=none"); }))
+      << read_file(out).value_or("");
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(eventually([&] { return read_file(out).value_or("").find("error") != std::string::npos; }));
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(write_file_atomic(dir + "/config.yaml", read_file(data("time-slicing.yaml")).value(), 0644));
+  EXPECT_TRUE(eventually([&] { return has_line(path, "nvidia.com/gpu.replicas=4"); }))
+      << read_file(out).value_or("");
+  EXPECT_EQ(stop_watch(pid), 0) << read_file(out).value_or("");
 }
 
 // A node whose NVIDIA GPUs have no driver yet gets the GPU Operator's nvidia.com/gpu.present (what
