@@ -107,6 +107,9 @@ constexpr EntryPoint k_entry_points[] = {
     entry<&Api::common_ancestor>("nvmlDeviceGetTopologyCommonAncestor", Need::plugin),
     entry<&Api::nvlink_state>("nvmlDeviceGetNvLinkState", Need::plugin),
     entry<&Api::nvlink_remote_pci>("nvmlDeviceGetNvLinkRemotePciInfo_v2", Need::plugin),
+    // Optional, gpuctk-mps-control-daemon's: the compute mode of the GPUs it shares (Nvml::compute_mode).
+    entry<&Api::compute_mode>("nvmlDeviceGetComputeMode", Need::plugin),
+    entry<&Api::set_compute_mode>("nvmlDeviceSetComputeMode", Need::plugin),
     // Optional, gpuctk-exporter's readings (NvmlSample names the call of each field).
     entry<&Api::clock_info>("nvmlDeviceGetClockInfo", Need::sample),
     entry<&Api::temperature>("nvmlDeviceGetTemperature", Need::sample),

@@ -192,6 +192,16 @@ class Nvml {
   // Unknown Error"; the caller then closes this Nvml and opens a new one later (a driver reload).
   [[nodiscard]] Result<NvmlSample> sample(uint32_t gpu_index, std::optional<uint32_t> mig_index = {}) const;
 
+  // The compute mode of GPU `gpu_index` (NVML's index): nvmlComputeMode_t's value (0 DEFAULT, 2
+  // PROHIBITED, 3 EXCLUSIVE_PROCESS). Errors name the GPU and the call ("nvml: GPU 0:
+  // nvmlDeviceGetComputeMode: Insufficient Permissions"), or "nvml: <path> lacks nvmlDeviceGetComputeMode".
+  [[nodiscard]] Result<uint32_t> compute_mode(uint32_t gpu_index) const;
+
+  // Sets it (root only; it lasts until the driver unloads or it is set again). gpuctk-mps-control-daemon
+  // sets EXCLUSIVE_PROCESS on the GPUs it shares through MPS and DEFAULT again when it stops, where
+  // NVIDIA's runs `nvidia-smi -i <uuid> -c <mode>`. Errors as compute_mode's, for nvmlDeviceSetComputeMode.
+  [[nodiscard]] Result<void> set_compute_mode(uint32_t gpu_index, uint32_t mode) const;
+
   // An empty event set. Errors: "nvml: <path> lacks nvmlEventSetCreate, … (health checks need them)",
   // or NVML's failure to create it.
   [[nodiscard]] Result<NvmlEvents> events() const;

@@ -186,6 +186,15 @@ typedef enum nvmlEnableState_enum {
   NVML_FEATURE_ENABLED = 1   /* On / active. */
 } nvmlEnableState_t;
 
+/* Who may open contexts on a GPU (nvmlDeviceGetComputeMode / nvmlDeviceSetComputeMode); MPS wants
+ * EXCLUSIVE_PROCESS, so that only the MPS server holds a context. 1 (EXCLUSIVE_THREAD) is retired. */
+typedef enum nvmlComputeMode_enum {
+  NVML_COMPUTEMODE_DEFAULT = 0,          /* Any number of contexts, from any process. */
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1, /* Retired. */
+  NVML_COMPUTEMODE_PROHIBITED = 2,       /* No contexts at all. */
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3 /* One process's contexts (the MPS server's). */
+} nvmlComputeMode_t;
+
 /* A clock domain (nvmlDeviceGetClockInfo). */
 typedef enum nvmlClockType_enum {
   NVML_CLOCK_GRAPHICS = 0, /* The graphics engine. */
@@ -397,6 +406,8 @@ typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t device, nvmlPciInfo
 typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_v2_fn)(nvmlDevice_t device, nvmlPciInfo_t* pci); /* Deprecated. */
 typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_v3_fn)(nvmlDevice_t device, nvmlPciInfo_t* pci); /* Use this. */
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t device, nvmlMemory_t* memory);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeMode_fn)(nvmlDevice_t device, nvmlComputeMode_t* mode);
+typedef nvmlReturn_t (*nvmlDeviceSetComputeMode_fn)(nvmlDevice_t device, nvmlComputeMode_t mode); /* Root. */
 typedef nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability_fn)(nvmlDevice_t device, int* major, int* minor);
 typedef nvmlReturn_t (*nvmlDeviceGetBrand_fn)(nvmlDevice_t device, nvmlBrandType_t* type);
 typedef nvmlReturn_t (*nvmlDeviceGetArchitecture_fn)(nvmlDevice_t device, nvmlDeviceArchitecture_t* arch);

@@ -46,6 +46,9 @@ struct Api {
   nvmlDeviceGetTopologyCommonAncestor_fn common_ancestor = nullptr;
   nvmlDeviceGetNvLinkState_fn nvlink_state = nullptr;
   nvmlDeviceGetNvLinkRemotePciInfo_v2_fn nvlink_remote_pci = nullptr;
+  // gpuctk-mps-control-daemon's: each MPS-shared GPU's compute mode.
+  nvmlDeviceGetComputeMode_fn compute_mode = nullptr;
+  nvmlDeviceSetComputeMode_fn set_compute_mode = nullptr;
   // gpuctk-exporter's readings (Nvml::sample): each one a reading is nullopt without.
   nvmlDeviceGetClockInfo_fn clock_info = nullptr;
   nvmlDeviceGetTemperature_fn temperature = nullptr;

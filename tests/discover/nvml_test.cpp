@@ -244,5 +244,44 @@ TEST_F(NvmlTest, EventsDeliverXidsOfRegisteredGpusWithTheirMigInstance) {
   EXPECT_EQ(lost.error().message, "nvml: nvmlEventSetWait_v2: GPU is lost");
 }
 
+// gpuctk-mps-control-daemon's compute modes: set, read back, recorded by the mock beside its data file
+// (what the end-to-end test reads), kept across sessions as the driver keeps them.
+TEST_F(NvmlTest, ComputeModeIsSetReadBackAndKeptAcrossSessions) {
+  write_conf(host_conf());
+  {
+    auto nvml = Nvml::open(library());
+    ASSERT_TRUE(nvml) << nvml.error().message;
+    EXPECT_EQ(nvml->compute_mode(2).value_or(99), 0u);
+    ASSERT_TRUE(nvml->set_compute_mode(2, NVML_COMPUTEMODE_EXCLUSIVE_PROCESS));
+    EXPECT_EQ(nvml->compute_mode(2).value_or(99), 3u);
+    EXPECT_EQ(nvml->compute_mode(0).value_or(99), 0u);
+    const auto retired = nvml->set_compute_mode(0, NVML_COMPUTEMODE_EXCLUSIVE_THREAD);
+    ASSERT_FALSE(retired);
+    EXPECT_EQ(retired.error().message, "nvml: GPU 0: nvmlDeviceSetComputeMode: Invalid Argument");
+    const auto missing = nvml->compute_mode(7);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().message, "nvml: GPU 7: nvmlDeviceGetHandleByIndex_v2: Invalid Argument");
+  }
+  EXPECT_EQ(read_file((m_dir / "nvml-compute-mode").string()).value_or(""),
+            "gpu=0 mode=0\ngpu=1 mode=0\ngpu=2 mode=3\n");
+  auto again = Nvml::open(library());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->compute_mode(2).value_or(99), 3u);
+}
+
+TEST_F(NvmlTest, ComputeModeOfALibraryWithoutTheCallsIsAnError) {
+  write_conf(host_conf());
+  auto hidden = fixture::hide_mock_nvml_symbols(read_file(GPUCTK_MOCK_NVML_PATH).value(),
+                                                {"nvmlDeviceGetComputeMode", "nvmlDeviceSetComputeMode"});
+  ASSERT_TRUE(hidden) << hidden.error().message;
+  fs::remove(m_dir / "libnvidia-ml.so.550.54.15");
+  std::ofstream(m_dir / "libnvidia-ml.so.550.54.15", std::ios::binary) << *hidden;
+  auto nvml = Nvml::open(library());
+  ASSERT_TRUE(nvml) << nvml.error().message;
+  EXPECT_EQ(nvml->compute_mode(0).error().message, "nvml: " + library() + " lacks nvmlDeviceGetComputeMode");
+  EXPECT_EQ(nvml->set_compute_mode(0, NVML_COMPUTEMODE_DEFAULT).error().message,
+            "nvml: " + library() + " lacks nvmlDeviceSetComputeMode");
+}
+
 }  // namespace
 }  // namespace gpuctk::discover
