@@ -1,11 +1,11 @@
 #include "plugin/allocate.hpp"
 
 #include <algorithm>
-#include <set>
 
 #include "cdi/names.hpp"
 #include "discover/host_fs.hpp"
 #include "discover/imex_channels.hpp"
+#include "plugin/mps.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::plugin {
@@ -111,41 +111,14 @@ Result<std::vector<const Device*>> Allocator::validate(std::span<const std::stri
   return devices;
 }
 
-void Allocator::mps(const std::vector<const Device*>& devices, ContainerAnswer& out) const {
-  const std::string pipe = std::string(k_mps_container_root) + "/" + m_resource.name + "/pipe";
+void Allocator::mps(ContainerAnswer& out) const {
+  // NVIDIA's answer (updateResponseForMPS): the pipe folder and the shm tmpfs of the resource's daemon;
+  // the limits are the daemon's (gpuctk-mps-control-daemon sets them as server defaults), never client
+  // variables a workload could override.
+  const std::string pipe = mps_pipe_dir(k_mps_container_root, m_resource.name);
   out.envs["CUDA_MPS_PIPE_DIRECTORY"] = pipe;
-  out.mounts.push_back(
-      {pipe, discover::under_root(m_config.mps_root, "/" + m_resource.name + "/pipe"), false});
-  out.mounts.push_back({"/dev/shm", discover::under_root(m_config.mps_root, "/shm"), false});
-  // What NVIDIA's MPS daemon sets for the resource: the thread share of one replica and each GPU's pinned
-  // memory divided by its replicas. Ordinals are the container's: its GPUs in GPU order.
-  std::set<std::string> uuids;
-  for (const auto& d : m_resource.devices) {
-    uuids.insert(d.uuid);
-  }
-  const size_t per_gpu = uuids.empty() ? 0 : m_resource.devices.size() / uuids.size();
-  if (per_gpu > 0) {
-    out.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(100 / per_gpu);
-  }
-  std::vector<const Device*> gpus;
-  for (const Device* d : devices) {
-    if (std::ranges::find(gpus, d->uuid, &Device::uuid) == gpus.end()) {
-      gpus.push_back(d);
-    }
-  }
-  std::ranges::sort(gpus, {}, &Device::gpu);
-  std::vector<std::string> limits;
-  for (size_t ordinal = 0; ordinal < gpus.size(); ++ordinal) {
-    const Device& d = *gpus[ordinal];
-    if (d.memory_bytes > 0) {
-      const uint64_t replicas = std::max<uint64_t>(d.replicas, 1);
-      limits.push_back(std::to_string(ordinal) + "=" +
-                       std::to_string(d.memory_bytes / replicas / 1024 / 1024) + "M");
-    }
-  }
-  if (!limits.empty()) {
-    out.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = join(limits, ",");
-  }
+  out.mounts.push_back({pipe, mps_pipe_dir(m_config.mps_root, m_resource.name), false});
+  out.mounts.push_back({"/dev/shm", mps_shm_dir(m_config.mps_root), false});
 }
 
 void Allocator::cdi(const std::vector<std::string>& names, std::string_view response_id,
@@ -177,7 +150,7 @@ Result<ContainerAnswer> Allocator::answer(std::span<const std::string> ids,
     cdi(names, response_id, out);
   }
   if (m_config.sharing == labels::SharingStrategy::mps) {
-    mps(devices, out);
+    mps(out);
   }
   // One row per extra capability flag: its variable.
   const std::pair<bool, const char*> extras[] = {

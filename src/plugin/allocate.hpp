@@ -10,10 +10,9 @@
 //   (nvidia.com/imex-channel=0 by default), which `gpuctk cdi generate --mode imex --class imex-channel`
 //   writes)
 //   MPS               CUDA_MPS_PIPE_DIRECTORY=/mps/<resource>/pipe, mounts of <mps root>/<resource>/pipe
-//                     there and of <mps root>/shm on /dev/shm; and, as no MPS daemon of gpuctk's applies
-//                     them, the limits NVIDIA's daemon would set as client variables:
-//                     CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100/<replicas> and
-//                     CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=<ordinal>=<memory/replicas in MiB>M,... per GPU
+//                     there and of <mps root>/shm on /dev/shm (plugin/mps.hpp's layout); the thread and
+//                     pinned-memory limits are the server defaults gpuctk-mps-control-daemon sets
+//                     (mps_control.hpp), not client variables, as NVIDIA's answer has them
 //   gdrcopy/gds/mofed NVIDIA_GDRCOPY / NVIDIA_GDS / NVIDIA_MOFED = enabled
 //   and only when a non-CDI strategy is on:
 //   envvar            NVIDIA_VISIBLE_DEVICES=<ids>, comma-joined; NVIDIA_IMEX_CHANNELS=<channels>,
@@ -91,7 +90,7 @@ class Allocator {
 
  private:
   [[nodiscard]] Result<std::vector<const Device*>> validate(std::span<const std::string> ids) const;
-  void mps(const std::vector<const Device*>& devices, ContainerAnswer& out) const;
+  void mps(ContainerAnswer& out) const;
   void cdi(const std::vector<std::string>& names, std::string_view response_id, ContainerAnswer& out) const;
   void device_specs(const std::vector<const Device*>& devices, ContainerAnswer& out) const;
 

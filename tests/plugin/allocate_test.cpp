@@ -178,25 +178,23 @@ TEST(PluginAllocate, ReplicasFoldIntoTheirGpuAndLargeRequestsAreRefusedWhenAsked
             "error: invalid allocation request for \"nvidia.com/gpu\": no devices");
 }
 
-TEST(PluginAllocate, MpsAnswersThePipeDirectoryItsMountsAndTheDaemonsLimitsAsClientVariables) {
+// The limits are the MPS daemon's (mps_control_test.cpp): no CUDA_MPS_ACTIVE_THREAD_PERCENTAGE or
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT a workload could override, as NVIDIA answers.
+TEST(PluginAllocate, MpsAnswersThePipeDirectoryAndItsMountsOnly) {
   EXPECT_EQ(
       answer("flags: {mpsRoot: /run/nvidia/mps}\nsharing: {mps: {renameByDefault: true, resources: [{name: "
              "gpu, replicas: 4}]}}",
              "nvidia.com/gpu.shared", {g1 + "::2"}),
-      "env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25\n"
-      "env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=10240M\n"
       "env CUDA_MPS_PIPE_DIRECTORY=/mps/nvidia.com/gpu.shared/pipe\n"
       "env NVIDIA_VISIBLE_DEVICES=" +
           g1 +
           "\n"
           "mount /run/nvidia/mps/nvidia.com/gpu.shared/pipe -> /mps/nvidia.com/gpu.shared/pipe\n"
           "mount /run/nvidia/mps/shm -> /dev/shm\n");
-  // Two GPUs in one container: the container's ordinals 0 and 1, in GPU order.
+  // Two GPUs in one container.
   EXPECT_EQ(answer("flags: {mpsRoot: /m, plugin: {deviceListStrategy: cdi-cri}}\nsharing: {mps: "
                    "{failRequestsGreaterThanOne: false, resources: [{name: gpu, replicas: 2}]}}",
                    "nvidia.com/gpu", {g1 + "::0", g0 + "::1"}),
-            "env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50\n"
-            "env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20480M,1=20480M\n"
             "env CUDA_MPS_PIPE_DIRECTORY=/mps/nvidia.com/gpu/pipe\n"
             "mount /m/nvidia.com/gpu/pipe -> /mps/nvidia.com/gpu/pipe\n"
             "mount /m/shm -> /dev/shm\n"
