@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # Builds the gpuctk installer image offline with buildah (Debian's package), no daemon, nothing left in
 # /var/lib/containers: vfs storage in a temporary directory, the result an OCI archive.
-#   deploy/kubernetes/build-image.sh [--device-plugin PLUGIN_BINARY] [--exporter EXPORTER_BINARY]
-#                                    GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]
+#   deploy/kubernetes/build-image.sh [--device-plugin PLUGIN_BINARY] [--mps-control-daemon MPS_BINARY]
+#                                    [--exporter EXPORTER_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]
 # Prints the image's reference by digest (IMAGE_NAME without its tag, @sha256:...) for the DaemonSet.
 # The image is FROM scratch: gpuctk (stripped), the shared libraries it links (ldd: glibc; libstdc++ is
 # static), the dynamic loader, and the glibc libraries the node's libnvidia-ml.so.1 links, which gpuctk
 # dlopens from the host root for NVML discovery. No shell. Containerfile describes the same image.
 # --device-plugin adds gpuctk-device-plugin (a build with -DGPUCTK_DEVICE_PLUGIN=ON) as
 # /gpuctk-device-plugin, stripped, with the libraries it links (glibc only: gRPC is linked statically),
-# for gpuctk-device-plugin.yaml. --exporter adds gpuctk-exporter (a build with -DGPUCTK_EXPORTER=ON) as
+# for gpuctk-device-plugin.yaml; --mps-control-daemon adds gpuctk-mps-control-daemon (the same build) as
+# /gpuctk-mps-control-daemon, for that file's MPS DaemonSet. --exporter adds gpuctk-exporter (a build with -DGPUCTK_EXPORTER=ON) as
 # /gpuctk-exporter, stripped, with the libraries it links (glibc, libcrypt, GnuTLS's), for
 # gpuctk-exporter.yaml.
 set -euo pipefail
 
-usage="usage: build-image.sh [--device-plugin PLUGIN_BINARY] [--exporter EXPORTER_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]"
+usage="usage: build-image.sh [--device-plugin PLUGIN_BINARY] [--mps-control-daemon MPS_BINARY] [--exporter EXPORTER_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]"
 plugin=
+mps=
 exporter=
 while true; do
   case "${1:-}" in
     --device-plugin) plugin=${2:?$usage} ;;
+    --mps-control-daemon) mps=${2:?$usage} ;;
     --exporter) exporter=${2:?$usage} ;;
     *) break ;;
   esac
@@ -72,6 +75,7 @@ add_daemon() {
   chmod 0755 "$context/rootfs/$2"
 }
 [ -z "$plugin" ] || add_daemon "$plugin" gpuctk-device-plugin
+[ -z "$mps" ] || add_daemon "$mps" gpuctk-mps-control-daemon
 [ -z "$exporter" ] || add_daemon "$exporter" gpuctk-exporter
 libraries() {
   # "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)" and "/lib64/ld-linux-x86-64.so.2 (0x…)"
@@ -80,6 +84,7 @@ libraries() {
 mapfile -t needed < <({
   libraries "$binary"
   [ -z "$plugin" ] || libraries "$plugin"
+  [ -z "$mps" ] || libraries "$mps"
   [ -z "$exporter" ] || libraries "$exporter"
 } | sort -u)
 # libnvidia-ml.so.1 links these (glibc 2.34+ keeps them as small stubs); without them NVML cannot load.

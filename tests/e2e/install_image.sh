@@ -8,14 +8,19 @@
 # runs --version in the image's root alone, and gpuctk-device-plugin.yaml runs that path. Given EXPORTER
 # (gpuctk-exporter; ctest exporter.image, PLUGIN then "-": none), the same for build-image.sh --exporter and
 # gpuctk-exporter.yaml, whose pod must read only: no privilege, every capability dropped, a read-only root.
-#   install_image.sh GPUCTK GPUCTK_FIXTURE [PLUGIN [EXPORTER]]
+# Given MPS (gpuctk-mps-control-daemon; ctest plugin.image), the same for build-image.sh
+# --mps-control-daemon and the MPS DaemonSet of gpuctk-device-plugin.yaml.
+#   install_image.sh GPUCTK GPUCTK_FIXTURE [PLUGIN [EXPORTER [MPS]]]
 source "$(dirname "$0")/lib.sh"
 gpuctk=$1
 plugin=${3:-}
 [ "$plugin" != - ] || plugin=
 exporter=${4:-}
+[ "$exporter" != - ] || exporter=
+mps=${5:-}
 with_plugin=()
 [ -z "$plugin" ] || with_plugin=(--device-plugin "$plugin")
+[ -z "$mps" ] || with_plugin+=(--mps-control-daemon "$mps")
 [ -z "$exporter" ] || with_plugin+=(--exporter "$exporter")
 deploy=$(cd "$(dirname "$0")/../../deploy/kubernetes" && pwd)
 e2e_init
@@ -67,12 +72,14 @@ done <"$LAB/layers"
 (cd "$LAB/bundle/rootfs" && find . ! -type d | sort) >"$LAB/files"
 binaries=("$gpuctk")
 [ -z "$plugin" ] || binaries+=("$plugin")
+[ -z "$mps" ] || binaries+=("$mps")
 [ -z "$exporter" ] || binaries+=("$exporter")
 mapfile -t libs < <(for binary in "${binaries[@]}"; do
   ldd "$binary" | sed -nE 's/.*=> (\/[^ ]+) .*/\1/p; s/^[[:space:]]*(\/[^ ]+) \(0x.*/\1/p'
 done | sort -u)
 in_image=(/gpuctk)
 [ -z "$plugin" ] || in_image+=(/gpuctk-device-plugin)
+[ -z "$mps" ] || in_image+=(/gpuctk-mps-control-daemon)
 [ -z "$exporter" ] || in_image+=(/gpuctk-exporter)
 for want in "${in_image[@]}" "${libs[@]}"; do
   grep -qx ".$want" "$LAB/files" || e2e_fail "image lacks $want; it has: $(tr '\n' ' ' <"$LAB/files")"
@@ -82,6 +89,7 @@ grep -q '/bin/sh$' "$LAB/files" && e2e_fail "the image has a shell"
 # glibc stubs build-image.sh adds for the node's libnvidia-ml.so.1.
 expected=(-e ./gpuctk -e '.*/lib\(pthread\|dl\|rt\)\.so\.[0-9]')
 [ -z "$plugin" ] || expected+=(-e ./gpuctk-device-plugin)
+[ -z "$mps" ] || expected+=(-e ./gpuctk-mps-control-daemon)
 [ -z "$exporter" ] || expected+=(-e ./gpuctk-exporter)
 for lib in "${libs[@]}"; do
   expected+=(-e ".$lib")
@@ -121,6 +129,20 @@ PY
   [ "$(cat "$LAB/plugin-version.out")" = "$("$plugin" --version)" ] ||
     e2e_fail "/gpuctk-device-plugin --version in the image: $(cat "$LAB/plugin-version.out")"
 fi
+if [ -n "$mps" ]; then
+  python3 - "$LAB/bundle/config.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+spec = json.load(open(path))
+spec["process"]["args"] = ["/gpuctk-mps-control-daemon", "--version"]
+json.dump(spec, open(path, "w"))
+PY
+  e2e_cleanup_add "runc delete -f $id-mps"
+  runc run --bundle "$LAB/bundle" "$id-mps" >"$LAB/mps-version.out" 2>&1 </dev/null ||
+    e2e_fail "/gpuctk-mps-control-daemon --version in the image failed: $(cat "$LAB/mps-version.out")"
+  [ "$(cat "$LAB/mps-version.out")" = "$("$mps" --version)" ] ||
+    e2e_fail "/gpuctk-mps-control-daemon --version in the image: $(cat "$LAB/mps-version.out")"
+fi
 if [ -n "$exporter" ]; then
   python3 - "$LAB/bundle/config.json" <<'PY'
 import json, sys
@@ -138,7 +160,7 @@ fi
 
 # The manifests.
 python3 -c 'import yaml' 2>/dev/null || e2e_skip "python3-yaml is not installed (image checked, manifests not)"
-python3 - "$deploy" "$plugin" "$exporter" <<'PY' || e2e_fail "manifests"
+python3 - "$deploy" "$plugin" "$exporter" "$mps" <<'PY' || e2e_fail "manifests"
 import re, sys, yaml
 deploy = sys.argv[1]
 if sys.argv[3]:
@@ -174,9 +196,28 @@ if sys.argv[3]:
 if sys.argv[2]:
     # The device plugin's DaemonSet runs the path build-image.sh --device-plugin puts it at.
     docs = list(yaml.safe_load_all(open(deploy + "/gpuctk-device-plugin.yaml")))
-    (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    sets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "DaemonSet"}
+    assert sorted(sets) == ["gpuctk-device-plugin", "gpuctk-mps-control-daemon"], sorted(sets)
+    ds = sets["gpuctk-device-plugin"]
     commands = {c["name"]: c.get("command") for c in ds["spec"]["template"]["spec"]["containers"]}
     assert commands["device-plugin"] == ["/gpuctk-device-plugin"], commands
+if sys.argv[4]:
+    # The MPS DaemonSet runs the path build-image.sh --mps-control-daemon puts it at, only where the labels
+    # say MPS is configured, with the MPS root at its host path (what Allocate names) and the config file.
+    docs = list(yaml.safe_load_all(open(deploy + "/gpuctk-device-plugin.yaml")))
+    (ds,) = [d for d in docs if d["kind"] == "DaemonSet" and d["metadata"]["name"] == "gpuctk-mps-control-daemon"]
+    pod = ds["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/mps.capable": "true"}, pod.get("nodeSelector")
+    assert pod["runtimeClassName"] == "nvidia", pod.get("runtimeClassName")
+    (c,) = pod["containers"]
+    assert c["command"] == ["/gpuctk-mps-control-daemon"], c["command"]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["MPS_ROOT"] == "/run/nvidia/mps" and env["CONFIG_FILE"] == "/config/config.yaml", env
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    assert mounts["mps-root"]["mountPath"] == "/run/nvidia/mps", mounts
+    assert mounts["mps-root"]["mountPropagation"] == "Bidirectional", mounts
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["mps-root"]["hostPath"]["path"] == "/run/nvidia/mps", volumes
 docs = list(yaml.safe_load_all(open(deploy + "/gpuctk-installer.yaml")))
 kinds = [d["kind"] for d in docs]
 assert kinds == ["Namespace", "ServiceAccount", "DaemonSet"], kinds
