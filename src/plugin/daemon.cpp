@@ -28,12 +28,15 @@
 #include "plugin/log.hpp"
 #include "plugin/mps.hpp"
 #include "plugin/node.hpp"
+#include "plugin/node_config.hpp"
+#include "plugin/node_label.hpp"
 #include "plugin/resources.hpp"
 #include "plugin/server.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
+#include "util/strings.hpp"
 
 namespace gpuctk::plugin {
 
@@ -53,19 +56,33 @@ constexpr auto k_mps_poll = std::chrono::seconds(1);
 // over it, and what a ConfigMap mount does (its "..data" link swapped by a rename; new folders created,
 // old ones deleted). Every event leads to a read of the file, acted on only when its bytes changed.
 constexpr uint32_t k_config_events = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE;
+// The same for the folder of per-node configs (a ConfigMap mounted), where any change may change the choice.
+constexpr uint32_t k_srcdir_events = k_config_events | IN_MOVED_FROM;
 
-// SIGTERM, SIGINT, SIGQUIT (stop) and SIGHUP (reload, as NVIDIA's config-manager asks for) as a file
-// descriptor; blocked in every thread (gRPC's and the health watch's inherit the mask, so the signals reach
-// only the descriptor).
-Result<UniqueFd> signal_fd() {
+// SIGTERM, SIGINT, SIGQUIT (stop) and SIGHUP (reload, as NVIDIA's config-manager asks for), blocked before
+// any thread starts (gRPC's, the health watch's, the node label's inherit the mask), so that they reach only
+// the daemon's signalfd; one that comes before it exists waits for it.
+sigset_t daemon_signals() {
   sigset_t set;
   sigemptyset(&set);
   for (const int signal : {SIGTERM, SIGINT, SIGQUIT, SIGHUP}) {
     sigaddset(&set, signal);
   }
+  return set;
+}
+
+Result<void> block_signals() {
+  const sigset_t set = daemon_signals();
   if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) {
     return fail("block SIGTERM: pthread_sigmask failed");
   }
+  return {};
+}
+
+// The blocked signals as a file descriptor.
+Result<UniqueFd> signal_fd() {
+  GPUCTK_TRY(block_signals());
+  const sigset_t set = daemon_signals();
   UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!fd) {
     return fail_errno("signalfd", errno);
@@ -203,18 +220,41 @@ Result<std::unique_ptr<Node>> prepare(const Config& config) {
   return node;  // the session closes: the health watch opens its own
 }
 
+// Per-node configs (node_config.hpp): the config the node's label picks among options.srcdir's, written to
+// --config-file. Returns whether the file's bytes changed.
+Result<bool> choose_config(const NodeConfigOptions& options, const std::optional<std::string>& label) {
+  GPUCTK_TRY_ASSIGN(const auto available, list_configs(options.srcdir));
+  GPUCTK_TRY_ASSIGN(const auto chosen, select_config(options, available, label));
+  GPUCTK_TRY_ASSIGN(const bool changed, write_chosen_config(options, chosen));
+  if (changed) {
+    log("per-node config: " + (chosen ? quote(*chosen) : std::string("none (the built-in defaults)")) +
+        " written to " + options.destination);
+  }
+  return changed;
+}
+
+// Per-node configs in force: the options and the node label's watch and last value (no watch when off).
+struct NodeConfigs {
+  NodeConfigOptions options;
+  std::unique_ptr<NodeLabel> label;
+  std::optional<std::string> value;
+};
+
 // The daemon's life after its configuration was read: one poll loop on a signalfd, two inotify descriptors
 // (kubelet.sock's folder, the config file's) and a timerfd (Register's backoff, the MPS wait, the retry of
-// a failed start). daemon.hpp says what each event does.
+// a failed start); with per-node configs also the node label's eventfd and an inotify descriptor on their
+// folder. daemon.hpp says what each event does.
 class Daemon {
  public:
-  Daemon(Overrides overrides, Config config, std::string file_bytes, XidPolicy policy)
+  Daemon(Overrides overrides, Config config, std::string file_bytes, XidPolicy policy,
+         NodeConfigs node_configs)
       : m_overrides(std::move(overrides)),
         m_config(std::move(config)),
         m_file_seen(std::move(file_bytes)),
         m_policy(std::move(policy)),
         m_dir(parent_path(m_config.kubelet_socket)),
-        m_kubelet_name(m_config.kubelet_socket.substr(m_dir.size() + 1)) {}
+        m_kubelet_name(m_config.kubelet_socket.substr(m_dir.size() + 1)),
+        m_per_node(std::move(node_configs)) {}
 
   int run() {
     if (auto opened = open_fds(); !opened) {
@@ -242,6 +282,9 @@ class Daemon {
     if (!m_config.config_file.empty()) {
       GPUCTK_TRY_ASSIGN(m_config_watch, watch_dir(parent_path(m_config.config_file), k_config_events));
     }
+    if (m_per_node.label) {
+      GPUCTK_TRY_ASSIGN(m_srcdir_watch, watch_dir(m_per_node.options.srcdir, k_srcdir_events));
+    }
     m_timer = UniqueFd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
     if (!m_timer) {
       return fail_errno("timerfd_create", errno);
@@ -252,11 +295,13 @@ class Daemon {
   // One poll(2) and what its events ask for.
   void wait_once() {
     arm_timer(m_timer.get(), earliest({m_retry_at, m_register_at, m_mps_at}));
-    pollfd fds[4] = {{.fd = m_signals.get(), .events = POLLIN, .revents = 0},
+    pollfd fds[6] = {{.fd = m_signals.get(), .events = POLLIN, .revents = 0},
                      {.fd = m_kubelet_watch.get(), .events = POLLIN, .revents = 0},
                      {.fd = m_config_watch ? m_config_watch.get() : -1, .events = POLLIN, .revents = 0},
-                     {.fd = m_timer.get(), .events = POLLIN, .revents = 0}};
-    if (::poll(fds, 4, -1) < 0) {
+                     {.fd = m_timer.get(), .events = POLLIN, .revents = 0},
+                     {.fd = m_per_node.label ? m_per_node.label->fd() : -1, .events = POLLIN, .revents = 0},
+                     {.fd = m_srcdir_watch ? m_srcdir_watch.get() : -1, .events = POLLIN, .revents = 0}};
+    if (::poll(fds, 6, -1) < 0) {
       if (errno != EINTR) {
         log_error(fail_errno("poll", errno).error().message);
         m_exit = 1;
@@ -272,6 +317,15 @@ class Daemon {
         log(m_config.kubelet_socket + " was created (the kubelet started again): discovering again");
         start();
       }
+    }
+    // Before the config file's own events: the choice may rewrite the file.
+    const bool label_changed = (fds[4].revents & POLLIN) != 0;
+    if (label_changed) {
+      m_per_node.value = m_per_node.label->value();
+    }
+    if (!m_exit &&
+        (label_changed || ((fds[5].revents & POLLIN) != 0 && !read_names(m_srcdir_watch.get()).empty()))) {
+      on_node_config_event();
     }
     if (!m_exit && (fds[2].revents & POLLIN) != 0 && !read_names(m_config_watch.get()).empty()) {
       on_config_event();
@@ -303,6 +357,25 @@ class Daemon {
     }
     m_file_seen = std::move(seen);
     reload(m_config.config_file + " changed");
+  }
+
+  // The node's label or the folder of per-node configs changed: the config chosen again and, when that
+  // changed the config file, a reload. A choice that fails (the label names no config) is one error line
+  // and changes nothing.
+  void on_node_config_event() {
+    auto changed = choose_config(m_per_node.options, m_per_node.value);
+    if (!changed) {
+      // Said once: a ConfigMap's update is several events, each failing the same way until it is complete.
+      if (changed.error().message != m_per_node_failure) {
+        m_per_node_failure = changed.error().message;
+        log_error("per-node config: " + changed.error().message + ": keeping the configuration in force");
+      }
+      return;
+    }
+    m_per_node_failure.clear();
+    if (*changed) {
+      on_config_event();
+    }
   }
 
   void on_timer() {
@@ -502,7 +575,10 @@ class Daemon {
   UniqueFd m_kubelet_watch;
   UniqueFd m_config_watch;  // none without a config file
   UniqueFd m_timer;
-  std::unique_ptr<Node> m_node;  // none while serving nothing after a failed start
+  NodeConfigs m_per_node;
+  UniqueFd m_srcdir_watch;         // the folder of per-node configs, with them only
+  std::string m_per_node_failure;  // the failed choice last logged
+  std::unique_ptr<Node> m_node;    // none while serving nothing after a failed start
   HealthWatch m_watch;
   std::vector<std::unique_ptr<PluginServer>> m_servers;
   Backoff m_backoff;
@@ -533,6 +609,31 @@ int run_daemon(std::span<const std::string_view> args) {
     std::printf("gpuctk-device-plugin %s (device plugin API %s)\n", GPUCTK_VERSION, k_api_version);
     return 0;
   }
+  auto node_options = resolve_node_config_options(arguments->overrides);
+  if (!node_options) {
+    log_error(node_options.error().message);
+    return 1;
+  }
+  // Per-node configs: the label read before the config file, which the choice writes. The label's watch is
+  // the first thread.
+  if (auto blocked = block_signals(); !blocked) {
+    log_error(blocked.error().message);
+    return 1;
+  }
+  NodeConfigs node_configs{.options = std::move(*node_options), .label = nullptr, .value = std::nullopt};
+  if (node_configs.options.enabled()) {
+    auto started = NodeLabel::start(node_configs.options);
+    if (!started) {
+      log_error(started.error().message);
+      return 1;
+    }
+    node_configs.label = std::move(*started);
+    node_configs.value = node_configs.label->value();
+    if (auto chosen = choose_config(node_configs.options, node_configs.value); !chosen) {
+      log_error("per-node config: " + chosen.error().message);
+      return 1;
+    }
+  }
   std::optional<std::string> file_text;
   if (const auto it = arguments->overrides.find("config-file"); it != arguments->overrides.end()) {
     auto text = read_file(it->second.value, k_max_config_file);
@@ -557,7 +658,7 @@ int run_daemon(std::span<const std::string_view> args) {
     log(note);
   }
   Daemon daemon(std::move(arguments->overrides), std::move(*config), file_text.value_or(""),
-                std::move(policy));
+                std::move(policy), std::move(node_configs));
   return daemon.run();
 }
 

@@ -5,6 +5,10 @@
 // Life of the daemon, as NVIDIA's device plugin lives:
 //   1. flags, variables and the config file are resolved; an invalid value is one line naming its key and
 //      exit status 1, before any socket exists or anything registers;
+//      With per-node configs (--config-file-srcdir, node_config.hpp) the node's label is read from the
+//      Kubernetes API server first (node_label.hpp) and the config it picks is written to --config-file,
+//      which is then read as always; an unreachable API server, a missing node or a label naming no config
+//      is one line and exit status 1;
 //   2. a device set is built (node.hpp): discovery, the resources and (with NVML) the topology, then the
 //      Xid health watch. In auto discovery an NVML that is there but does not start on a host whose
 //      driver is loaded is a failure, not a silent /proc fallback (lifecycle.hpp, check_nvml_start). A
@@ -18,7 +22,8 @@
 //      resource registers only once mps_ready() says its MPS daemon is ready, looked at every second (the
 //      wait and its end are logged once);
 //   4. then one poll(2) loop, no sleeps, on a signalfd, an inotify watch of kubelet.sock's directory, one
-//      of the config file's directory and a timerfd (the backoff, the MPS wait, the retry):
+//      of the config file's directory and a timerfd (the backoff, the MPS wait, the retry), and with
+//      per-node configs the label watch's eventfd and an inotify watch of their folder:
 //      - kubelet.sock created (a kubelet restart, which removes the plugins' sockets): the device set is
 //        built again from a fresh discovery (a MIG change is seen; health marks start over) and the
 //        servers restart and register; a failure is a start's failure (2.);
@@ -27,6 +32,9 @@
 //        old servers stop and the new ones start and register, the changed resources logged. An invalid
 //        file or a failed discovery is one error line ("reload: <why>: keeping the configuration in
 //        force") and changes nothing: the old servers keep serving;
+//      - the node label changed, or the folder of per-node configs did (a ConfigMap updated): the config is
+//        chosen again and written to --config-file when its bytes differ, which reloads as above; a choice
+//        that fails (the label names no config) is one error line and changes nothing;
 //      A rebuild stops the health watch first and closes its NVML session (NVML is read anew only by a
 //      first nvmlInit), and starts it again when the rebuild fails;
 //   5. SIGTERM, SIGINT or SIGQUIT: the servers stop, their sockets are removed, the health watch ends,
