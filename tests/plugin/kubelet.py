@@ -51,6 +51,17 @@ a missing tool: "SKIP: <why>" and exit 77):
   mps-ready          sharing.mps with --mps-root: nvidia.com/gpu does not register until
                      <root>/nvidia.com/gpu/.ready and the socket pipe/control exist, the wait logged; then it
                      registers with 16 replicas
+  node-config-*      per-node configs (--config-file-srcdir, a ConfigMap-style folder: default, ts2) with
+                     the node label read from tests/kube/apiserver.py (node n1, --kubeconfig):
+    -missing-node    --node-name n2, which the API server lacks: exit 1, one line with its 404, nothing
+                     written
+    -fallback        no label: the "named" fallback writes "default" to --config-file; 8 devices
+    -label           the label set to ts2: registered again with 16 devices; `gpuctk labels` on the same
+                     file says nvidia.com/gpu.replicas=2
+    -unknown         the label set to ts3, which the folder lacks: one error line, nothing registers, the
+                     file and the stream stay
+    -configmap       the folder updated as the kubelet updates a ConfigMap, now with ts3: 24 devices; the
+                     failed choice was logged once across the update's events
 
 The allocate mode only allocates, for the end-to-end tests (tests/e2e/engines_plugin_containerd.sh) that
 hand the answers to a container runtime as the kubelet does (tests/engines/cri.py --allocate-response).
@@ -345,6 +356,7 @@ def main(argv):
         mig_restart(Lab("mig", "dgx-a100"), uuids)
         nvml_fail(Lab("nvml", "nvml-init-fails"))
         mps_ready(Lab("mps", "dgx-a100"), uuids)
+        node_configs(Lab("node", "dgx-a100"), gpuctk, uuids)
     return 0
 
 
@@ -708,6 +720,140 @@ def mps_ready(lab, uuids):
         daemon.sigterm("mps-ready")
     kubelet.stop()
     print("ok mps-ready")
+
+
+class ApiServer:
+    """tests/kube/apiserver.py, the strict stand-in API server, on loopback with node n1 (no labels); `label`
+    sets or removes one of n1's labels through its control port, as `kubectl label` would."""
+
+    def __init__(self, folder):
+        self.dir = folder
+        self.process = subprocess.Popen([sys.executable, os.path.join(SOURCE, "tests", "kube", "apiserver.py"),
+                                         "--dir", folder, "--node", "n1"], stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(os.path.join(folder, "ready")):
+            check(self.process.poll() is None, f"apiserver.py exited {self.process.returncode}")
+            check(time.monotonic() < deadline, f"apiserver.py not ready within {TIMEOUT} s")
+            time.sleep(0.05)
+        with open(os.path.join(folder, "control-port"), encoding="utf-8") as f:
+            self.control = int(f.read())
+        self.kubeconfig = os.path.join(folder, "kubeconfig")
+
+    def label(self, key, value):
+        import urllib.request
+        body = json.dumps({"node": "n1", "key": key, "value": value}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{self.control}/label", data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+            check(answer.status == 200, f"apiserver.py /label: {answer.status}")
+
+    def close(self):
+        self.process.terminate()
+        self.process.wait(timeout=TIMEOUT)
+
+
+def configmap(folder, version, files):
+    """A ConfigMap volume as the kubelet writes it: the files in a timestamped folder, "..data" a link to
+    it swapped by a rename, each name a link through "..data"; the old folder removed."""
+    os.makedirs(folder, exist_ok=True)
+    stamped = f"..{version}"
+    os.mkdir(os.path.join(folder, stamped))
+    for name, text in files.items():
+        with open(os.path.join(folder, stamped, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    old = os.readlink(os.path.join(folder, "..data")) if os.path.islink(os.path.join(folder, "..data")) else None
+    os.symlink(stamped, os.path.join(folder, "..data_tmp"))
+    os.rename(os.path.join(folder, "..data_tmp"), os.path.join(folder, "..data"))
+    for name in files:
+        if not os.path.islink(os.path.join(folder, name)):
+            os.symlink(os.path.join("..data", name), os.path.join(folder, name))
+    if old:
+        subprocess.run(["rm", "-rf", os.path.join(folder, old)], check=True)
+
+
+def node_configs(lab, gpuctk, uuids):
+    """node-config-*: per-node configs from the node label, read through apiserver.py."""
+    api = ApiServer(os.path.join(lab.dir, "api"))
+    try:
+        node_configs_with(lab, gpuctk, uuids, api)
+    finally:
+        api.close()
+
+
+def node_configs_with(lab, gpuctk, uuids, api):
+    configs = os.path.join(lab.dir, "configs")
+    configmap(configs, "v1", {"default": "version: v1\n", "ts2": slicing(2)})
+    os.mkdir(os.path.join(lab.dir, "config"))
+    config = os.path.join(lab.dir, "config", "config.yaml")
+    label = "nvidia.com/device-plugin.config"
+
+    def args(node):
+        return ["--config-file", config, "--config-file-srcdir", configs, "--node-name", node, "--kubeconfig",
+                api.kubeconfig, "--fallback-strategies", "named,single"]
+
+    # node-config-missing-node: a node the API server does not have stops the start with one line.
+    out = subprocess.run(lab.command + args("n2"), env=lab.env, capture_output=True,
+                         text=True, timeout=TIMEOUT, check=False)
+    want = (LOG + f"error: read node n2 (kubeconfig {api.kubeconfig}): GET /api/v1/nodes/n2: 404 Not Found: "
+            'nodes "n2" not found\n')
+    check(out.returncode == 1 and out.stderr == want,
+          f"node-config-missing-node: exit {out.returncode}, stderr {out.stderr!r}, not {want!r}")
+    check(not os.path.exists(config), "node-config-missing-node: the config file was written")
+    print("ok node-config-missing-node")
+
+    kubelet = lab.kubelet()
+    with Daemon(lab, args("n1")) as daemon:
+        # node-config-fallback: no label, no default: the "named" fallback picks "default".
+        check(kubelet.registration().resource_name == "nvidia.com/gpu", "node-config-fallback: register")
+        watch, channel = lab.watch("nvidia.com/gpu")
+        listed = [d[0] for d in watch.next("node-config-fallback: list")]
+        check(listed == uuids, f"node-config-fallback: listed {listed}")
+        with open(config, encoding="utf-8") as f:
+            check(f.read() == "version: v1\n", "node-config-fallback: the config file is not \"default\"'s")
+        daemon.await_line(LOG + f'per-node config: "default" written to {config}', "node-config-fallback")
+        print("ok node-config-fallback")
+
+        # node-config-label: the label names ts2 (time-slicing, 2 replicas): 16 devices, and the labels
+        # sidecar reading the same file says so.
+        api.label(label, "ts2")
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu", f"node-config-label: register {request}")
+        check(watch.lists.get(timeout=TIMEOUT) is None, "node-config-label: the old stream went on")
+        channel.close()
+        watch, channel = lab.watch("nvidia.com/gpu")
+        listed = [d[0] for d in watch.next("node-config-label: list")]
+        check(listed == replicas(uuids, 2), f"node-config-label: listed {listed}")
+        labels = subprocess.run([gpuctk, "labels", "--driver-root", lab.driver_root, "--dev-root", lab.dev_root,
+                                 "--config-file", config, "-o", "-"], capture_output=True, text=True, check=False)
+        check(labels.returncode == 0 and "nvidia.com/gpu.replicas=2" in labels.stdout.splitlines(),
+              f"node-config-label: gpuctk labels: {labels.returncode} {labels.stdout!r} {labels.stderr!r}")
+        print("ok node-config-label")
+
+        # node-config-unknown: the label names a config the ConfigMap lacks: one error line, nothing changes.
+        api.label(label, "ts3")
+        daemon.await_line(LOG + 'error: per-node config: specified config "ts3" does not exist: keeping the '
+                          "configuration in force", "node-config-unknown")
+        kubelet.quiet(0.5, "node-config-unknown")
+        watch.quiet(0.1)
+        with open(config, encoding="utf-8") as f:
+            check(f.read() == slicing(2), "node-config-unknown: the config file changed")
+        print("ok node-config-unknown")
+
+        # node-config-configmap: the ConfigMap updated with a "ts3" (3 replicas): chosen at once.
+        configmap(configs, "v2", {"default": "version: v1\n", "ts2": slicing(2), "ts3": slicing(3)})
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu", f"node-config-configmap: register {request}")
+        channel.close()
+        watch, channel = lab.watch("nvidia.com/gpu")
+        listed = [d[0] for d in watch.next("node-config-configmap: list")]
+        check(listed == replicas(uuids, 3), f"node-config-configmap: listed {listed}")
+        unknown = [line for line in daemon.lines() if '"ts3" does not exist' in line]
+        check(len(unknown) == 1, f"node-config-configmap: the failed choice logged {len(unknown)} times, not once")
+        watch.cancel()
+        channel.close()
+        print("ok node-config-configmap")
+        daemon.sigterm("node-config")
+    kubelet.stop()
 
 
 def answer_json(response):
