@@ -191,6 +191,21 @@ struct Recorder {
     return object ? object->at("metadata").value("labels", nlohmann::json::object()).value(key, "")
                   : "(none)";
   }
+  // The log and the watches' versions so far, for a failure's message.
+  std::string history(ApiServer& server) {
+    std::string out = "watch log:";
+    {
+      const std::lock_guard lock(mutex);
+      for (const auto& line : logs) {
+        out += "\n  " + line;
+      }
+    }
+    out += "\nwatches from:";
+    for (const auto& version : server.watch_versions()) {
+      out += " " + version;
+    }
+    return out;
+  }
   bool logged(const std::string& text) {
     const std::lock_guard lock(mutex);
     return std::ranges::any_of(logs,
@@ -404,7 +419,8 @@ TEST_F(KubeApi, ObjectWatchFollowsResumesRelistsAndSeesTheDelete) {
   server.label("n2", "x", "2");
   const std::string compacted = server.post("/compact", nlohmann::json::object()).at("compacted");
   server.post("/close-watches", nlohmann::json::object());
-  ASSERT_TRUE(eventually([&] { return server.watch_versions().size() == 5 && server.open_watches() == 1; }));
+  ASSERT_TRUE(eventually([&] { return server.watch_versions().size() == 5 && server.open_watches() == 1; }))
+      << got.history(server);
   const auto versions = server.watch_versions();
   EXPECT_EQ(versions[3], bookmark);  // refused with 410
   EXPECT_EQ(versions[4], compacted);
