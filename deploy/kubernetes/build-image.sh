@@ -8,10 +8,10 @@
 # static), the dynamic loader, and the glibc libraries the node's libnvidia-ml.so.1 links, which gpuctk
 # dlopens from the host root for NVML discovery. No shell. Containerfile describes the same image.
 # --device-plugin adds gpuctk-device-plugin (a build with -DGPUCTK_DEVICE_PLUGIN=ON) as
-# /gpuctk-device-plugin, stripped, with the libraries it links (glibc only: gRPC is linked statically),
-# for gpuctk-device-plugin.yaml; --mps-control-daemon adds gpuctk-mps-control-daemon (the same build) as
-# /gpuctk-mps-control-daemon, for that file's MPS DaemonSet. --exporter adds gpuctk-exporter (a build with -DGPUCTK_EXPORTER=ON) as
-# /gpuctk-exporter, stripped, with the libraries it links (glibc, libcrypt, GnuTLS's), for
+# /gpuctk-device-plugin, stripped, with the libraries it links (glibc, libcurl and its own; gRPC is linked
+# statically), for gpuctk-device-plugin.yaml; --mps-control-daemon adds gpuctk-mps-control-daemon (the same
+# build) as /gpuctk-mps-control-daemon, for that file's MPS DaemonSet. --exporter adds gpuctk-exporter (a
+# build with -DGPUCTK_EXPORTER=ON) as /gpuctk-exporter, stripped, with the libraries it links (glibc, libcrypt, GnuTLS's), for
 # gpuctk-exporter.yaml.
 set -euo pipefail
 

@@ -201,6 +201,17 @@ if sys.argv[2]:
     ds = sets["gpuctk-device-plugin"]
     commands = {c["name"]: c.get("command") for c in ds["spec"]["template"]["spec"]["containers"]}
     assert commands["device-plugin"] == ["/gpuctk-device-plugin"], commands
+if sys.argv[2]:
+    # Per-node configs: the plugin may read nodes and nothing else, and the "default" the fallback picks.
+    docs = list(yaml.safe_load_all(open(deploy + "/per-node-configs.yaml")))
+    (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}], role
+    (binding,) = [d for d in docs if d["kind"] == "ClusterRoleBinding"]
+    (account,) = [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                                    "namespace": "gpuctk"}], binding
+    (configs,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert "default" in configs["data"], sorted(configs["data"])
 if sys.argv[4]:
     # The MPS DaemonSet runs the path build-image.sh --mps-control-daemon puts it at, only where the labels
     # say MPS is configured, with the MPS root at its host path (what Allocate names) and the config file.
