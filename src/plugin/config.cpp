@@ -1,5 +1,7 @@
 #include "plugin/config.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -497,6 +499,17 @@ std::string usage() {
             join(variables, ", ") + "]\n      " + std::string(flag.help) + "\n";
   }
   return text + "  -h, --help\n  -v, --version\n";
+}
+
+discover::DiscoverOptions discover_options(const Config& config) {
+  discover::DiscoverOptions options;
+  struct stat st {};
+  options.driver_root = ::stat(config.container_driver_root.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
+                            ? config.container_driver_root
+                            : config.driver_root;
+  options.dev_root = config.container_dev_root;
+  options.mode = config.discovery;
+  return options;
 }
 
 }  // namespace gpuctk::plugin

@@ -114,6 +114,11 @@ Result<Arguments> parse_arguments(std::span<const std::string_view> args,
 // Warnings of the file's parser are kept in Config::warnings.
 Result<Config> resolve_config(const Overrides& overrides, std::optional<std::string_view> file_text);
 
+// Where the daemons discover under `config`: the driver at containerDriverRoot when that folder exists (a
+// pod mounts the host's driver root there), else at driver_root; /dev, /proc and /sys below
+// container_dev_root; the discovery strategy.
+discover::DiscoverOptions discover_options(const Config& config);
+
 // The daemon's check of the IMEX channels at its start, as NVIDIA's plugin makes it: each channel of
 // config.imex_channel_ids whose character device <dev_root>/dev/nvidia-caps-imex-channels/channel<id> is
 // missing (or not a character device) is an error when config.imex_required, else removed from

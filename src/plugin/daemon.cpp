@@ -178,14 +178,8 @@ std::string nvml_start_error(const Config& config, const discover::Inventory& in
 Result<std::unique_ptr<Node>> prepare(const Config& config) {
   auto node = std::make_unique<Node>();
   node->config = config;
-  discover::DiscoverOptions options;
+  const discover::DiscoverOptions options = discover_options(config);
   struct stat st {};
-  // In a pod the host's driver root is mounted at containerDriverRoot; outside one, driver_root is it.
-  options.driver_root = ::stat(config.container_driver_root.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
-                            ? config.container_driver_root
-                            : config.driver_root;
-  options.dev_root = config.container_dev_root;
-  options.mode = config.discovery;
   GPUCTK_TRY_ASSIGN(node->inventory, discover::discover(options));
   const auto version_file = clean_path(options.dev_root + "/proc/driver/nvidia/version");
   GPUCTK_TRY(check_nvml_start(config, nvml_start_error(config, node->inventory, options.driver_root),

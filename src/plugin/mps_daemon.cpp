@@ -88,14 +88,7 @@ Result<Config> load_config(const Overrides& overrides) {
 
 // The device plugin's discovery and resources, fresh (a MIG change or a new GPU since the last start).
 Result<std::vector<Resource>> discover_resources(const Config& config, std::string& nvml_library) {
-  discover::DiscoverOptions options;
-  struct stat st {};
-  // In a pod the host's driver root is mounted at containerDriverRoot; outside one, driver_root is it.
-  options.driver_root = ::stat(config.container_driver_root.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
-                            ? config.container_driver_root
-                            : config.driver_root;
-  options.dev_root = config.container_dev_root;
-  options.mode = config.discovery;
+  const discover::DiscoverOptions options = discover_options(config);
   GPUCTK_TRY_ASSIGN(const auto inventory, discover::discover(options));
   std::vector<std::string> warnings;
   const auto numa = read_numa_nodes(options.dev_root, inventory);

@@ -103,8 +103,9 @@ class Watched final : public NodeLabel {
 }  // namespace
 
 Result<std::unique_ptr<NodeLabel>> NodeLabel::start(const NodeConfigOptions& options) {
-  GPUCTK_TRY_ASSIGN(auto credentials,
-                    kube::load_credentials(options.kubeconfig, [](const char* name) { return std::getenv(name); }));
+  GPUCTK_TRY_ASSIGN(auto credentials, kube::load_credentials(options.kubeconfig, [](const char* name) {
+                      return std::getenv(name);
+                    }));
   const std::string origin = credentials.origin;
   GPUCTK_TRY_ASSIGN(auto client, kube::Client::create(std::move(credentials)));
   auto node = client.get(std::string(k_nodes) + "/" + options.node_name);

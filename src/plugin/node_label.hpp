@@ -17,7 +17,8 @@ class NodeLabel {
  public:
   // Reads the node options.node_name with the credentials of options.kubeconfig (or the pod's service
   // account), then watches it. Errors: the credentials', and the first read's:
-  //   "read node n1 (in-cluster service account): GET /api/v1/nodes/n1: 404 Not Found: nodes \"n1\" not found"
+  //   "read node n1 (in-cluster service account): GET /api/v1/nodes/n1: 404 Not Found: nodes \"n1\" not
+  //   found"
   static Result<std::unique_ptr<NodeLabel>> start(const NodeConfigOptions& options);
   virtual ~NodeLabel() = default;
 
