@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "discover/host_fs.hpp"
+#include "util/fd.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
 
@@ -18,8 +20,38 @@ namespace gpuctk::install {
 
 namespace {
 
-// The largest file put_file compares with (gpuctk with debug info is under 100 MiB).
-constexpr size_t k_max_compared = size_t{512} << 20;
+// How much of a file is compared at a time: an installed binary is compared without holding a second copy
+// of it (a sanitizer build of a test program that installs itself is over 500 MiB).
+constexpr size_t k_compare_chunk = 256 * 1024;
+
+// Whether the regular file `path` (not followed if a link) holds exactly `bytes`; read in chunks.
+Result<bool> same_content(const std::string& path, std::string_view bytes) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) {
+    return fail_errno("read " + path, errno);
+  }
+  if (!S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) != bytes.size()) {
+    return false;
+  }
+  std::vector<char> chunk(k_compare_chunk);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd.get(), chunk.data(), std::min(chunk.size(), bytes.size() - done));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return fail_errno("read " + path, errno);
+    }
+    if (n == 0 || bytes.substr(done, static_cast<size_t>(n)) !=
+                      std::string_view(chunk.data(), static_cast<size_t>(n))) {
+      return false;  // shorter than it said, or different
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -109,8 +141,8 @@ Result<Change> put_file(const std::string& path, std::string_view bytes, mode_t 
   GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(path));
   if (st && S_ISREG(st->st_mode) && (st->st_mode & 07777) == mode &&
       static_cast<size_t>(st->st_size) == bytes.size()) {
-    GPUCTK_TRY_ASSIGN(const auto old, read_file(path, k_max_compared));
-    if (old == bytes) {
+    GPUCTK_TRY_ASSIGN(const bool same, same_content(path, bytes));
+    if (same) {
       return Change::unchanged;
     }
   }
@@ -172,8 +204,8 @@ Result<Change> remove_file_if_same(const std::string& path, std::string_view byt
   if (!st || !S_ISREG(st->st_mode) || static_cast<size_t>(st->st_size) != bytes.size()) {
     return Change::unchanged;
   }
-  GPUCTK_TRY_ASSIGN(const auto old, read_file(path, k_max_compared));
-  if (old != bytes) {
+  GPUCTK_TRY_ASSIGN(const bool same, same_content(path, bytes));
+  if (!same) {
     return Change::unchanged;
   }
   return remove_file(path);

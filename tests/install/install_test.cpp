@@ -68,5 +68,37 @@ TEST(DockerHookTarget, IsRelativeToTheInstallDirectory) {
   EXPECT_EQ(docker_hook_target("/opt/gpuctk/tools/"), "../tools/gpuctk");
 }
 
+// put_file and remove_file_if_same compare in chunks: a file larger than one chunk that differs only in its
+// last byte is rewritten (and not removed), one that is the same is left alone (and removed).
+TEST(PutFileTest, ComparesLargeFilesToTheirLastByte) {
+  const test::TempDir dir;
+  const std::string path = dir.path() + "/bin/gpuctk";
+  std::string bytes(3 * 256 * 1024 + 17, 'x');
+  ASSERT_EQ(put_file(path, bytes, 0755).value(), Change::changed);
+  EXPECT_EQ(put_file(path, bytes, 0755).value(), Change::unchanged);
+  std::string other = bytes;
+  other.back() = 'y';
+  EXPECT_EQ(remove_file_if_same(path, other).value(), Change::unchanged);
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_EQ(put_file(path, other, 0755).value(), Change::changed);
+  EXPECT_EQ(put_file(path, other, 0755).value(), Change::unchanged);
+  other.front() = 'z';
+  EXPECT_EQ(put_file(path, other, 0755).value(), Change::changed);
+  EXPECT_EQ(remove_file_if_same(path, other).value(), Change::changed);
+  EXPECT_FALSE(fs::exists(path));
+}
+
+// A link where the file should be is replaced, never followed, even when its target holds the bytes.
+TEST(PutFileTest, ALinkWithTheSameBytesBehindItIsReplaced) {
+  const test::TempDir dir;
+  const std::string target = dir.path() + "/elsewhere";
+  ASSERT_EQ(put_file(target, "same", 0755).value(), Change::changed);
+  const std::string path = dir.path() + "/gpuctk";
+  ASSERT_EQ(::symlink(target.c_str(), path.c_str()), 0);
+  EXPECT_EQ(put_file(path, "same", 0755).value(), Change::changed);
+  EXPECT_FALSE(fs::is_symlink(path));
+  EXPECT_EQ(remove_file_if_same(target, "same").value(), Change::changed);
+}
+
 }  // namespace
 }  // namespace gpuctk::install
