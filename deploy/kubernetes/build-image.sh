@@ -8,8 +8,8 @@
 # static), the dynamic loader, and the glibc libraries the node's libnvidia-ml.so.1 links, which gpuctk
 # dlopens from the host root for NVML discovery. No shell. Containerfile describes the same image.
 # --device-plugin adds gpuctk-device-plugin (a build with -DGPUCTK_DEVICE_PLUGIN=ON) as
-# /gpuctk-device-plugin, stripped, with the libraries it links (glibc, libcurl and its own; gRPC is linked
-# statically), for gpuctk-device-plugin.yaml; --mps-control-daemon adds gpuctk-mps-control-daemon (the same
+# /gpuctk-device-plugin, stripped, with the libraries it links (glibc; gRPC is linked statically) and
+# libcurl.so.4 with its own, which it loads for per-node configs, for gpuctk-device-plugin.yaml; --mps-control-daemon adds gpuctk-mps-control-daemon (the same
 # build) as /gpuctk-mps-control-daemon, for that file's MPS DaemonSet. --exporter adds gpuctk-exporter (a
 # build with -DGPUCTK_EXPORTER=ON) as /gpuctk-exporter, stripped, with the libraries it links (glibc, libcrypt, GnuTLS's), for
 # gpuctk-exporter.yaml.
@@ -92,6 +92,14 @@ libdir=$(dirname "$(ldd "$binary" | sed -nE 's/.*libc\.so\.6 => (\/[^ ]+) .*/\1/
 for extra in libpthread.so.0 libdl.so.2 librt.so.1; do
   [ -e "$libdir/$extra" ] && needed+=("$libdir/$extra")
 done
+# gpuctk-device-plugin loads libcurl.so.4 itself, for per-node configs (src/kube/curl_library.hpp): it
+# and the libraries it links, which ldd of the daemon does not list.
+if [ -n "$plugin" ]; then
+  [ -e "$libdir/libcurl.so.4" ] ||
+    { echo "build-image.sh: no $libdir/libcurl.so.4 (package libcurl4: scripts/deps.sh plugin)" >&2; exit 1; }
+  needed+=("$libdir/libcurl.so.4")
+  mapfile -t -O "${#needed[@]}" needed < <(libraries "$libdir/libcurl.so.4")
+fi
 for library in "${needed[@]}"; do
   mkdir -p "$context/rootfs$(dirname "$library")"
   cp -L "$library" "$context/rootfs$library"

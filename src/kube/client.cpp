@@ -10,11 +10,11 @@
 
 #include <atomic>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "kube/curl_library.hpp"
 #include "kube/kubeconfig.hpp"
 #include "kube/request_cancel.hpp"
 #include "kube/wire.hpp"
@@ -35,13 +35,13 @@ constexpr size_t k_max_error_body = 64 * 1024;
 constexpr size_t k_max_pem = 4 * 1024 * 1024;
 
 struct EasyDeleter {
-  void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
+  void operator()(CURL* handle) const { curl().easy_cleanup(handle); }
 };
 struct MultiDeleter {
-  void operator()(CURLM* handle) const { curl_multi_cleanup(handle); }
+  void operator()(CURLM* handle) const { curl().multi_cleanup(handle); }
 };
 struct ListDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+  void operator()(curl_slist* list) const { curl().slist_free_all(list); }
 };
 using Easy = std::unique_ptr<CURL, EasyDeleter>;
 using Multi = std::unique_ptr<CURLM, MultiDeleter>;
@@ -109,7 +109,7 @@ size_t stream(char* data, size_t size, size_t count, void* user) {
   auto& sink = *static_cast<WatchSink*>(user);
   const size_t bytes = size * count;
   if (sink.status == 0) {
-    curl_easy_getinfo(sink.easy, CURLINFO_RESPONSE_CODE, &sink.status);
+    curl().easy_getinfo(sink.easy, CURLINFO_RESPONSE_CODE, &sink.status);
   }
   if (sink.status / 100 != 2) {
     sink.error_body.append(
@@ -224,7 +224,7 @@ Result<Headers> Client::State::headers(std::string_view content_type) const {
   Headers list;
   bool complete = true;
   const auto add = [&](const std::string& line) {
-    curl_slist* grown = curl_slist_append(list.get(), line.c_str());  // the same head, or a new list
+    curl_slist* grown = curl().slist_append(list.get(), line.c_str());  // the same head, or a new list
     if (grown == nullptr) {
       complete = false;
     } else if (grown != list.get()) {
@@ -250,7 +250,7 @@ Result<void> Client::State::configure(CURL* handle, const std::string& path, cur
                                       char* error_buffer) const {
   CURLcode status = CURLE_OK;
   const auto set = [&](CURLoption option, auto value) {
-    if (const CURLcode code = curl_easy_setopt(handle, option, value);
+    if (const CURLcode code = curl().easy_setopt(handle, option, value);
         code != CURLE_OK && status == CURLE_OK) {
       status = code;
     }
@@ -298,26 +298,26 @@ Result<void> Client::State::configure(CURL* handle, const std::string& path, cur
     set(CURLOPT_SSLKEY, credentials.client_key_file.c_str());
   }
   if (status != CURLE_OK) {
-    return fail(std::string("libcurl refused an option: ") + curl_easy_strerror(status));
+    return fail(std::string("libcurl refused an option: ") + curl().easy_strerror(status));
   }
   return {};
 }
 
 Outcome Client::State::perform(const std::function<bool()>& stop, std::chrono::milliseconds poll) {
   Outcome out;
-  if (curl_multi_add_handle(multi.get(), easy.get()) != CURLM_OK) {
+  if (curl().multi_add_handle(multi.get(), easy.get()) != CURLM_OK) {
     out.code = CURLE_FAILED_INIT;
     return out;
   }
   int running = 1;
   while (true) {
-    if (curl_multi_perform(multi.get(), &running) != CURLM_OK) {
+    if (curl().multi_perform(multi.get(), &running) != CURLM_OK) {
       out.code = CURLE_FAILED_INIT;
       break;
     }
     if (running == 0) {
       int left = 0;
-      while (CURLMsg* message = curl_multi_info_read(multi.get(), &left)) {
+      while (CURLMsg* message = curl().multi_info_read(multi.get(), &left)) {
         if (message->msg == CURLMSG_DONE) {
           out.code = message->data.result;
         }
@@ -328,9 +328,9 @@ Outcome Client::State::perform(const std::function<bool()>& stop, std::chrono::m
       out.stopped = true;
       break;
     }
-    curl_multi_poll(multi.get(), nullptr, 0, static_cast<int>(poll.count()), nullptr);
+    curl().multi_poll(multi.get(), nullptr, 0, static_cast<int>(poll.count()), nullptr);
   }
-  curl_multi_remove_handle(multi.get(), easy.get());
+  curl().multi_remove_handle(multi.get(), easy.get());
   return out;
 }
 
@@ -347,7 +347,7 @@ ApiResult<Answer> Client::State::exchange(const std::string& what, std::string_v
   if (!header_list) {
     return failed(header_list.error().message);
   }
-  curl_easy_reset(easy.get());
+  curl().easy_reset(easy.get());
   char error_buffer[CURL_ERROR_SIZE] = "";
   if (auto configured = configure(easy.get(), std::string(path), header_list->get(), error_buffer);
       !configured) {
@@ -355,15 +355,15 @@ ApiResult<Answer> Client::State::exchange(const std::string& what, std::string_v
   }
   Answer answer;
   const std::string verb(method);
-  curl_easy_setopt(easy.get(), CURLOPT_CUSTOMREQUEST, verb.c_str());
+  curl().easy_setopt(easy.get(), CURLOPT_CUSTOMREQUEST, verb.c_str());
   if (payload != nullptr) {
-    curl_easy_setopt(easy.get(), CURLOPT_POSTFIELDS, payload->c_str());
-    curl_easy_setopt(easy.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload->size()));
+    curl().easy_setopt(easy.get(), CURLOPT_POSTFIELDS, payload->c_str());
+    curl().easy_setopt(easy.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload->size()));
   }
-  curl_easy_setopt(easy.get(), CURLOPT_TIMEOUT_MS, k_request_timeout_ms);
-  curl_easy_setopt(easy.get(), CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(k_max_body));
-  curl_easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(easy.get(), CURLOPT_WRITEDATA, &answer);
+  curl().easy_setopt(easy.get(), CURLOPT_TIMEOUT_MS, k_request_timeout_ms);
+  curl().easy_setopt(easy.get(), CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(k_max_body));
+  curl().easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, collect);
+  curl().easy_setopt(easy.get(), CURLOPT_WRITEDATA, &answer);
   const Outcome outcome = perform([] { return RequestCancel::cancelled(); }, k_request_poll);
   if (outcome.stopped) {
     return failed("cancelled");
@@ -372,9 +372,9 @@ ApiResult<Answer> Client::State::exchange(const std::string& what, std::string_v
     return failed("answer larger than " + std::to_string(k_max_body) + " bytes");
   }
   if (outcome.code != CURLE_OK) {
-    return failed(error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(outcome.code));
+    return failed(error_buffer[0] != '\0' ? error_buffer : curl().easy_strerror(outcome.code));
   }
-  curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &answer.status);
+  curl().easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &answer.status);
   return answer;
 }
 
@@ -392,7 +392,7 @@ ApiResult<void> Client::State::stream_events(const std::string& what, const std:
   if (!header_list) {
     return failed(header_list.error().message);
   }
-  curl_easy_reset(easy.get());
+  curl().easy_reset(easy.get());
   char error_buffer[CURL_ERROR_SIZE] = "";
   if (auto configured = configure(easy.get(), path, header_list->get(), error_buffer); !configured) {
     return failed(configured.error().message);
@@ -401,9 +401,9 @@ ApiResult<void> Client::State::stream_events(const std::string& what, const std:
   sink.easy = easy.get();
   sink.what = what;
   sink.on_event = &on_event;
-  curl_easy_setopt(easy.get(), CURLOPT_HTTPGET, 1L);
-  curl_easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, stream);
-  curl_easy_setopt(easy.get(), CURLOPT_WRITEDATA, &sink);
+  curl().easy_setopt(easy.get(), CURLOPT_HTTPGET, 1L);
+  curl().easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, stream);
+  curl().easy_setopt(easy.get(), CURLOPT_WRITEDATA, &sink);
   const Outcome outcome = perform(stop, poll);
   if (outcome.stopped) {
     return {};
@@ -415,9 +415,9 @@ ApiResult<void> Client::State::stream_events(const std::string& what, const std:
     return {};
   }
   if (outcome.code != CURLE_OK) {
-    return failed(error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(outcome.code));
+    return failed(error_buffer[0] != '\0' ? error_buffer : curl().easy_strerror(outcome.code));
   }
-  curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &sink.status);
+  curl().easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &sink.status);
   if (sink.status / 100 != 2) {
     return std::unexpected(api_error(what, sink.status, sink.error_body));
   }
@@ -428,8 +428,7 @@ ApiResult<void> Client::State::stream_events(const std::string& what, const std:
 }
 
 Result<Client> Client::create(Credentials credentials) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  GPUCTK_TRY(load_curl());  // libcurl is loaded by the first Client, not at the daemon's start
   if (!credentials.server.starts_with("https://")) {
     return fail("server " + quote(credentials.server) + ": only https:// is supported");
   }
@@ -441,8 +440,8 @@ Result<Client> Client::create(Credentials credentials) {
   }
   auto state = std::make_unique<State>();
   state->credentials = std::move(credentials);
-  state->multi.reset(curl_multi_init());
-  state->easy.reset(curl_easy_init());
+  state->multi.reset(curl().multi_init());
+  state->easy.reset(curl().easy_init());
   if (!state->multi || !state->easy) {
     return fail("libcurl: cannot make a handle");
   }
@@ -495,11 +494,11 @@ ApiResult<void> Client::watch(std::string_view path, std::string_view resource_v
   full += path.find('?') == std::string_view::npos ? '?' : '&';
   full += "watch=1&allowWatchBookmarks=true";
   if (!resource_version.empty()) {
-    char* escaped = curl_easy_escape(m_state->easy.get(), resource_version.data(),
-                                     static_cast<int>(resource_version.size()));
+    char* escaped = curl().easy_escape(m_state->easy.get(), resource_version.data(),
+                                       static_cast<int>(resource_version.size()));
     full += "&resourceVersion=";
     full += escaped != nullptr ? escaped : "";
-    curl_free(escaped);
+    curl().free(escaped);
   }
   const std::string what = "watch " + full;
   if (!path.starts_with('/')) {

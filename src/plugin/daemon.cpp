@@ -22,6 +22,7 @@
 
 #include "discover/discover.hpp"
 #include "discover/nvml.hpp"
+#include "kube/curl_library.hpp"
 #include "plugin/config.hpp"
 #include "plugin/health.hpp"
 #include "plugin/lifecycle.hpp"
@@ -600,7 +601,9 @@ int run_daemon(std::span<const std::string_view> args) {
     return 0;
   }
   if (arguments->action == Action::version) {
-    std::printf("gpuctk-device-plugin %s (device plugin API %s)\n", GPUCTK_VERSION, k_api_version);
+    // libcurl is loaded here only to say it can be (per-node configs need it): build-image.sh's check.
+    std::printf("gpuctk-device-plugin %s (device plugin API %s, %s)\n", GPUCTK_VERSION, k_api_version,
+                kube::curl_version().c_str());
     return 0;
   }
   auto node_options = resolve_node_config_options(arguments->overrides);

@@ -74,7 +74,12 @@ binaries=("$gpuctk")
 [ -z "$plugin" ] || binaries+=("$plugin")
 [ -z "$mps" ] || binaries+=("$mps")
 [ -z "$exporter" ] || binaries+=("$exporter")
+# gpuctk-device-plugin also loads libcurl.so.4 (per-node configs), which its ldd does not list: it and its
+# libraries are in the image too.
+libdir=$(dirname "$(ldd "$gpuctk" | sed -nE 's/.*libc\.so\.6 => (\/[^ ]+) .*/\1/p')")
+[ -z "$plugin" ] || binaries+=("$libdir/libcurl.so.4")
 mapfile -t libs < <(for binary in "${binaries[@]}"; do
+  [ "${binary##*/}" != libcurl.so.4 ] || echo "$binary"
   ldd "$binary" | sed -nE 's/.*=> (\/[^ ]+) .*/\1/p; s/^[[:space:]]*(\/[^ ]+) \(0x.*/\1/p'
 done | sort -u)
 in_image=(/gpuctk)
@@ -126,8 +131,11 @@ PY
   e2e_cleanup_add "runc delete -f $id-plugin"
   runc run --bundle "$LAB/bundle" "$id-plugin" >"$LAB/plugin-version.out" 2>&1 </dev/null ||
     e2e_fail "/gpuctk-device-plugin --version in the image failed: $(cat "$LAB/plugin-version.out")"
+  # Its --version names the libcurl it loads (per-node configs): the image must hold it and its libraries.
   [ "$(cat "$LAB/plugin-version.out")" = "$("$plugin" --version)" ] ||
     e2e_fail "/gpuctk-device-plugin --version in the image: $(cat "$LAB/plugin-version.out")"
+  grep -Eq ', libcurl [0-9][^ ]*\)$' "$LAB/plugin-version.out" ||
+    e2e_fail "/gpuctk-device-plugin --version names no libcurl: $(cat "$LAB/plugin-version.out")"
 fi
 if [ -n "$mps" ]; then
   python3 - "$LAB/bundle/config.json" <<'PY'
