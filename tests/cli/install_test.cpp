@@ -5,7 +5,6 @@
 // that --uninstall puts the node back byte for byte, and --watch with --uninstall-on-exit.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -362,23 +361,14 @@ bool eventually(Done done) {
 }
 
 TEST_F(CliInstallTest, WatchRegeneratesTheSpecWhenTheDriverChangesAndUninstallsOnSigterm) {
-  std::vector<std::string> storage{GPUCTK_BINARY};
-  for (auto& arg : install_args({"--watch", "1", "--uninstall-on-exit"})) {
-    storage.push_back(arg);
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    env.emplace_back(*e);
   }
-  std::vector<char*> argv;
-  for (auto& arg : storage) {
-    argv.push_back(arg.data());
-  }
-  argv.push_back(nullptr);
   const std::string out = m_scratch + "/watch.out";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, out.c_str(), O_WRONLY | O_APPEND, 0600);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t pid =
+      test::spawn_logged(GPUCTK_BINARY, install_args({"--watch", "1", "--uninstall-on-exit"}), env, out);
+  ASSERT_GT(pid, 0) << "posix_spawn of " << GPUCTK_BINARY;
 
   const std::string spec = at("/run/cdi/nvidia.yaml");
   ASSERT_TRUE(eventually([&] {

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -175,30 +174,14 @@ TEST(CliLabels, AHostWithoutGpusGetsAnEmptyFileAndSaysWhy) {
 // environment (GPUCTK_LABELS_<NAME>) as a DaemonSet gives them.
 pid_t spawn_watch(const std::vector<std::string>& args, std::vector<std::string> env,
                   const std::string& out) {
-  std::vector<std::string> storage{GPUCTK_BINARY, "labels"};
-  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<std::string> full{"labels"};
+  full.insert(full.end(), args.begin(), args.end());
   for (char** e = environ; *e != nullptr; ++e) {
     env.emplace_back(*e);
   }
-  std::vector<char*> argv;
-  for (auto& arg : storage) {
-    argv.push_back(arg.data());
-  }
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& var : env) {
-    envp.push_back(var.data());
-  }
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, out.c_str(), O_WRONLY | O_APPEND, 0600);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  EXPECT_EQ(spawned, 0);
-  return spawned == 0 ? pid : -1;
+  const pid_t pid = test::spawn_logged(GPUCTK_BINARY, full, std::move(env), out);
+  EXPECT_GT(pid, 0) << "posix_spawn of " << GPUCTK_BINARY;
+  return pid;
 }
 
 // Whether `done()` holds within 30 s (polled every 100 ms): a deadline for a hung test, not a timing.

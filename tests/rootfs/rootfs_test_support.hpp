@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
-#include <spawn.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "rootfs/in_root.hpp"
+#include "support/spawn_capture.hpp"
 #include "support/temp_dir.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
@@ -229,48 +229,11 @@ struct HookRun {
 inline HookRun run_program(const std::string& program, const std::vector<std::string>& args,
                            std::string_view input, const std::vector<std::string>& env,
                            const std::string& scratch_dir) {
-  HookRun result;
   const std::string in_path = scratch_dir + "/.stdin";
-  const std::string out_path = scratch_dir + "/.stdout";
-  const std::string err_path = scratch_dir + "/.stderr";
   write_host_file(in_path, input, 0600);
-  std::vector<std::string> argv_storage{program};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& arg : argv_storage) {
-    argv.push_back(arg.data());
-  }
-  argv.push_back(nullptr);
-  std::vector<std::string> env_storage = env;
-  std::vector<char*> envp;
-  for (auto& e : env_storage) {
-    envp.push_back(e.data());
-  }
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    result.err = "posix_spawn failed";
-    return result;
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  }
-  result.out = read_file(out_path).value_or("");
-  result.err = read_file(err_path).value_or("");
+  const Captured ran = spawn_capture(program, args, env, in_path, scratch_dir);
   ::unlink(in_path.c_str());
-  ::unlink(out_path.c_str());
-  ::unlink(err_path.c_str());
-  return result;
+  return {.exit_code = ran.exit_code, .out = ran.out, .err = ran.err};
 }
 
 // The environment a runtime gives a hook from a spec: nothing of the container's, nothing of ours.
