@@ -4,9 +4,10 @@
 // `nvidia-container-cli configure`).
 //
 // The request is read and resolved exactly as at precreate (inject.hpp: same protocol, same spec or
-// in-memory spec, same errors). Its CDI edits are then applied to an empty scratch config with the
-// container's process.user (cdi::apply_edits: host nodes stat'ed, modes and owners filled, cgroup rules
-// made, mounts sorted) and that result is carried out instead of written to config.json:
+// in-memory spec, same errors). Its CDI edits are then resolved for the container's process.user
+// (cdi::resolve_edits, the checks and merges of cdi::apply_edits without a config: host nodes stat'ed,
+// modes and owners filled, cgroup rules made, mounts sorted) and that result is carried out instead of
+// written to config.json:
 //   1. device cgroup: the rules added to the container's cgroup (cgroup/device_access.hpp; v1
 //      devices.allow, v2 BPF program widened);
 //   2. the spec's prestart/createRuntime hooks run, in the runtime's namespace;
