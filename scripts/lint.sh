@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lint, part of the test command: clang-format (no difference allowed), the layer rule of
-# docs/architecture.md (lower modules never include higher ones), and clang-tidy with .clang-tidy's short
+# docs/architecture.md (lower modules never include higher ones), the docs' paths (scripts/doc_refs.py:
+# every repository path a Markdown file names exists), and clang-tidy with .clang-tidy's short
 # list, warnings as errors.
 #   scripts/lint.sh BUILD_DIR        clang-tidy on the files whose analysis changed since they last passed
 #                                    (scripts/tidy_cache.py: keyed by clang-tidy, its configuration and
@@ -61,6 +62,10 @@ for module in "${!allowed[@]}"; do
     fi
   done < <(grep -rn '^#include "[a-z_]*/' "src/$module" || true)
 done
+
+echo "== docs"
+# Every repository path a Markdown file names in backticks exists (scripts/doc_refs.py).
+python3 scripts/doc_refs.py || { echo "lint: a doc names a path that does not exist" >&2; status=1; }
 
 echo "== clang-tidy"
 if [ ! -f "$build/compile_commands.json" ]; then
