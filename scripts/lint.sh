@@ -63,6 +63,15 @@ for module in "${!allowed[@]}"; do
   done < <(grep -rn '^#include "[a-z_]*/' "src/$module" || true)
 done
 
+# Every module has its tests beside the others (tests/<module>/ with a *_test.cpp).
+for dir in src/*/; do
+  module=$(basename "$dir")
+  if ! compgen -G "tests/$module/*_test.cpp" >/dev/null; then
+    echo "src/$module: no tests/$module/*_test.cpp (tests mirror the modules, CONTRIBUTING.md)" >&2
+    status=1
+  fi
+done
+
 echo "== docs"
 # Every repository path a Markdown file names in backticks exists (scripts/doc_refs.py).
 python3 scripts/doc_refs.py || { echo "lint: a doc names a path that does not exist" >&2; status=1; }
