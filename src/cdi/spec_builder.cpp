@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "cdi/apply.hpp"
 #include "cdi/validate.hpp"
@@ -36,21 +37,6 @@ constexpr std::string_view k_chmod_dirs[] = {"/dev/dri", "/dev/nvidia-caps"};
 
 const std::vector<std::string>& mount_options(const DriverFile& file) {
   return file.kind == FileKind::ipc ? k_ipc_mount_options : k_file_mount_options;
-}
-
-// FLAGS:OSVERSION:SONAME:PATH, the numbers in hex as ldconfig's headers write them ("0x303:0x0:
-// libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1"); hook/ld_cache_merge.hpp reads it.
-std::string ld_cache_entry_arg(const discover::LibraryCacheEntry& entry) {
-  const auto hex = [](uint32_t value) {
-    static constexpr char k_digits[] = "0123456789abcdef";
-    std::string text;
-    do {
-      text.insert(text.begin(), k_digits[value & 0xfu]);
-      value >>= 4;
-    } while (value != 0);
-    return "0x" + text;
-  };
-  return hex(entry.flags) + ":" + hex(entry.osversion) + ":" + entry.soname + ":" + entry.path;
 }
 
 Mount to_mount(const DriverFile& file) {
@@ -102,20 +88,25 @@ class Builder {
   [[nodiscard]] Hook hook(std::string_view name, std::vector<std::string> args) const {
     std::vector<std::string> argv{"gpuctk", "hook", std::string(name)};
     argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+    return hook_of(std::move(argv));
+  }
+
+  // A createContainer hook running `argv` (a line of cdi/hook_args.hpp).
+  [[nodiscard]] Hook hook_of(std::vector<std::string> argv) const {
     return {"createContainer", m_opt.hook_path, std::move(argv), k_hook_env, std::nullopt};
   }
 
-  // "--link TARGET::LINK" for each link, sorted, each once.
-  static std::vector<std::string> link_args(std::vector<discover::Symlink> links) {
+  // Each link once, sorted.
+  static std::vector<HookLink> hook_links(std::vector<discover::Symlink> links) {
     std::ranges::sort(links);
     const auto [first, last] = std::ranges::unique(links);
     links.erase(first, last);
-    std::vector<std::string> args;
-    for (const auto& link : links) {
-      args.push_back("--link");
-      args.push_back(link.target + "::" + link.link);
+    std::vector<HookLink> out;
+    out.reserve(links.size());
+    for (auto& link : links) {
+      out.push_back({std::move(link.target), std::move(link.link)});
     }
-    return args;
+    return out;
   }
 
   // A device's own links (its /dev/dri/by-path entries) stay a create-symlinks hook of the device's edits:
@@ -125,37 +116,32 @@ class Builder {
     if (links.empty() || !hook_enabled(k_hook_create_symlinks)) {
       return;
     }
-    edits.hooks.push_back(hook(k_hook_create_symlinks, link_args(std::move(links))));
+    edits.hooks.push_back(hook_of(CreateSymlinksArgs{hook_links(std::move(links))}.to_args()));
   }
 
   // The spec-wide steps as one `gpuctk hook container-start`, each step's options only when it is
   // enabled (hook/hook_table.hpp runs them in this order: links, compat, linker cache, params).
   void add_container_start_hook(ContainerEdits& edits) const {
-    std::vector<std::string> args;
+    ContainerStartArgs args;
     if (!m_inv.library_links.empty() && hook_enabled(k_hook_create_symlinks)) {
-      args = link_args(m_inv.library_links);
+      args.links = hook_links(m_inv.library_links);
     }
     if (hook_enabled(k_hook_enable_cuda_compat)) {
-      args.insert(args.end(), {"--host-driver-version", m_inv.driver_version});
+      args.host_driver_version = m_inv.driver_version;
     }
     if (hook_enabled(k_hook_update_ldcache)) {
-      for (const auto& dir : m_inv.library_dirs) {
-        args.insert(args.end(), {"--folder", dir});
-      }
+      args.folders = m_inv.library_dirs;
       for (const auto& entry : m_inv.library_cache_entries) {
-        args.insert(args.end(), {"--ld-cache-entry", ld_cache_entry_arg(entry)});
+        args.ld_cache_entries.push_back(ld_cache_entry_arg(entry));
       }
     }
     // Management containers (nvidia-smi -mig, driver tools) must be able to create nodes, and see every
     // GPU (NVIDIA's management spec has no application profile either).
-    if (!m_opt.management && hook_enabled(k_hook_disable_device_node_modification)) {
-      args.emplace_back("--disable-device-node-modification");
-    }
-    if (!m_opt.management && hook_enabled(k_hook_update_application_profile)) {
-      args.emplace_back("--update-application-profile");
-    }
+    args.disable_device_node_modification =
+        !m_opt.management && hook_enabled(k_hook_disable_device_node_modification);
+    args.update_application_profile = !m_opt.management && hook_enabled(k_hook_update_application_profile);
     if (!args.empty()) {
-      edits.hooks.push_back(hook(k_hook_container_start, std::move(args)));
+      edits.hooks.push_back(hook_of(args.to_args()));
     }
   }
 
@@ -361,35 +347,34 @@ class Builder {
     edits.hooks = std::move(unique);
   }
 
-  // A `gpuctk hook create-symlinks` (not container-start, whose links are the spec-wide ones).
-  static bool runs_create_symlinks(const Hook& hook) {
-    return hook.args.size() > 2 && hook.args[2] == k_hook_create_symlinks;
+  // A `gpuctk hook create-symlinks` (not container-start, whose links are the spec-wide ones), parsed.
+  static std::optional<CreateSymlinksArgs> create_symlinks_of(const Hook& hook) {
+    auto args = CreateSymlinksArgs::parse(hook.args);
+    return args ? std::optional(std::move(*args)) : std::nullopt;
   }
 
+  // Every create-symlinks hook's links in the first one's place, each once, sorted by their "TARGET::LINK".
   static void merge_link_hooks(std::vector<Hook>& hooks) {
+    const auto runs_create_symlinks = [](const Hook& h) { return create_symlinks_of(h).has_value(); };
     const auto first = std::ranges::find_if(hooks, runs_create_symlinks);
     if (first == hooks.end()) {
       return;
     }
-    std::vector<std::string> pairs;
+    CreateSymlinksArgs merged;
     for (const auto& h : hooks) {
-      if (runs_create_symlinks(h)) {
-        for (size_t i = 4; i < h.args.size(); i += 2) {
-          pairs.push_back(h.args[i]);
-        }
+      if (auto args = create_symlinks_of(h)) {
+        merged.links.insert(merged.links.end(), args->links.begin(), args->links.end());
       }
     }
-    std::ranges::sort(pairs);
-    pairs.erase(std::ranges::unique(pairs).begin(), pairs.end());
-    Hook merged = *first;
-    merged.args.resize(3);
-    for (auto& pair : pairs) {
-      merged.args.push_back("--link");
-      merged.args.push_back(std::move(pair));
-    }
+    std::ranges::sort(merged.links, {}, link_arg);
+    merged.links.erase(std::ranges::unique(merged.links).begin(), merged.links.end());
+    Hook hook = *first;
+    auto argv = merged.to_args();
+    argv.front() = hook.args.front();
+    hook.args = std::move(argv);
     const auto index = first - hooks.begin();
     std::erase_if(hooks, runs_create_symlinks);
-    hooks.insert(hooks.begin() + index, std::move(merged));
+    hooks.insert(hooks.begin() + index, std::move(hook));
   }
 
   // Moves device nodes that every device has into the common edits (the parent GPU when every device is a

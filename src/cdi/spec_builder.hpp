@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cdi/hook_args.hpp"
 #include "cdi/spec.hpp"
 #include "discover/inventory.hpp"
 #include "util/error.hpp"
@@ -24,29 +25,7 @@ enum class NameStrategy {
 // Parses "index", "uuid", "type-index".
 Result<NameStrategy> parse_name_strategy(std::string_view text);
 
-// The explicit environment of every hook a generated spec holds (NVIDIA's, AMD's, Intel's): a hook must
-// never inherit the container's (an image's LD_PRELOAD would run inside the privileged hook,
-// CVE-2025-23266).
-inline const std::vector<std::string> k_hook_env{"GPUCTK_DEBUG=false"};
-
-// The steps of the createContainer hooks a generated spec can carry (each also a `gpuctk hook <name>`
-// subcommand, NVIDIA's names; --disable-hook and --enable-hook take them). A device's by-path links are a
-// create-symlinks hook of the device; the spec-wide steps are ONE hook, `gpuctk hook container-start` with
-// each enabled step's options, run in one process (a hook process per step costs the runtime a fork, an
-// exec and the state each time).
-inline constexpr std::string_view k_hook_create_symlinks = "create-symlinks";
-inline constexpr std::string_view k_hook_enable_cuda_compat = "enable-cuda-compat";
-inline constexpr std::string_view k_hook_update_ldcache = "update-ldcache";
-inline constexpr std::string_view k_hook_disable_device_node_modification =
-    "disable-device-node-modification";
-// The driver's application profile: EGL and Vulkan see only the container's GPUs (NVIDIA's v1.20 specs
-// run it for every container; gpuctk's as a step of container-start).
-inline constexpr std::string_view k_hook_update_application_profile = "update-application-profile";
-// Mode 755 on a device's /dev/dri (and the management device's /dev/nvidia-caps): off unless
-// --enable-hook chmod, as in NVIDIA's v1.20 (a workaround for old crun's nested /dev directories). A hook
-// of the device, like its links.
-inline constexpr std::string_view k_hook_chmod = "chmod";
-inline constexpr std::string_view k_hook_container_start = "container-start";
+// The hook names, options and environment are cdi/hook_args.hpp's.
 
 // Whether `hook` makes links with its "--link TARGET::LINK" pairs first, as gpuctk writes them: `gpuctk hook
 // create-symlinks --link …` or `gpuctk hook container-start --link … [other steps' options]` (the

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "cdi/hook_args.hpp"
 #include "cdi/validate.hpp"
 #include "cdi/version.hpp"
 #include "discover/node.hpp"
@@ -128,12 +129,11 @@ class DrmBuilder {
     edits.device_nodes.erase(std::ranges::unique(edits.device_nodes, {}, &DeviceNode::path).begin(),
                              edits.device_nodes.end());
     if (!links.empty() && hook_enabled(k_hook_create_symlinks)) {
-      std::vector<std::string> args{"gpuctk", "hook", std::string(k_hook_create_symlinks)};
+      CreateSymlinksArgs args;
       for (const auto& link : links) {
-        args.push_back("--link");
-        args.push_back(link.target + "::" + link.link);
+        args.links.push_back({link.target, link.link});
       }
-      edits.hooks.push_back({"createContainer", m_opt.hook_path, std::move(args), k_hook_env, std::nullopt});
+      edits.hooks.push_back({"createContainer", m_opt.hook_path, args.to_args(), k_hook_env, std::nullopt});
     }
     return edits;
   }

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "cdi/codec.hpp"
+#include "cdi/hook_args.hpp"
 #include "cdi/validate.hpp"
 #include "cdi/version.hpp"
 #include "discover/discover.hpp"
@@ -112,8 +113,8 @@ TEST(GoldenSpecFiles, AreValidAndNeed070OnlyForAdditionalGids) {
     const std::string_view n(name);
     EXPECT_EQ(gids, !n.ends_with(".no-additional-gids") && n != "dgx-a100.management") << path;
     EXPECT_EQ(spec->cdi_version, gids ? "0.7.0" : "0.5.0") << path;
-    // Every create-symlinks hook is one the hook accepts: no link is given two targets, no link path has
-    // "." or "..", every value is TARGET::LINK.
+    // Every gpuctk hook line parses back (cdi/hook_args.hpp), and every create-symlinks hook is one the hook
+    // accepts: no link is given two targets, no link path has "." or "..", every value is TARGET::LINK.
     std::vector<const Hook*> hooks;
     for (const auto& h : spec->container_edits.hooks) {
       hooks.push_back(&h);
@@ -125,10 +126,16 @@ TEST(GoldenSpecFiles, AreValidAndNeed070OnlyForAdditionalGids) {
     }
     for (const Hook* h : hooks) {
       ASSERT_GE(h->args.size(), 3u) << path;
+      if (h->args[2] == "container-start") {
+        auto line = ContainerStartArgs::parse(h->args);
+        EXPECT_TRUE(line) << path << ": " << (line ? "" : line.error().message);
+      }
       if (h->args[2] == "create-symlinks") {
+        auto line = CreateSymlinksArgs::parse(h->args);
+        ASSERT_TRUE(line) << path << ": " << line.error().message;
         std::vector<std::string> values;
-        for (size_t i = 4; i < h->args.size(); i += 2) {
-          values.push_back(h->args[i]);
+        for (const auto& link : line->links) {
+          values.push_back(link_arg(link));
         }
         auto links = hook::parse_links(values);
         EXPECT_TRUE(links) << path << ": " << (links ? "" : links.error().message);
