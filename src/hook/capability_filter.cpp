@@ -1,13 +1,11 @@
 #include "hook/capability_filter.hpp"
 
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
-#include "cdi/spec_builder.hpp"
+#include "cdi/hook_args.hpp"
 #include "discover/driver_files.hpp"
-#include "hook/ld_cache_merge.hpp"
 #include "util/path.hpp"
 
 namespace gpuctk::hook {
@@ -35,44 +33,52 @@ void CapabilityFilter::apply(cdi::ContainerEdits& edits) {
     }
     return !keep;
   });
+  std::vector<cdi::Hook> kept;
   for (auto& hook : edits.hooks) {
-    if (cdi::is_create_symlinks_hook(hook)) {
-      drop_links(hook);
+    if (filter_hook(hook)) {
+      kept.push_back(std::move(hook));
     }
   }
-  std::erase_if(edits.hooks,
-                [](const cdi::Hook& h) { return cdi::is_create_symlinks_hook(h) && h.args.size() == 3; });
+  edits.hooks = std::move(kept);
 }
 
-// A create-symlinks hook's "--link <target>::<link>" pairs (from args[3]); a link whose target is a
-// dropped file, directly or through other dropped links, goes too, and so does a container-start hook's
-// "--ld-cache-entry" for a dropped file or link (the merge would find nothing there anyway).
-void CapabilityFilter::drop_links(cdi::Hook& hook) {
+// gpuctk's two lines that carry links, edited as their structs (cdi/hook_args.hpp); a hook that is neither
+// (or does not parse as one: another tool's) passes untouched.
+bool CapabilityFilter::filter_hook(cdi::Hook& hook) {
+  const auto argv0 = hook.args.empty() ? std::string() : hook.args.front();
+  if (auto start = cdi::ContainerStartArgs::parse(hook.args)) {
+    drop_links(start->links);
+    std::erase_if(start->ld_cache_entries, [&](const std::string& entry) {
+      return m_dropped.contains(cdi::ld_cache_entry_path(entry));
+    });
+    hook.args = start->to_args();
+    hook.args.front() = argv0;
+    return !start->empty();
+  }
+  if (auto links = cdi::CreateSymlinksArgs::parse(hook.args)) {
+    drop_links(links->links);
+    hook.args = links->to_args();
+    hook.args.front() = argv0;
+    return !links->links.empty();
+  }
+  return true;
+}
+
+// A link whose target is a dropped file, directly or through other dropped links, goes too.
+void CapabilityFilter::drop_links(std::vector<cdi::HookLink>& hook_links) {
   struct Link {
-    size_t index;        // of the "<target>::<link>" argument
     std::string target;  // resolved against the link's directory
     std::string path;
   };
   std::vector<Link> links;
-  std::vector<std::pair<size_t, std::string>> entries;  // index of each --ld-cache-entry value, its path
-  for (size_t i = 3; i + 1 < hook.args.size(); i += 2) {
-    const auto& pair = hook.args[i + 1];
-    if (hook.args[i] == "--ld-cache-entry") {
-      // Its path as the hook reads it (hook/ld_cache_merge.hpp); a value the hook would refuse names none.
-      auto facts = parse_ld_cache_facts({pair});
-      entries.emplace_back(i + 1, facts && !facts->empty() ? facts->front().path : std::string());
-      continue;
-    }
-    const auto sep = pair.find("::");
-    if (sep == std::string::npos) {
-      continue;
-    }
-    std::string link = clean_path(pair.substr(sep + 2));
-    std::string target = pair.substr(0, sep);
+  links.reserve(hook_links.size());
+  for (const auto& hook_link : hook_links) {
+    std::string link = clean_path(hook_link.link);
+    const auto& target = hook_link.target;
     // Lexically, as the kernel reads a link's target: gbm/nvidia-drm_gbm.so -> ../libnvidia-allocator.so.1
     // is the allocator library in the directory above.
-    target = clean_path(target.starts_with("/") ? target : link.substr(0, link.rfind('/') + 1) + target);
-    links.push_back({i + 1, std::move(target), std::move(link)});
+    links.push_back(
+        {clean_path(target.starts_with("/") ? target : link.substr(0, link.rfind('/') + 1) + target), link});
   }
   // Each pass is linear; passes stop when nothing new was dropped (at most the length of a link chain).
   for (bool grew = true; grew;) {
@@ -83,27 +89,13 @@ void CapabilityFilter::drop_links(cdi::Hook& hook) {
       }
     }
   }
-  std::unordered_set<size_t> removed;
-  for (const auto& link : links) {
-    if (m_dropped.contains(link.target)) {
-      removed.insert(link.index);
+  std::vector<cdi::HookLink> kept;
+  for (size_t i = 0; i < links.size(); ++i) {
+    if (!m_dropped.contains(links[i].target)) {
+      kept.push_back(std::move(hook_links[i]));
     }
   }
-  for (const auto& [index, path] : entries) {
-    if (m_dropped.contains(path)) {
-      removed.insert(index);
-    }
-  }
-  std::vector<std::string> kept;
-  kept.reserve(hook.args.size());
-  for (size_t i = 0; i < hook.args.size(); ++i) {
-    if (i >= 3 && removed.contains(i + 1)) {
-      ++i;  // the "--link" or "--ld-cache-entry" flag and its value
-      continue;
-    }
-    kept.push_back(std::move(hook.args[i]));
-  }
-  hook.args = std::move(kept);
+  hook_links = std::move(kept);
 }
 
 }  // namespace gpuctk::hook

@@ -4,7 +4,9 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
+#include "cdi/hook_args.hpp"
 #include "cdi/spec.hpp"
 #include "discover/capability.hpp"
 
@@ -25,7 +27,9 @@ class CapabilityFilter {
   void apply(cdi::ContainerEdits& edits);
 
  private:
-  void drop_links(cdi::Hook& hook);
+  // False: the hook is left with nothing to do.
+  bool filter_hook(cdi::Hook& hook);
+  void drop_links(std::vector<cdi::HookLink>& links);
 
   discover::CapabilitySet m_caps;
   std::set<std::string> m_dropped;  // across calls: a device's link may lead to a spec-wide file

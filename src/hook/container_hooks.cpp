@@ -93,12 +93,8 @@ Result<std::vector<Link>> parse_links(const std::vector<std::string>& values) {
   std::map<std::string, std::string> by_link;
   std::vector<Link> links;
   for (const auto& value : values) {
-    const size_t sep = value.find("::");
-    if (sep == std::string::npos || sep == 0 || sep + 2 == value.size() ||
-        value.find("::", sep + 2) != std::string::npos) {
-      return fail("--link " + quote(value) + ": expected TARGET::LINK");
-    }
-    Link link{value.substr(0, sep), value.substr(sep + 2)};
+    GPUCTK_TRY_ASSIGN(auto split, cdi::split_link(value));
+    Link link{std::move(split.target), std::move(split.link)};
     if (auto parts = rootfs::split_container_path(link.link); !parts) {
       return fail_with("--link " + quote(value), parts.error());
     }

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cdi/hook_args.hpp"
 #include "hook/config.hpp"
 #include "hook/cuda_compat.hpp"
 #include "hook/log.hpp"
@@ -22,7 +23,7 @@ namespace gpuctk::hook {
 
 // Bounds on what reaches a hook (the state comes from the runtime, config.json from the bundle).
 inline constexpr size_t k_max_state_size = 1 << 20;
-inline constexpr size_t k_max_hook_args = 8192;
+using cdi::k_max_hook_args;
 
 // The container root of the OCI state `state_json`: crun's non-standard `root` when present, else
 // `root.path` of <bundle>/config.json (read by oci::read_config: O_NOFOLLOW, a regular file, bounded), made

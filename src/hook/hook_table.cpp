@@ -43,7 +43,7 @@ HookBody body_of(Body body) {
 
 // create-symlinks --link TARGET::LINK...: the links a driver needs in the container (libcuda.so.1 ->
 // libcuda.so.<version>, /dev/dri/by-path/...), created inside the root.
-constexpr HookOption k_link{.name = "--link",
+constexpr HookOption k_link{.name = cdi::k_opt_link.data(),
                             .kind = Kind::list,
                             .help = "TARGET::LINK: make LINK (a container path) a symlink to TARGET",
                             .value_name = "TARGET::LINK"};
@@ -51,7 +51,7 @@ constexpr HookOption k_create_symlinks_options[] = {k_link};
 
 Result<HookBody> prepare_create_symlinks(const HookArgs& args, const Config&, const Log&,
                                          const rootfs::SandboxLimits&) {
-  GPUCTK_TRY_ASSIGN(auto links, parse_links(args.all("--link")));
+  GPUCTK_TRY_ASSIGN(auto links, parse_links(args.all(cdi::k_opt_link)));
   return body_of(
       [links = std::move(links)](const rootfs::Root& root, const Config&, const Log& log) -> Result<void> {
         GPUCTK_TRY_ASSIGN(const auto changed, create_symlinks(root, links));
@@ -66,19 +66,19 @@ Result<HookBody> prepare_create_symlinks(const HookArgs& args, const Config&, co
 // enable-cuda-compat: the image's CUDA forward-compat libraries first in the linker path, when they are
 // made for the host's driver and newer than it (hook/cuda_compat.hpp decides).
 constexpr HookOption k_host_driver_version{
-    .name = "--host-driver-version",
+    .name = cdi::k_opt_host_driver_version.data(),
     .help =
         "The host's driver version, e.g. 570.211.01. With the compat library's note: used when the note "
         "lists the host driver's major and the compat library is newer; without a note: when the compat "
         "library's major is greater"};
 constexpr HookOption k_host_cuda_version{
-    .name = "--host-cuda-version",
+    .name = cdi::k_opt_host_cuda_version.data(),
     .help =
         "The CUDA version the host driver supports, e.g. 12.8. Used when the host driver version or the "
         "compat library's version is not known: the compat libraries are used when their note says a "
         "newer CUDA version, never without a note"};
 constexpr HookOption k_compat_root{
-    .name = "--cuda-compat-container-root",
+    .name = cdi::k_opt_cuda_compat_container_root.data(),
     .help =
         "The folder of the compat libraries in the container (an absolute path, resolved inside the "
         "root); default /usr/local/cuda/compat"};
@@ -88,10 +88,11 @@ constexpr HookOption k_enable_cuda_compat_options[] = {k_host_driver_version, k_
 Result<HookBody> prepare_enable_cuda_compat(const HookArgs& args, const Config&, const Log&,
                                             const rootfs::SandboxLimits&) {
   CudaCompatHost host;
-  host.driver_version = args.one("--host-driver-version");
-  host.cuda_version = args.one("--host-cuda-version");
-  std::string compat_dir = args.has("--cuda-compat-container-root") ? args.one("--cuda-compat-container-root")
-                                                                    : std::string(k_cuda_compat_dir);
+  host.driver_version = args.one(cdi::k_opt_host_driver_version);
+  host.cuda_version = args.one(cdi::k_opt_host_cuda_version);
+  std::string compat_dir = args.has(cdi::k_opt_cuda_compat_container_root)
+                               ? args.one(cdi::k_opt_cuda_compat_container_root)
+                               : std::string(k_cuda_compat_dir);
   return body_of([host = std::move(host), compat_dir = std::move(compat_dir)](
                      const rootfs::Root& root, const Config&, const Log& log) -> Result<void> {
     GPUCTK_TRY_ASSIGN(const bool enabled, enable_cuda_compat(root, host, compat_dir, log));
@@ -107,17 +108,17 @@ Result<HookBody> prepare_enable_cuda_compat(const HookArgs& args, const Config&,
 // and musl's path file.
 constexpr const char* k_default_ldconfig = "@/sbin/ldconfig";
 constexpr HookOption k_ldconfig_path{
-    .name = "--ldconfig-path",
+    .name = cdi::k_opt_ldconfig_path.data(),
     .help =
         "The host's ldconfig to run, PATH or @PATH (as NVIDIA's toolkit; .real beside it is preferred); an "
         "image's ldconfig is never run",
     .default_value = k_default_ldconfig};
-constexpr HookOption k_folder{.name = "--folder",
+constexpr HookOption k_folder{.name = cdi::k_opt_folder.data(),
                               .kind = Kind::list,
                               .help = "A library directory of the container to add to its cache",
                               .value_name = "DIR"};
 constexpr HookOption k_ld_cache_entry{
-    .name = "--ld-cache-entry",
+    .name = cdi::k_opt_ld_cache_entry.data(),
     .kind = Kind::list,
     .help =
         "An entry the host's linker cache has for a mounted library, e.g. 0x303:0x0:libcuda.so.1:/usr/lib/"
@@ -129,13 +130,13 @@ constexpr HookOption k_update_ldcache_options[] = {k_ldconfig_path, k_folder, k_
 
 Result<HookBody> prepare_update_ldcache(const HookArgs& args, const Config& config, const Log& log,
                                         const rootfs::SandboxLimits& limits) {
-  const auto& folders = args.all("--folder");
+  const auto& folders = args.all(cdi::k_opt_folder);
   if (folders.size() > k_max_hook_args) {
     return fail("too many folders");
   }
-  GPUCTK_TRY_ASSIGN(auto facts, parse_ld_cache_facts(args.all("--ld-cache-entry")));
+  GPUCTK_TRY_ASSIGN(auto facts, parse_ld_cache_facts(args.all(cdi::k_opt_ld_cache_entry)));
   const std::string ldconfig_path =
-      args.has("--ldconfig-path") ? args.one("--ldconfig-path") : k_default_ldconfig;
+      args.has(cdi::k_opt_ldconfig_path) ? args.one(cdi::k_opt_ldconfig_path) : k_default_ldconfig;
   if (config.allow_ldconfig_from_container) {
     log.warning("update-ldcache: allow-ldconfig-from-container is no longer used: --ldconfig-path " +
                 quote(ldconfig_path) + " names the host's ldconfig, and an image's is never run");
@@ -249,10 +250,10 @@ Result<HookBody> prepare_chmod(const HookArgs& args, const Config&, const Log&,
 // only when one of its options is given; the first error stops the rest, as a runtime stops at the
 // first failed hook, and it reads as the step's own ("update-ldcache: ...").
 constexpr HookOption k_disable_device_node_modification{
-    .name = "--disable-device-node-modification",
+    .name = cdi::k_opt_disable_device_node_modification.data(),
     .kind = Kind::flag,
     .help = "Run the disable-device-node-modification step"};
-constexpr HookOption k_update_application_profile{.name = "--update-application-profile",
+constexpr HookOption k_update_application_profile{.name = cdi::k_opt_update_application_profile.data(),
                                                   .kind = Kind::flag,
                                                   .help = "Run the update-application-profile step"};
 constexpr HookOption k_container_start_options[] = {k_link,
@@ -270,16 +271,18 @@ struct Step {
 };
 constexpr Step k_container_start_steps[] = {
     // The driver's library links first: the linker cache lists what they name.
-    {"create-symlinks", {"--link", nullptr}},
+    {cdi::k_hook_create_symlinks.data(), {cdi::k_opt_link.data(), nullptr}},
     // The compat drop-in before ldconfig, which reads it.
-    {"enable-cuda-compat", {"--host-driver-version", "--host-cuda-version"}},
+    {cdi::k_hook_enable_cuda_compat.data(),
+     {cdi::k_opt_host_driver_version.data(), cdi::k_opt_host_cuda_version.data()}},
     // The linker cache.
-    {"update-ldcache", {"--folder", nullptr}},
+    {cdi::k_hook_update_ldcache.data(), {cdi::k_opt_folder.data(), nullptr}},
     // The params file after the linker cache, as nvidia-ctk orders it.
-    {"disable-device-node-modification", {"--disable-device-node-modification", nullptr}},
+    {cdi::k_hook_disable_device_node_modification.data(),
+     {cdi::k_opt_disable_device_node_modification.data(), nullptr}},
     // The application profile last, as NVIDIA's v1.20 specs order it: it reads the container's /dev,
     // which the runtime made before any hook.
-    {"update-application-profile", {"--update-application-profile", nullptr}},
+    {cdi::k_hook_update_application_profile.data(), {cdi::k_opt_update_application_profile.data(), nullptr}},
 };
 
 Result<HookBody> prepare_container_start(const HookArgs& args, const Config& config, const Log& log,
@@ -304,12 +307,12 @@ Result<HookBody> prepare_container_start(const HookArgs& args, const Config& con
 // The table. The NVIDIA-named rows keep nvidia-ctk's names and options.
 constexpr HookRow k_hooks[] = {
     // The links of the driver's libraries and of a GPU's /dev/dri/by-path entries.
-    {"create-symlinks", "createContainer hook: create symlinks inside the container root",
+    {cdi::k_hook_create_symlinks.data(), "createContainer hook: create symlinks inside the container root",
      "A createContainer hook: reads the OCI state on stdin. A link that already points at TARGET is left "
      "alone; anything else at LINK (not a directory) is replaced atomically.",
      k_create_symlinks_options, prepare_create_symlinks},
     // The linker cache: must run after the links and the compat drop-in it lists.
-    {"update-ldcache",
+    {cdi::k_hook_update_ldcache.data(),
      "createContainer hook: add library directories to the container's linker cache (the image's cache "
      "merged, or a sandboxed host ldconfig)",
      "A createContainer hook: reads the OCI state on stdin. Folders the image's own configuration does not "
@@ -322,7 +325,7 @@ constexpr HookRow k_hooks[] = {
      "cache (the debug log says which and why).",
      k_update_ldcache_options, prepare_update_ldcache},
     // CUDA forward compatibility: a drop-in the linker cache then lists first.
-    {"enable-cuda-compat",
+    {cdi::k_hook_enable_cuda_compat.data(),
      "createContainer hook: use the image's CUDA forward-compat libraries when they fit the host driver",
      "A createContainer hook: reads the OCI state on stdin. Looks for one libcuda.so.*.* in the compat "
      "folder and reads its .note.cuda.fwd_compatibility; writes /etc/ld.so.conf.d/00-gpuctk-compat.conf "
@@ -330,14 +333,14 @@ constexpr HookRow k_hooks[] = {
      "cannot read is a warning in the log, never an error.",
      k_enable_cuda_compat_options, prepare_enable_cuda_compat},
     // The driver's params file with ModifyDeviceFiles: 0 (no mknod from the container's libraries).
-    {"disable-device-node-modification",
+    {cdi::k_hook_disable_device_node_modification.data(),
      "createContainer hook: hide ModifyDeviceFiles from the container's driver libraries",
      "A createContainer hook: reads the OCI state on stdin. Mounts a read-only copy of the host's "
      "<dev-root>/proc/driver/nvidia/params with ModifyDeviceFiles: 0 over the container's.",
      {},
      prepare_disable_device_node_modification},
     // EGL/Vulkan GPU visibility through the driver's application profile (NVIDIA's v1.20 specs).
-    {"update-application-profile",
+    {cdi::k_hook_update_application_profile.data(),
      "createContainer hook: restrict EGL/Vulkan to the container's GPUs (the driver's application profile)",
      "A createContainer hook: reads the OCI state on stdin. The minors of the container's /dev/nvidia<N> "
      "character devices become EGLVisibleDGPUDevices in "
@@ -346,11 +349,11 @@ constexpr HookRow k_hooks[] = {
      {},
      prepare_update_application_profile},
     // Modes of directories a rootless runtime made (never in gpuctk's own specs by default).
-    {"chmod", "createContainer hook: set the mode of paths inside the container root",
+    {cdi::k_hook_chmod.data(), "createContainer hook: set the mode of paths inside the container root",
      "A createContainer hook: reads the OCI state on stdin. Never follows a symlink; EPERM is ignored.",
      k_chmod_options, prepare_chmod},
     // The spec-wide steps above in one process (gpuctk's own specs; its errors are its steps').
-    {"container-start",
+    {cdi::k_hook_container_start.data(),
      "createContainer hook: links, CUDA compat, linker cache, params and application profile in one process "
      "(gpuctk's own specs)",
      "A createContainer hook: reads the OCI state on stdin. Runs, in one process and in this order, the "

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cdi/hook_args.hpp"
 #include "hook/config.hpp"
 #include "hook/log.hpp"
 #include "rootfs/in_root.hpp"
@@ -22,9 +23,7 @@
 
 namespace gpuctk::hook {
 
-// The environment every hook gpuctk runs or adds gets when its entry names none: a fixed PATH, never the
-// container's (an image's LD_PRELOAD would run inside a privileged hook).
-inline const std::vector<std::string> k_safe_hook_env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+using cdi::k_safe_hook_env;  // the environment of a hook whose entry names none
 
 // One option of a hook's command line.
 struct HookOption {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cdi/apply.hpp"
+#include "cdi/hook_args.hpp"
 #include "cdi/names.hpp"
 #include "cdi/spec_builder.hpp"
 #include "discover/discover.hpp"
@@ -15,7 +16,6 @@
 #include "discover/imex_channels.hpp"
 #include "discover/nvidia_caps.hpp"
 #include "hook/capability_filter.hpp"
-#include "hook/hook_table.hpp"
 #include "hook/mps.hpp"
 #include "hook/requirements.hpp"
 #include "hook/spec_resolver.hpp"
@@ -55,7 +55,7 @@ cdi::ContainerEdits collect(const std::vector<const cdi::ResolvedDevice*>& devic
 void make_hooks_safe(cdi::ContainerEdits& edits) {
   for (auto& hook : edits.hooks) {
     if (hook.env.empty()) {
-      hook.env = k_safe_hook_env;
+      hook.env = cdi::k_safe_hook_env;
     }
   }
 }

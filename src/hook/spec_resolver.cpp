@@ -5,6 +5,7 @@
 #include <span>
 #include <string_view>
 
+#include "cdi/hook_args.hpp"
 #include "discover/driver_files.hpp"
 #include "discover/driver_version.hpp"
 #include "discover/host_fs.hpp"
@@ -32,7 +33,7 @@ const std::string& RunningDriver::version() {
 }
 
 std::string spec_driver_version(const cdi::Spec& spec) {
-  constexpr std::string_view flag = "--host-driver-version";
+  constexpr std::string_view flag = cdi::k_opt_host_driver_version;
   for (const auto& hook : spec.container_edits.hooks) {
     for (auto it = hook.args.begin(); it != hook.args.end(); ++it) {
       if (*it == flag && it + 1 != hook.args.end()) {
