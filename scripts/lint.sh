@@ -44,13 +44,16 @@ declare -A allowed=(
   [cgroup]="util"
   [engine]="util"
   [cdi]="util discover oci"
-  [hook]="util discover oci cdi rootfs cgroup"
+  [config]="util discover cdi"
+  [ldcache]="util discover rootfs"
+  [steps]="util discover oci cdi rootfs ldcache config"
+  [inject]="util discover oci cdi rootfs cgroup ldcache config steps"
   [install]="util discover cdi engine"
   [labels]="util discover"
   [kube]="util"
   [metrics]="util discover"
   [plugin]="util discover cdi kube labels"
-  [cli]="util discover oci cdi rootfs cgroup engine hook install labels"
+  [cli]="util discover oci cdi rootfs cgroup engine config ldcache steps inject install labels"
 )
 for module in "${!allowed[@]}"; do
   while IFS=: read -r file line text; do

@@ -1,4 +1,4 @@
-// The CUDA forward-compat note and decision (hook/cuda_compat_note.cpp, hook/cuda_compat.cpp): any bytes
+// The CUDA forward-compat note and decision (steps/cuda_compat_note.cpp, steps/cuda_compat.cpp): any bytes
 // of a compat library give a note, no note or an error, never a read outside the input (ASan) or
 // undefined behaviour. A note read is written again into a plain ELF file, with its keys spelled as
 // drivers spell them, and must read back the same. The decision is total and keeps its promises for every
@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hook/cuda_compat.hpp"
+#include "steps/cuda_compat.hpp"
 #include "support/fuzz_support.hpp"
 
-namespace hook = gpuctk::hook;
+namespace steps = gpuctk::steps;
 
 namespace {
 
@@ -67,7 +67,7 @@ std::string compat_library(const std::string& descriptor) {
 // The hosts and compat versions the decision is asked about: known, unknown and odd versions.
 struct Case {
   const char* compat;
-  hook::CudaCompatHost host;
+  steps::CudaCompatHost host;
   int64_t listed = -1;  // when not -1: with a note, a yes needs this host major in the note's list
 };
 const Case k_cases[] = {
@@ -86,8 +86,8 @@ const Case k_cases[] = {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  const auto parsed = hook::parse_cuda_compat_note(bytes);
-  const std::optional<hook::CudaCompatNote> note = parsed ? *parsed : std::nullopt;
+  const auto parsed = steps::parse_cuda_compat_note(bytes);
+  const std::optional<steps::CudaCompatNote> note = parsed ? *parsed : std::nullopt;
 
   if (note) {
     // Written as a driver writes it, the note reads back the same (unless the rewrite is over the limit:
@@ -97,16 +97,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                  {"driver", note->driver_majors},
                                  {"device", note->devices}};
     const auto descriptor = json.dump();
-    if (descriptor.size() <= hook::k_cuda_compat_note_limit) {
-      const auto again = hook::parse_cuda_compat_note(compat_library(descriptor));
+    if (descriptor.size() <= steps::k_cuda_compat_note_limit) {
+      const auto again = steps::parse_cuda_compat_note(compat_library(descriptor));
       GPUCTK_FUZZ_CHECK(again.has_value(), again ? std::string() : again.error().message);
       GPUCTK_FUZZ_CHECK(again->has_value() && **again == *note, descriptor);
     }
   }
 
   for (const auto& [compat, host, listed] : k_cases) {
-    const bool with_note = hook::use_cuda_compat(compat, note, host);
-    const bool without = hook::use_cuda_compat(compat, std::nullopt, host);
+    const bool with_note = steps::use_cuda_compat(compat, note, host);
+    const bool without = steps::use_cuda_compat(compat, std::nullopt, host);
     // Equal versions are never an upgrade; without a note the host's CUDA version means no; nothing
     // without a host version; a yes from a note, with both driver versions known, names the host branch.
     GPUCTK_FUZZ_CHECK(!(with_note && std::string_view(compat) == host.driver_version), compat);
@@ -118,7 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (note) {
     // The note's CUDA version against itself as the host's: not newer.
-    GPUCTK_FUZZ_CHECK(!hook::use_cuda_compat("unknown", note, {"", note->cuda_version}), note->cuda_version);
+    GPUCTK_FUZZ_CHECK(!steps::use_cuda_compat("unknown", note, {"", note->cuda_version}), note->cuda_version);
   }
   return 0;
 }

@@ -1,5 +1,5 @@
 // config.json, the request read from it, and CDI edits applied to it: oci::parse_config,
-// hook::read_request and cdi::apply_edits (the edit step of hook/inject.cpp, without its host
+// inject::read_request and cdi::apply_edits (the edit step of inject/inject.cpp, without its host
 // discovery), on a fuzzed config and a fuzzed spec. Input layout: fuzz/support/fuzz_support.hpp
 // (flags byte, config.json, NUL, spec).
 //
@@ -20,7 +20,7 @@
 
 #include "cdi/apply.hpp"
 #include "cdi/codec.hpp"
-#include "hook/request.hpp"
+#include "inject/request.hpp"
 #include "oci/bundle.hpp"
 #include "support/fuzz_support.hpp"
 
@@ -36,12 +36,12 @@ const std::set<std::string> k_edited_keys{"process", "linux", "mounts", "hooks"}
 constexpr size_t k_max_devices = 8;
 
 void check_request(const nlohmann::ordered_json& config, uint8_t flags) {
-  gpuctk::hook::RequestConfig rc;
+  gpuctk::config::RequestConfig rc;
   rc.accept_envvar_when_unprivileged = (flags & gpuctk::fuzz::k_envvar_when_unprivileged) != 0;
   rc.accept_volume_mounts = (flags & gpuctk::fuzz::k_volume_mounts) != 0;
   rc.disable_require = (flags & gpuctk::fuzz::k_disable_require) != 0;
-  (void)gpuctk::hook::is_privileged(config);
-  const auto request = gpuctk::hook::read_request(config, rc);
+  (void)gpuctk::inject::is_privileged(config);
+  const auto request = gpuctk::inject::read_request(config, rc);
   if (!request) {
     return;
   }

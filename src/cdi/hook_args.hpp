@@ -3,7 +3,7 @@
 // `gpuctk hook create-symlinks --link TARGET::LINK ...` (a device's by-path links). This is the one place
 // that writes and reads them and that holds their names and option strings: the spec builders
 // (cdi/spec_builder.cpp, cdi/vendor_spec.cpp) encode with to_args(), the capability filter
-// (hook/capability_filter.cpp) edits the parsed struct, the hooks (hook/container_hooks.cpp) split links
+// (inject/capability_filter.cpp) edits the parsed struct, the hooks (steps/root_edits.cpp) split links
 // with split_link. CLI11 (cli/container_hook.cpp) still parses the same options for people typing them.
 
 #include <cstddef>
@@ -49,7 +49,7 @@ inline constexpr std::string_view k_hook_update_application_profile = "update-ap
 inline constexpr std::string_view k_hook_chmod = "chmod";
 inline constexpr std::string_view k_hook_container_start = "container-start";
 
-// The options of the two lines (hook/hook_table.cpp's rows take the same). Names and options are string
+// The options of the two lines (steps/commands.cpp's rows take the same). Names and options are string
 // literals: their .data() is NUL-terminated, as the table's `const char*` fields need.
 inline constexpr std::string_view k_opt_link = "--link";
 inline constexpr std::string_view k_opt_host_driver_version = "--host-driver-version";
@@ -77,13 +77,13 @@ std::string link_arg(const HookLink& link);
 Result<HookLink> split_link(std::string_view value);
 
 // An `--ld-cache-entry` value, FLAGS:OSVERSION:SONAME:PATH, the numbers in hex as ldconfig's headers write
-// them ("0x303:0x0:libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1"); hook/ld_cache_merge.hpp parses it
+// them ("0x303:0x0:libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1"); ldcache/merge.hpp parses it
 // in full.
 std::string ld_cache_entry_arg(const discover::LibraryCacheEntry& entry);
 // Its PATH: what follows the third ':', or "" when there are fewer (a value the merge refuses).
 std::string ld_cache_entry_path(std::string_view value);
 
-// `gpuctk hook container-start`: each step runs when one of its options is given (hook/hook_table.cpp).
+// `gpuctk hook container-start`: each step runs when one of its options is given (steps/commands.cpp).
 struct ContainerStartArgs {
   std::vector<HookLink> links;                            // create-symlinks
   std::optional<std::string> host_driver_version;         // enable-cuda-compat

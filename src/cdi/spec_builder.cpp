@@ -120,7 +120,7 @@ class Builder {
   }
 
   // The spec-wide steps as one `gpuctk hook container-start`, each step's options only when it is
-  // enabled (hook/hook_table.hpp runs them in this order: links, compat, linker cache, params).
+  // enabled (steps/commands.hpp runs them in this order: links, compat, linker cache, params).
   void add_container_start_hook(ContainerEdits& edits) const {
     ContainerStartArgs args;
     if (!m_inv.library_links.empty() && hook_enabled(k_hook_create_symlinks)) {

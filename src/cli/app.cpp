@@ -12,7 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "gpuctk_commit.hpp"  // generated at build time (cmake/gpuctk_commit.cmake)
-#include "hook/hook_table.hpp"
+#include "steps/commands.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
@@ -75,7 +75,7 @@ const CommandRow k_commands[] = {
      define_system_create_device_nodes},
 };
 
-// k_commands with a row for each of gpuctk's createContainer hooks (hook/hook_table.hpp) after `hook
+// k_commands with a row for each of gpuctk's createContainer hooks (steps/commands.hpp) after `hook
 // prestart`, in the hook table's order.
 const std::vector<CommandRow>& commands() {
   static const std::vector<CommandRow> rows = [] {
@@ -84,7 +84,7 @@ const std::vector<CommandRow>& commands() {
       return std::string_view(row.group) == "hook" && std::string_view(row.name) == "prestart";
     });
     std::vector<CommandRow> hooks;
-    for (const auto& hook : hook::hook_table()) {
+    for (const auto& hook : steps::hook_table()) {
       hooks.push_back({"hook", hook.name, hook.summary, nullptr, &hook});
     }
     out.insert(prestart + 1, hooks.begin(), hooks.end());

@@ -15,8 +15,8 @@
 #include "cdi/vendor_spec.hpp"
 #include "cli/commands.hpp"
 #include "cli/discovery_options.hpp"
+#include "config/config.hpp"
 #include "discover/discover.hpp"
-#include "hook/config.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -79,7 +79,7 @@ Result<void> check_format(std::string_view format) {
 // was started from. A spec outlives the command that wrote it: a build tree's or a copy's path fails
 // every container once that file is gone, so the installed one wins even when another gpuctk writes the
 // spec (a note says so).
-Result<std::string> hook_path(const GenerateArgs& args, const hook::Config& config) {
+Result<std::string> hook_path(const GenerateArgs& args, const config::Config& config) {
   if (!args.hook_path.empty()) {
     return args.hook_path;
   }
@@ -228,7 +228,7 @@ Result<void> generate(const GenerateArgs& args, cdi::Format format) {
   // A broken config file still gives its valid keys; its problems are the hooks' business. Its
   // no-additional-gids-for-device-nodes is the default of what --feature-flag says (the refresh service's
   // command line names no flag).
-  const hook::Config config = hook::read_config("").config;
+  const config::Config config = config::read_config("").config;
   if (config.no_additional_gids_for_device_nodes) {
     build.additional_gids = cdi::AdditionalGids::none;
   }

@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "hook/config.hpp"
-#include "hook/inject.hpp"
+#include "config/config.hpp"
+#include "inject/inject.hpp"
 #include "oci/bundle.hpp"
 #include "util/file.hpp"
 
@@ -34,8 +34,8 @@ Action define_cdi_inject(CLI::App& command) {
                      "Config file (default $GPUCTK_CONFIG or /etc/gpuctk/config.yaml)");
   return [args] {
     return run_with_log(args->config_path,
-                        [&](const hook::Config& loaded, const hook::Log& log) -> Result<void> {
-                          hook::Config cfg = loaded;
+                        [&](const config::Config& loaded, const config::Log& log) -> Result<void> {
+                          config::Config cfg = loaded;
                           if (!args->spec_dirs.empty()) {
                             cfg.spec_dirs = args->spec_dirs;
                           }
@@ -48,7 +48,7 @@ Action define_cdi_inject(CLI::App& command) {
                           if (!config) {
                             return std::unexpected(config.error());
                           }
-                          GPUCTK_TRY(hook::inject_devices(*config, args->devices, cfg, log));
+                          GPUCTK_TRY(inject::inject_devices(*config, args->devices, cfg, log));
                           if (!args->bundle.empty()) {
                             return oci::write_config(args->bundle, *config);
                           }

@@ -6,7 +6,7 @@
 
 #include "cdi/registry.hpp"
 #include "cli/commands.hpp"
-#include "hook/config.hpp"
+#include "config/config.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
@@ -41,7 +41,7 @@ Action define_cdi_list(CLI::App& command) {
     if (dirs.empty()) {
       // The directories the hooks and the shim resolve devices in (a broken config file still gives its
       // valid keys; the hooks report its problems).
-      dirs = hook::read_config("").config.spec_dirs;
+      dirs = config::read_config("").config.spec_dirs;
     }
     const cdi::Registry registry = cdi::scan_spec_dirs(dirs);
     for (const auto& [name, device] : registry.devices) {

@@ -16,15 +16,15 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json_fwd.hpp>
 
-#include "hook/config.hpp"
-#include "hook/log.hpp"
+#include "config/config.hpp"
+#include "config/log.hpp"
 #include "rootfs/in_root.hpp"
 #include "rootfs/sandbox.hpp"
 #include "util/error.hpp"
 
-namespace gpuctk::hook {
-struct HookRow;  // hook/hook_table.hpp
-}  // namespace gpuctk::hook
+namespace gpuctk::steps {
+struct HookRow;  // steps/commands.hpp
+}  // namespace gpuctk::steps
 
 namespace gpuctk::cli {
 
@@ -39,7 +39,7 @@ struct CommandRow {
   const char* name;     // e.g. "validate"
   const char* summary;  // one line for --help
   Define define;        // null for a row of the hook table
-  const hook::HookRow* hook = nullptr;  // a row of the hook table: defined by define_table_hook
+  const steps::HookRow* hook = nullptr;  // a row of the hook table: defined by define_table_hook
 };
 
 // Prints "gpuctk: error: <message>" on stderr and returns k_exit_failure.
@@ -105,10 +105,10 @@ Action define_labels(CLI::App& command);
 Action define_config(CLI::App& command);
 Action define_system_create_device_nodes(CLI::App& command);
 
-// `gpuctk hook <row.name>`, one of gpuctk's createContainer hooks (hook/hook_table.hpp; cli/app.cpp adds
+// `gpuctk hook <row.name>`, one of gpuctk's createContainer hooks (steps/commands.hpp; cli/app.cpp adds
 // a command for each row): the row's options and --config; the action runs the row as a runtime runs the
 // hook, on the container root the OCI state on stdin names.
-Action define_table_hook(CLI::App& command, const hook::HookRow& row);
+Action define_table_hook(CLI::App& command, const steps::HookRow& row);
 
 // The --config option every hook has.
 void add_config_option(CLI::App& command, std::string& config_path);
@@ -117,7 +117,7 @@ void add_config_option(CLI::App& command, std::string& config_path);
 using InProcessBody = std::function<Result<void>(const rootfs::Root& root)>;
 
 // Parses `args` ("gpuctk", "hook", "create-symlinks", ...) with the options of that hook's row of the hook
-// table (hook/hook_table.hpp), exactly as `gpuctk hook <name>` parses them, and runs its preparation in
+// table (steps/commands.hpp), exactly as `gpuctk hook <name>` parses them, and runs its preparation in
 // this process with `config` and `log`, instead of reading the OCI state. Returns its body, to run later on
 // an open container root; `config` and `log` must outlive it. Errors (the preparation's now, the body's
 // later) come back instead of being printed, prefixed with the hook's name; a usage error, already
@@ -125,7 +125,7 @@ using InProcessBody = std::function<Result<void>(const rootfs::Root& root)>;
 // does nothing (as `gpuctk hook <unknown>` is). A program the hook runs in the sandbox starts in `cgroup`
 // (the container's, from hook prestart), when given.
 Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,
-                                              const hook::Config& config, const hook::Log& log,
+                                              const config::Config& config, const config::Log& log,
                                               std::shared_ptr<const rootfs::SandboxCgroup> cgroup = nullptr);
 
 // The runtime shim: injects on create/run, then execs the real runtime with `args` (never returns on
@@ -140,11 +140,11 @@ int run_legacy_hook_name(const std::vector<std::string>& args);
 int run_nvidia_cdi_hook(const std::vector<std::string>& args);
 
 // Loads the config and log, runs `body`, and reports its error once (stderr and log). Warnings of the
-// config (unknown keys) are printed and logged first; an unusable config (hook::HookStart::problem) is the
+// config (unknown keys) are printed and logged first; an unusable config (inject::HookStart::problem) is the
 // error, without running `body`: for commands that only GPU containers reach (the spec's hooks, `cdi
-// inject`). The config and log are read as every injection point reads them (hook/hook_start.hpp).
+// inject`). The config and log are read as every injection point reads them (inject/entry.hpp).
 int run_with_log(const std::string& config_path,
-                 const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body);
+                 const std::function<Result<void>(const config::Config&, const config::Log&)>& body);
 
 // What a hook reads on stdin (`what`: "OCI state", "OCI config.json"), at most `limit` bytes. A hook
 // is run by a runtime, which writes it there; run by hand, it would wait on the terminal for ever, so a

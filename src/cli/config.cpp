@@ -1,4 +1,4 @@
-// gpuctk config: the configuration the hooks, the shim and `cdi inject` use (hook/config_view.hpp), every
+// gpuctk config: the configuration the hooks, the shim and `cdi inject` use (config/config_view.hpp), every
 // key with its value and where it comes from; `--set key=value` writes keys into that file, keeping
 // everything else in it.
 #include <sys/stat.h>
@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "config/config_view.hpp"
 #include "discover/host_fs.hpp"
-#include "hook/config_view.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -33,7 +33,7 @@ Result<void> check_assignment(std::string_view text) {
 }
 
 // The file's text ("" when the default file is missing) and whether it exists.
-Result<std::pair<std::string, bool>> read_config_text(const hook::ConfigSource& source) {
+Result<std::pair<std::string, bool>> read_config_text(const config::ConfigSource& source) {
   GPUCTK_TRY_ASSIGN(const auto st, discover::lstat_path(source.path));
   if (!st && source.origin == "default") {
     return std::pair<std::string, bool>{"", false};
@@ -43,11 +43,11 @@ Result<std::pair<std::string, bool>> read_config_text(const hook::ConfigSource& 
 }
 
 // "# /etc/gpuctk/config.yaml (the default path)" and every key, "key: value" padded, "# source".
-Result<void> show(const hook::ConfigSource& source) {
+Result<void> show(const config::ConfigSource& source) {
   GPUCTK_TRY_ASSIGN(const auto read, read_config_text(source));
   const auto& [text, exists] = read;
-  const auto file = hook::parse_config_file(text, source.path);
-  const auto settings = hook::describe_config(file.config, text, source.path);
+  const auto file = config::parse_config_file(text, source.path);
+  const auto settings = config::describe_config(file.config, text, source.path);
   std::string out = "# " + source.path +
                     (source.origin == "default" ? " (the default path" : " (from " + source.origin) +
                     (exists ? ")" : "; missing: every value is the default)") + "\n";
@@ -71,17 +71,17 @@ Result<void> show(const hook::ConfigSource& source) {
 
 // Every --set in order, then one atomic, durable write (the file's mode and owner kept; a new file
 // 0644), and a line per key.
-Result<void> set(const hook::ConfigSource& source, const std::vector<std::string>& sets) {
+Result<void> set(const config::ConfigSource& source, const std::vector<std::string>& sets) {
   GPUCTK_TRY_ASSIGN(const auto read, read_config_text(source));
   std::string text = read.first;
   std::string said;
   for (const auto& assignment : sets) {
     const auto eq = assignment.find('=');
     const std::string key = assignment.substr(0, eq);
-    GPUCTK_TRY_ASSIGN(text, hook::set_config_value(text, key, assignment.substr(eq + 1), source.path));
+    GPUCTK_TRY_ASSIGN(text, config::set_config_value(text, key, assignment.substr(eq + 1), source.path));
   }
-  const auto after = hook::parse_config_file(text, source.path);
-  const auto settings = hook::describe_config(after.config, text, source.path);
+  const auto after = config::parse_config_file(text, source.path);
+  const auto settings = config::describe_config(after.config, text, source.path);
   for (const auto& assignment : sets) {
     const std::string key = assignment.substr(0, assignment.find('='));
     for (const auto& s : settings) {
@@ -127,7 +127,7 @@ Action define_config(CLI::App& command) {
       ->type_name("KEY=VALUE")
       ->check(value_check(check_assignment));
   return [args] {
-    const auto source = hook::config_source(args->config);
+    const auto source = config::config_source(args->config);
     auto done = args->sets.empty() ? show(source) : set(source, args->sets);
     if (!done) {
       return report(done.error());

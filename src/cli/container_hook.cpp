@@ -1,12 +1,12 @@
 // gpuctk's own createContainer hooks on the command line (`gpuctk hook create-symlinks …`) and in `hook
-// prestart`'s process: both parse a hook's options from its row of the hook table (hook/hook_table.hpp)
+// prestart`'s process: both parse a hook's options from its row of the hook table (steps/commands.hpp)
 // with CLI11 and run the row's prepare and body.
 #include <map>
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "hook/container_hooks.hpp"
-#include "hook/hook_table.hpp"
+#include "steps/commands.hpp"
+#include "steps/root_edits.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -21,7 +21,7 @@ namespace {
 
 // Where CLI11 puts a hook's options while it parses them.
 struct BoundHook {
-  const hook::HookRow* row = nullptr;
+  const steps::HookRow* row = nullptr;
   std::string config_path;
   std::string container_spec;  // the OCI state's file; "" or "-": stdin
   std::map<std::string, std::string> values;
@@ -30,8 +30,8 @@ struct BoundHook {
   std::map<std::string, CLI::Option*> options;
 
   // The parsed command line, defaults filled in.
-  [[nodiscard]] hook::HookArgs args() const {
-    hook::HookArgs out;
+  [[nodiscard]] steps::HookArgs args() const {
+    steps::HookArgs out;
     for (const auto& option : row->options) {
       const std::string name = option.name;
       if (options.at(name)->count() == 0) {
@@ -41,15 +41,15 @@ struct BoundHook {
         continue;
       }
       switch (option.kind) {
-        case hook::HookOption::Kind::value:
+        case steps::HookOption::Kind::value:
           out.add(name, values.at(name));
           break;
-        case hook::HookOption::Kind::list:
+        case steps::HookOption::Kind::list:
           for (const auto& value : lists.at(name)) {
             out.add(name, value);
           }
           break;
-        case hook::HookOption::Kind::flag:
+        case steps::HookOption::Kind::flag:
           out.add(name, "true");
           break;
       }
@@ -59,7 +59,7 @@ struct BoundHook {
 };
 
 // Adds `row`'s options and --config to `command`; they are parsed into the returned BoundHook.
-std::shared_ptr<BoundHook> bind_hook(CLI::App& command, const hook::HookRow& row) {
+std::shared_ptr<BoundHook> bind_hook(CLI::App& command, const steps::HookRow& row) {
   auto bound = std::make_shared<BoundHook>();
   bound->row = &row;
   add_config_option(command, bound->config_path);
@@ -72,13 +72,13 @@ std::shared_ptr<BoundHook> bind_hook(CLI::App& command, const hook::HookRow& row
     const std::string name = option.name;
     CLI::Option* added = nullptr;
     switch (option.kind) {
-      case hook::HookOption::Kind::value:
+      case steps::HookOption::Kind::value:
         added = command.add_option(name, bound->values[name], option.help);
         break;
-      case hook::HookOption::Kind::list:
+      case steps::HookOption::Kind::list:
         added = command.add_option(name, bound->lists[name], option.help);
         break;
-      case hook::HookOption::Kind::flag:
+      case steps::HookOption::Kind::flag:
         added = command.add_flag(name, bound->flags[name], option.help);
         break;
     }
@@ -103,9 +103,9 @@ std::shared_ptr<BoundHook> bind_hook(CLI::App& command, const hook::HookRow& row
 // The OCI state: on stdin as a runtime writes it, or in the file --container-spec names (both bounded).
 Result<std::string> read_state(const std::string& container_spec) {
   if (container_spec.empty() || container_spec == "-") {
-    return read_hook_stdin("OCI state", hook::k_max_state_size);
+    return read_hook_stdin("OCI state", steps::k_max_state_size);
   }
-  return read_file(container_spec, hook::k_max_state_size);
+  return read_file(container_spec, steps::k_max_state_size);
 }
 
 // Runs a hook as a runtime does: loads the config and log, reads the OCI state (bounded), opens the
@@ -113,39 +113,40 @@ Result<std::string> read_state(const std::string& container_spec) {
 // and reported once (stderr and log).
 int run_container_hook(const BoundHook& bound) {
   const std::string name = bound.row->name;
-  return run_with_log(bound.config_path, [&](const hook::Config& cfg, const hook::Log& log) -> Result<void> {
-    auto state = read_state(bound.container_spec);
-    if (!state) {
-      return fail_with(name, state.error());
-    }
-    auto path = hook::container_root_from_state(*state);
-    if (!path) {
-      return fail_with(name, path.error());
-    }
-    auto root = rootfs::Root::open(*path);
-    if (!root) {
-      return fail_with(name, root.error());
-    }
-    GPUCTK_TRY_ASSIGN(auto body, hook::prepare_hook(*bound.row, bound.args(), cfg, log));
-    return body(*root, cfg, log);
-  });
+  return run_with_log(bound.config_path,
+                      [&](const config::Config& cfg, const config::Log& log) -> Result<void> {
+                        auto state = read_state(bound.container_spec);
+                        if (!state) {
+                          return fail_with(name, state.error());
+                        }
+                        auto path = steps::container_root_from_state(*state);
+                        if (!path) {
+                          return fail_with(name, path.error());
+                        }
+                        auto root = rootfs::Root::open(*path);
+                        if (!root) {
+                          return fail_with(name, root.error());
+                        }
+                        GPUCTK_TRY_ASSIGN(auto body, steps::prepare_hook(*bound.row, bound.args(), cfg, log));
+                        return body(*root, cfg, log);
+                      });
 }
 
 }  // namespace
 
-Action define_table_hook(CLI::App& command, const hook::HookRow& row) {
+Action define_table_hook(CLI::App& command, const steps::HookRow& row) {
   auto bound = bind_hook(command, row);
   return [bound] { return run_container_hook(*bound); };
 }
 
 Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& args,
-                                              const hook::Config& config, const hook::Log& log,
+                                              const config::Config& config, const config::Log& log,
                                               std::shared_ptr<const rootfs::SandboxCgroup> cgroup) {
   const auto nothing = [](const rootfs::Root&) -> Result<void> { return {}; };
   if (args.size() < 3) {
     return fail("hook " + join(args, " ") + ": not a gpuctk hook");
   }
-  const hook::HookRow* row = hook::find_hook(args[2]);
+  const steps::HookRow* row = steps::find_hook(args[2]);
   if (row == nullptr) {
     // As `gpuctk hook <name>` run by a runtime: a spec from a newer gpuctk starts without it.
     warn("unknown hook " + quote(args[2]) + " ignored (a spec from a newer gpuctk?)");
@@ -167,7 +168,7 @@ Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& ar
   }
   rootfs::SandboxLimits limits;
   limits.cgroup = std::move(cgroup);
-  GPUCTK_TRY_ASSIGN(auto body, hook::prepare_hook(*row, bound->args(), config, log, limits));
+  GPUCTK_TRY_ASSIGN(auto body, steps::prepare_hook(*row, bound->args(), config, log, limits));
   return InProcessBody(
       [body = std::move(body), &config, &log](const rootfs::Root& root) { return body(root, config, log); });
 }

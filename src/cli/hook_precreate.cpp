@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "hook/config.hpp"
-#include "hook/container_label.hpp"
-#include "hook/hook_start.hpp"
-#include "hook/inject.hpp"
-#include "hook/request.hpp"
+#include "config/config.hpp"
+#include "inject/container_label.hpp"
+#include "inject/entry.hpp"
+#include "inject/inject.hpp"
+#include "inject/request.hpp"
 #include "oci/bundle.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
@@ -35,9 +35,9 @@ Result<std::string> read_hook_stdin(std::string_view what, size_t limit) {
 }
 
 int run_with_log(const std::string& config_path,
-                 const std::function<Result<void>(const hook::Config&, const hook::Log&)>& body) {
-  const hook::HookStart start = hook::start_hook(config_path);
-  hook::announce_warnings(start, warn);
+                 const std::function<Result<void>(const config::Config&, const config::Log&)>& body) {
+  const inject::HookStart start = inject::start_hook(config_path);
+  inject::announce_warnings(start, warn);
   if (start.problem) {
     start.log.error(start.problem->message);
     return report(*start.problem);
@@ -51,18 +51,18 @@ int run_with_log(const std::string& config_path,
 
 namespace {
 
-Result<void> precreate(hook::HookStart& start) {
+Result<void> precreate(inject::HookStart& start) {
   GPUCTK_TRY_ASSIGN(auto input, read_hook_stdin("OCI config.json", oci::k_max_config_size));
   GPUCTK_TRY_ASSIGN(auto config, oci::parse_config(input));
   // podman passes config.json alone: the label is all there is to say which container this is.
-  start.log.set_context(hook::container_label(config));
-  hook::announce_warnings(start, warn);
+  start.log.set_context(inject::container_label(config));
+  inject::announce_warnings(start, warn);
   start.warnings.clear();
-  GPUCTK_TRY_ASSIGN(const auto gated, hook::gate(start, config, "the container", warn));
-  if (gated == hook::Gate::pass_through) {
+  GPUCTK_TRY_ASSIGN(const auto gated, inject::gate(start, config, "the container", warn));
+  if (gated == inject::Gate::pass_through) {
     return write_stdout(input);
   }
-  GPUCTK_TRY_ASSIGN(auto result, hook::inject_request(config, start.config, start.log));
+  GPUCTK_TRY_ASSIGN(auto result, inject::inject_request(config, start.config, start.log));
   return write_stdout(result.changed ? oci::dump_config(config) : input);
 }
 
@@ -77,9 +77,9 @@ Action define_hook_precreate(CLI::App& command) {
       "container that asks for no GPU comes back unchanged even when the config file is broken (a warning "
       "on stderr and in the log); one that does fails with the config's error.");
   return [config_path] {
-    hook::HookStart start = hook::start_hook(*config_path);
+    inject::HookStart start = inject::start_hook(*config_path);
     if (auto r = precreate(start); !r) {
-      hook::announce_warnings(start, warn);  // when the input could not be read: still said once
+      inject::announce_warnings(start, warn);  // when the input could not be read: still said once
       start.log.error(r.error().message);
       return report(r.error());
     }

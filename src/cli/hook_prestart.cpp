@@ -1,6 +1,6 @@
 // gpuctk hook prestart: the OCI prestart (or createRuntime) hook, and the same hook under the name docker's
 // `--gpus` runs, nvidia-container-runtime-hook. The OCI state arrives on stdin; the GPUs are put into the
-// created container live (hook/prestart.hpp).
+// created container live (inject/prestart.hpp).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,11 +9,11 @@
 #include <optional>
 
 #include "cli/commands.hpp"
-#include "hook/container_hooks.hpp"
-#include "hook/hook_start.hpp"
-#include "hook/prestart.hpp"
+#include "inject/entry.hpp"
+#include "inject/prestart.hpp"
 #include "oci/bundle.hpp"
 #include "oci/state.hpp"
+#include "steps/root_edits.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -35,31 +35,31 @@ bool is_own_hook(const oci::OpenedHook& hook, const std::optional<struct stat>& 
          self->st_ino == other.st_ino;
 }
 
-Result<void> run_prestart(hook::HookStart& start) {
-  auto state = read_hook_stdin("OCI state", hook::k_max_state_size);
+Result<void> run_prestart(inject::HookStart& start) {
+  auto state = read_hook_stdin("OCI state", steps::k_max_state_size);
   if (!state) {
     return fail_with("prestart", state.error());
   }
-  // Which container the lines are about (hook::prestart parses the state again, and says what is wrong
+  // Which container the lines are about (inject::prestart parses the state again, and says what is wrong
   // with one that does not parse).
   if (const auto parsed = oci::parse_state(*state)) {
     start.log.set_context("container " + parsed->id);
     if (start.problem) {
-      // Only here is config.json read before hook::prestart reads it: to let a container without a GPU
+      // Only here is config.json read before inject::prestart reads it: to let a container without a GPU
       // through a broken config.
       auto container = oci::read_config(parsed->bundle);
       if (!container) {
         return fail_with("prestart", container.error());
       }
-      hook::announce_warnings(start, warn);
+      inject::announce_warnings(start, warn);
       start.warnings.clear();
-      GPUCTK_TRY_ASSIGN(const auto gated, hook::gate(start, *container, "the container", warn));
-      if (gated == hook::Gate::pass_through) {
+      GPUCTK_TRY_ASSIGN(const auto gated, inject::gate(start, *container, "the container", warn));
+      if (gated == inject::Gate::pass_through) {
         return {};
       }
     }
   }
-  hook::announce_warnings(start, warn);
+  inject::announce_warnings(start, warn);
   start.warnings.clear();
   if (start.problem) {
     return std::unexpected(*start.problem);
@@ -70,28 +70,28 @@ Result<void> run_prestart(hook::HookStart& start) {
   if (struct stat st{}; ::stat("/proc/self/exe", &st) == 0) {
     self = st;
   }
-  const hook::Config& cfg = start.config;
-  const hook::Log& log = start.log;
+  const config::Config& cfg = start.config;
+  const config::Log& log = start.log;
   const auto prepare = [&](const oci::HookCommand& hook,
-                           const hook::SandboxCgroupRef& cgroup) -> Result<hook::ContainerHook> {
+                           const inject::SandboxCgroupRef& cgroup) -> Result<inject::ContainerHook> {
     GPUCTK_TRY_ASSIGN(auto opened, oci::open_hook(hook));
     if (!is_own_hook(opened, self)) {
-      return hook::foreign_hook(std::move(opened));
+      return inject::foreign_hook(std::move(opened));
     }
     GPUCTK_TRY_ASSIGN(auto body, prepare_hook_in_process(hook.args, cfg, log, cgroup));
-    return hook::ContainerHook(
+    return inject::ContainerHook(
         [body = std::move(body)](std::string_view, const rootfs::Root& root) { return body(root); });
   };
-  if (auto done = hook::prestart(*state, cfg, log, prepare); !done) {
+  if (auto done = inject::prestart(*state, cfg, log, prepare); !done) {
     return fail_with("prestart", done.error());
   }
   return {};
 }
 
 int run_prestart(const std::string& config_path) {
-  hook::HookStart start = hook::start_hook(config_path);
+  inject::HookStart start = inject::start_hook(config_path);
   if (auto r = run_prestart(start); !r) {
-    hook::announce_warnings(start, warn);  // when the state could not be read: still said once
+    inject::announce_warnings(start, warn);  // when the state could not be read: still said once
     start.log.error(r.error().message);
     return report(r.error());
   }

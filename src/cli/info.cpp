@@ -10,10 +10,10 @@
 #include "cdi/registry.hpp"
 #include "cli/commands.hpp"
 #include "cli/discovery_options.hpp"
+#include "config/config.hpp"
 #include "discover/discover.hpp"
 #include "discover/host_fs.hpp"
 #include "discover/node.hpp"
-#include "hook/config.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::cli {
@@ -279,7 +279,7 @@ std::string to_text(const discover::Inventory& inv, const Extras& extras) {
 // The CDI specs of the config's spec directories (what the hooks resolve devices in), each with its
 // device count, and a warning per hook program one of them runs that this host does not have.
 void read_specs(Extras& extras) {
-  const auto dirs = hook::read_config("").config.spec_dirs;
+  const auto dirs = config::read_config("").config.spec_dirs;
   const cdi::Registry registry = cdi::scan_spec_dirs(dirs);
   std::map<std::string, std::pair<const cdi::Spec*, size_t>> files;
   for (const auto& [name, device] : registry.devices) {

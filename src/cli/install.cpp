@@ -40,7 +40,7 @@ Result<void> check_cdi_hook_link_path(std::string_view path) {
 Action define_install(CLI::App& command) {
   auto args = std::make_shared<install::NodeOptions>();
   auto uninstall = std::make_shared<bool>(false);
-  args->config_path = hook::k_default_config_path;
+  args->config_path = config::k_default_config_path;
   command.add_option("--host-root", args->host_root, "Where this pod sees the node's root")
       ->capture_default_str()
       ->check(value_check(check_absolute));

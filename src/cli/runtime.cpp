@@ -1,5 +1,5 @@
 // gpuctk runtime: a runc-compatible shim. On `create` (and `run`) it injects the requested GPUs into
-// <bundle>/config.json (replaced atomically; hook/shim_bundle.hpp), then execs the real runtime with the
+// <bundle>/config.json (replaced atomically; inject/shim_bundle.hpp), then execs the real runtime with the
 // unchanged arguments; every other subcommand goes straight through. Also reachable as a binary named
 // `gpuctk-runtime`, which is what containerd's BinaryName and docker's runtimes setting point at. `gpuctk
 // runtime configure …` (and only under the name gpuctk, the word first) is another command:
@@ -16,10 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "hook/config.hpp"
-#include "hook/hook_start.hpp"
-#include "hook/log.hpp"
-#include "hook/shim_bundle.hpp"
+#include "config/config.hpp"
+#include "config/log.hpp"
+#include "inject/entry.hpp"
+#include "inject/shim_bundle.hpp"
 #include "oci/runtime_args.hpp"
 #include "oci/runtime_lookup.hpp"
 #include "util/strings.hpp"
@@ -45,9 +45,9 @@ void log_to_engine(const oci::RuntimeArgs& args, const std::string& message, con
   const std::string text = escape_for_log(message);
   std::string line;
   if (args.log_format == "json") {
-    line =
-        nlohmann::json{{"level", level}, {"msg", "gpuctk: " + text}, {"time", hook::utc_timestamp()}}.dump() +
-        "\n";
+    line = nlohmann::json{{"level", level}, {"msg", "gpuctk: " + text}, {"time", config::utc_timestamp()}}
+               .dump() +
+           "\n";
   } else {
     line = "gpuctk: " + std::string(level) + ": " + text + "\n";
   }
@@ -70,10 +70,10 @@ int run_runtime_shim(const std::vector<std::string>& args) {
   // $GPUCTK_CONFIG or the default file: an engine passes no flags of ours. A broken file still gives
   // its valid keys (`runtimes` above all): every other subcommand (state, kill, delete) must reach the
   // runtime that created the container, and a container without a GPU must start.
-  hook::Config cfg;
+  config::Config cfg;
   // Arguments we do not understand go to the runtime untouched: it reports them better than we can.
   if (parsed.unparseable.empty() && parsed.creates_container()) {
-    hook::HookStart start = hook::start_hook("");
+    inject::HookStart start = inject::start_hook("");
     // The shim's warnings go to the terminal and to the engine's --log.
     const auto warn_both = [&parsed](std::string_view warning) {
       warn(warning);
@@ -82,10 +82,10 @@ int run_runtime_shim(const std::vector<std::string>& args) {
     // The prestart hook of runtime-mode prestart runs with PATH as its only environment: it is told
     // which config file the shim used.
     const char* gpuctk_config = std::getenv("GPUCTK_CONFIG");
-    const hook::ShimBundle bundle{.config_file = parsed.config_file,
-                                  .bundle = parsed.bundle,
-                                  .gpuctk_config = gpuctk_config != nullptr ? gpuctk_config : ""};
-    if (auto edited = hook::edit_bundle(bundle, start, warn_both); !edited) {
+    const inject::ShimBundle bundle{.config_file = parsed.config_file,
+                                    .bundle = parsed.bundle,
+                                    .gpuctk_config = gpuctk_config != nullptr ? gpuctk_config : ""};
+    if (auto edited = inject::edit_bundle(bundle, start, warn_both); !edited) {
       const std::string message =
           "could not inject GPUs into " + parsed.config_file + ": " + edited.error().message;
       start.log.error(message);
@@ -93,7 +93,7 @@ int run_runtime_shim(const std::vector<std::string>& args) {
     }
     cfg = std::move(start.config);
   } else {
-    cfg = hook::read_config("").config;
+    cfg = config::read_config("").config;
   }
   const char* env_path = std::getenv("PATH");
   auto runtime =

@@ -2,7 +2,7 @@
 // What glibc's ldconfig reads of a host driver library to list it in a linker cache: its SONAME and the
 // cache flags it gives the file. Read from the HOST's driver files (discovery), for the libraries the
 // host's own cache does not list (VDPAU's driver in vdpau/, which no ld.so.conf names): a container's
-// update-ldcache merge (hook/ld_cache_merge.hpp) then needs no ldconfig run for them either.
+// update-ldcache merge (ldcache/merge.hpp) then needs no ldconfig run for them either.
 //
 // Contract: only a 64-bit ELF shared library of this build's machine, little-endian, gives facts (its
 // DT_SONAME, or "" for one without, which ldconfig lists under its file name); flags are then libc6 | the

@@ -1,6 +1,6 @@
 #pragma once
 // The devices of NVIDIA's opt-in features, which a container asks for with NVIDIA_GDS, NVIDIA_MOFED,
-// NVIDIA_GDRCOPY or NVIDIA_NVSWITCH set to "enabled" (hook/request.hpp): the nodes (and for GDS the
+// NVIDIA_GDRCOPY or NVIDIA_NVSWITCH set to "enabled" (inject/request.hpp): the nodes (and for GDS the
 // files) NVIDIA's toolkit v1.20 gives for each, found on the host under the dev root and driver root.
 // Each is optional: a host without them gives none, and the caller says so once.
 

@@ -25,7 +25,7 @@ struct NodeOptions {
   std::string install_dir = "/usr/local/gpuctk/bin";
   std::string driver_root = "/";
   std::string dev_root = "/";
-  std::string config_path;  // gpuctk's config file on the node (the CLI: hook::k_default_config_path)
+  std::string config_path;  // gpuctk's config file on the node (the CLI: config::k_default_config_path)
   std::string runtime;      // the engine to configure (engine::parse_engine)
   bool no_runtime_config = false;
   std::string runtime_config;  // default: the engine's

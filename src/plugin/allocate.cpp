@@ -12,7 +12,7 @@ namespace gpuctk::plugin {
 
 namespace {
 
-// The names and paths of the hand-off, as NVIDIA's plugin and gpuctk's hook (hook/request.hpp) spell them.
+// The names and paths of the hand-off, as NVIDIA's plugin and gpuctk's hook (inject/request.hpp) spell them.
 constexpr std::string_view k_visible_devices = "NVIDIA_VISIBLE_DEVICES";
 constexpr std::string_view k_volume_root = "/var/run/nvidia-container-devices";  // volume-mounts' markers
 constexpr std::string_view k_volume_source = "/dev/null";

@@ -1,7 +1,7 @@
 #pragma once
 // The Allocate answer for one container: what the kubelet passes on to the runtime, exactly as NVIDIA's
 // device plugin answers (internal/plugin/server.go, getAllocateResponse), for the consumer on the other
-// side, gpuctk's hook (hook/request.hpp):
+// side, gpuctk's hook (inject/request.hpp):
 //
 //   cdi-annotations   annotation <prefix>nvidia-device-plugin_<response id> = the CDI names, comma-joined
 //   cdi-cri           the CRI's CDI devices, one per CDI name

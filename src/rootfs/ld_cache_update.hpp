@@ -66,7 +66,7 @@ Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& f
                              const UniqueFd& ldconfig, const SandboxLimits& limits = {});
 
 // The directories the ldconfig run of update_ld_cache would scan, for a writer that makes its cache
-// without it (hook/ld_cache_merge.hpp). Container paths, as written in the configuration.
+// without it (ldcache/merge.hpp). Container paths, as written in the configuration.
 struct LdScan {
   std::vector<std::string> configured;  // the image's configuration, in ldconfig's order, gpuctk's
                                         // driver drop-in left out (the CUDA compat one is the image's)

@@ -15,7 +15,7 @@
 #include "cdi/version.hpp"
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
-#include "hook/container_hooks.hpp"
+#include "steps/root_edits.hpp"
 #include "support/golden_file.hpp"
 #include "util/file.hpp"
 
@@ -137,7 +137,7 @@ TEST(GoldenSpecFiles, AreValidAndNeed070OnlyForAdditionalGids) {
         for (const auto& link : line->links) {
           values.push_back(link_arg(link));
         }
-        auto links = hook::parse_links(values);
+        auto links = steps::parse_links(values);
         EXPECT_TRUE(links) << path << ": " << (links ? "" : links.error().message);
       }
     }

@@ -14,8 +14,8 @@ namespace {
 TEST(CliContainerHookInProcess, RunsTheTablesHookOnTheRootItIsGiven) {
   test::TempDir temp;
   ASSERT_FALSE(temp.path().empty());
-  const hook::Config config;
-  const hook::Log log;
+  const config::Config config;
+  const config::Log log;
   auto body = prepare_hook_in_process(
       {"gpuctk", "hook", "create-symlinks", "--link", "a::/x/one", "--link=b::/two"}, config, log);
   ASSERT_TRUE(body) << body.error().message;
@@ -28,8 +28,8 @@ TEST(CliContainerHookInProcess, RunsTheTablesHookOnTheRootItIsGiven) {
 }
 
 TEST(CliContainerHookInProcess, ErrorsComeBackNamedNotPrinted) {
-  const hook::Config config;
-  const hook::Log log;
+  const config::Config config;
+  const config::Log log;
   auto bad =
       prepare_hook_in_process({"gpuctk", "hook", "create-symlinks", "--link", "nocolons"}, config, log);
   ASSERT_FALSE(bad);
@@ -44,8 +44,8 @@ TEST(CliContainerHookInProcess, ErrorsComeBackNamedNotPrinted) {
 }
 
 TEST(CliContainerHookInProcess, AnUnknownHookIsAWarningAndDoesNothing) {
-  const hook::Config config;
-  const hook::Log log;
+  const config::Config config;
+  const config::Log log;
   testing::internal::CaptureStderr();
   auto body = prepare_hook_in_process({"gpuctk", "hook", "from-the-future", "--x"}, config, log);
   const std::string err = testing::internal::GetCapturedStderr();

@@ -1,6 +1,6 @@
 // gpuctk hook enable-cuda-compat as a runtime runs it from a spec: the OCI state on stdin, the image's
 // compat libraries (NVIDIA's own test libraries, tests/data/cuda_compat) in a bundle's root, the drop-in
-// it writes and the log. The decision itself is tested in tests/hook/cuda_compat_test.cpp.
+// it writes and the log. The decision itself is tested in tests/steps/cuda_compat_test.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -5,7 +5,7 @@
 #include <set>
 #include <utility>
 
-#include "hook/hook_table.hpp"
+#include "steps/commands.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::test {
@@ -130,15 +130,15 @@ Result<Entries> edits_facts(const cdi::ContainerEdits& edits) {
   return entries;
 }
 
-const hook::HookOption* find_option(const hook::HookRow& row, std::string_view name) {
+const steps::HookOption* find_option(const steps::HookRow& row, std::string_view name) {
   const auto it = std::ranges::find_if(row.options, [&](const auto& o) { return name == o.name; });
   return it == row.options.end() ? nullptr : &*it;
 }
 
 // The step row (any row but container-start) that has `option`; an error unless exactly one has it.
-Result<const hook::HookRow*> step_owning(std::string_view option) {
-  const hook::HookRow* owner = nullptr;
-  for (const auto& row : hook::hook_table()) {
+Result<const steps::HookRow*> step_owning(std::string_view option) {
+  const steps::HookRow* owner = nullptr;
+  for (const auto& row : steps::hook_table()) {
     if (row.name == k_container_start || find_option(row, option) == nullptr) {
       continue;
     }
@@ -161,7 +161,7 @@ struct StepOption {
 };
 
 // `args` (after the step's name) of `row`, strictly: only "--name VALUE", "--name=VALUE" and flags.
-Result<std::vector<StepOption>> read_options(const hook::HookRow& row, const std::vector<std::string>& args,
+Result<std::vector<StepOption>> read_options(const steps::HookRow& row, const std::vector<std::string>& args,
                                              bool nvidia) {
   std::vector<StepOption> out;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -171,12 +171,12 @@ Result<std::vector<StepOption>> read_options(const hook::HookRow& row, const std
     }
     const size_t equals = arg.find('=');
     const std::string name = arg.substr(0, equals);
-    const hook::HookOption* option = find_option(row, name);
+    const steps::HookOption* option = find_option(row, name);
     if (option == nullptr) {
       return fail(name + ": not an option of " + row.name);
     }
     std::string value;
-    if (option->kind == hook::HookOption::Kind::flag) {
+    if (option->kind == steps::HookOption::Kind::flag) {
       if (equals != std::string::npos) {
         return fail(arg + ": a flag takes no value");
       }
@@ -187,17 +187,17 @@ Result<std::vector<StepOption>> read_options(const hook::HookRow& row, const std
     } else {
       return fail(name + ": no value");
     }
-    if (nvidia && option->kind == hook::HookOption::Kind::list && value.find(',') != std::string::npos) {
+    if (nvidia && option->kind == steps::HookOption::Kind::list && value.find(',') != std::string::npos) {
       return fail(name + " " + quote(value) + ": nvidia-cdi-hook splits list values at commas");
     }
     std::string step = row.name;
     if (step == k_container_start) {
-      if (option->kind == hook::HookOption::Kind::flag && hook::find_hook(name.substr(2)) != nullptr) {
+      if (option->kind == steps::HookOption::Kind::flag && steps::find_hook(name.substr(2)) != nullptr) {
         step = name.substr(2);  // --disable-device-node-modification: that step, no option of its own
         out.push_back({std::move(step), "", ""});
         continue;
       }
-      GPUCTK_TRY_ASSIGN(const hook::HookRow* owner, step_owning(name));
+      GPUCTK_TRY_ASSIGN(const steps::HookRow* owner, step_owning(name));
       step = owner->name;
     }
     out.push_back({std::move(step), name, std::move(value)});
@@ -220,7 +220,7 @@ Result<std::vector<std::string>> hook_step_entries(const cdi::Hook& hook) {
   } else {
     return fail("hook " + quote(line) + ": neither `gpuctk hook <step>` nor `nvidia-cdi-hook <step>`");
   }
-  const hook::HookRow* row = hook::find_hook(a[first]);
+  const steps::HookRow* row = steps::find_hook(a[first]);
   if (row == nullptr || (nvidia && row->name == k_container_start)) {
     return fail("hook " + quote(line) + ": no step " + quote(a[first]));
   }
@@ -232,9 +232,9 @@ Result<std::vector<std::string>> hook_step_entries(const cdi::Hook& hook) {
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> values;
   for (auto& o : *options) {
     auto& kept = values[{o.step, o.option}];
-    const hook::HookOption* option =
-        o.option.empty() ? nullptr : find_option(*hook::find_hook(o.step), o.option);
-    if (option != nullptr && option->kind == hook::HookOption::Kind::value) {
+    const steps::HookOption* option =
+        o.option.empty() ? nullptr : find_option(*steps::find_hook(o.step), o.option);
+    if (option != nullptr && option->kind == steps::HookOption::Kind::value) {
       kept.clear();
     }
     kept.push_back(std::move(o.value));

@@ -37,7 +37,7 @@ Result<SpecFacts> spec_facts(const cdi::Spec& spec);
 
 // The steps one hook runs, as entries "hook <hookName> <step>[ <option> <value>]": `nvidia-cdi-hook
 // <step> --opt V...` (NVIDIA's) and `gpuctk hook <step|container-start> --opt V...` (gpuctk's), read
-// with gpuctk's hook table (hook/hook_table.hpp: NVIDIA's step names and flags). container-start's
+// with gpuctk's hook table (steps/commands.hpp: NVIDIA's step names and flags). container-start's
 // options go to the step row that has them (--link: create-symlinks, --folder: update-ldcache, ...); its
 // flag --<step> is that step. A step given no option is one bare entry. Errors: another program, a step
 // or flag the table does not have, a flag without its value, a value with a comma in NVIDIA's form (its

@@ -31,14 +31,14 @@
 #include <string>
 #include <vector>
 
+#include "config/config.hpp"
 #include "discover/ld_cache.hpp"
-#include "hook/config.hpp"
-#include "hook/container_hooks.hpp"
-#include "hook/ld_cache_merge.hpp"
+#include "ldcache/merge.hpp"
 #include "rootfs/ld_cache_update.hpp"
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
 #include "rootfs/sandbox_probe.hpp"
+#include "steps/root_edits.hpp"
 
 namespace gpuctk::rootfs {
 namespace {
@@ -285,9 +285,9 @@ TEST_P(HostileImageTest, CreateSymlinksWhoseDirectoryIsASymlinkOut) {
           outcome = hook_outcome(m_image.hook({"create-symlinks", "--link", "libcuda.so.550.54.15::" + link,
                                                "--link", "../card0::" + dri_link}));
         } else {
-          auto links = hook::parse_links({"libcuda.so.550.54.15::" + link, "../card0::" + dri_link});
+          auto links = steps::parse_links({"libcuda.so.550.54.15::" + link, "../card0::" + dri_link});
           ASSERT_TRUE(links) << links.error().message;
-          outcome = lib_outcome(hook::create_symlinks(root(), *links));
+          outcome = lib_outcome(steps::create_symlinks(root(), *links));
         }
         EXPECT_EQ(m_image.outside(), before_outside) << dir << " -> " << escape.target;
         report += std::string(dir) + " -> " + escape.name + (cli ? " (cli)" : "") + ": " + outcome +
@@ -363,7 +363,7 @@ TEST_P(HostileImageTest, CreateSymlinksOverWhatTheImageHas) {
       if (cli) {
         outcome = hook_outcome(m_image.hook({"create-symlinks", "--link", "libcuda.so.550.54.15::" + link}));
       } else {
-        outcome = lib_outcome(hook::create_symlinks(root(), {{"libcuda.so.550.54.15", link}}));
+        outcome = lib_outcome(steps::create_symlinks(root(), {{"libcuda.so.550.54.15", link}}));
       }
       EXPECT_EQ(m_image.outside(), before_outside) << what;
       report += kind + (cli ? " (cli)" : "") + ": " + outcome +
@@ -389,7 +389,7 @@ dangling-link (cli): ok; changed: ./usr/lib/x86_64-linux-gnu/libcuda.so.1; now: 
 TEST_P(HostileImageTest, DotDotInLinkNamesIsRefused) {
   const std::string before_outside = m_image.outside();
   const std::string before_root = m_image.root_digest();
-  auto links = hook::parse_links({"x::/usr/../../etc/passwd"});
+  auto links = steps::parse_links({"x::/usr/../../etc/passwd"});
   ASSERT_FALSE(links);
   EXPECT_EQ(
       links.error().message,
@@ -510,7 +510,7 @@ TEST_P(HostileImageTest, UpdateLdcacheWhosePathsAreSymlinksOut) {
 namespace gpuctk::rootfs {
 namespace {
 
-// update-ldcache's in-process merge (hook/ld_cache_merge.hpp) reads the image's /etc/ld.so.cache: links
+// update-ldcache's in-process merge (ldcache/merge.hpp) reads the image's /etc/ld.so.cache: links
 // out of the root, a FIFO, a huge, truncated or malformed file, entries whose paths lead out of the root.
 // The hook never reads or changes anything outside the root, never hangs, and either merges (the
 // image's own entries are kept as they are: only the image's loader reads them) or leaves the cache to
@@ -633,8 +633,8 @@ TEST_P(HostileImageTest, AReadOnlyRootFailsWithOneLineAndLeavesNothing) {
     }
     std::string out;
     out += "create_symlinks: " +
-           lib_outcome(
-               hook::create_symlinks(*root, {{"libcuda.so.1", std::string(k_triplet_dir) + "/libcuda.so"}})) +
+           lib_outcome(steps::create_symlinks(
+               *root, {{"libcuda.so.1", std::string(k_triplet_dir) + "/libcuda.so"}})) +
            "\n";
     auto ldconfig = seal_host_program("/sbin/ldconfig");
     if (!ldconfig) {
@@ -723,7 +723,7 @@ TEST_P(HostileImageTest, TheImagesLdconfigNeverRuns) {
     }
   }
   // The library call reads a plain path as the host's too.
-  auto plain = hook::open_host_ldconfig("/sbin/ldconfig");
+  auto plain = steps::open_host_ldconfig("/sbin/ldconfig");
   report += "lib plain: " + lib_outcome(plain) + "\n";
   EXPECT_EQ(host_kind(marker), "missing");
   EXPECT_EQ(host_kind("/gpuctk-hostile-marker"), "missing");
@@ -838,7 +838,7 @@ TEST_P(HostileImageTest, DisableDeviceNodeModificationNeverMountsOverAHostFile) 
                 if (!root) {
                   return root.error().message;
                 }
-                std::string out = "lib " + lib_outcome(hook::disable_device_node_modification(
+                std::string out = "lib " + lib_outcome(steps::disable_device_node_modification(
                                                *root, dev_root + "/proc/driver/nvidia/params"));
                 // What a reader sees now, in this namespace, at the host file and in the container.
                 out += ", host file " + quote(read_file(host_params).value_or("<unreadable>"));
@@ -913,7 +913,7 @@ TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
           if (!ldconfig) {
             return ldconfig.error().message;
           }
-          return "links " + lib_outcome(hook::create_symlinks(*root, {{"libcuda.so.550", link}})) +
+          return "links " + lib_outcome(steps::create_symlinks(*root, {{"libcuda.so.550", link}})) +
                  " | ldcache " + lib_outcome(update_ld_cache(*root, {k_triplet_dir}, *ldconfig));
         });
         EXPECT_EQ(m_image.outside(), before_outside) << dir << " -> " << target;
@@ -974,7 +974,7 @@ TEST_P(HostileImageTest, UpdateApplicationProfileStaysInTheRoot) {
       if (cli) {
         outcome = hook_outcome(m_image.hook({"container-start", "--update-application-profile"}));
       } else {
-        outcome = lib_outcome(hook::update_application_profile(root(), hook::Log{}));
+        outcome = lib_outcome(steps::update_application_profile(root(), config::Log{}));
       }
       EXPECT_EQ(m_image.outside(), before_outside) << escape.name;
       report += std::string(escape.name) + (cli ? " (cli)" : "") + ": " + outcome +
@@ -1012,7 +1012,7 @@ TEST_P(HostileImageTest, ChmodNeverChangesAHostFile) {
           outcome += std::string(" ") + path + " " +
                      hook_outcome(m_image.hook({"chmod", "--mode", "777", "--path", path}));
         } else {
-          outcome += std::string(" ") + path + " " + lib_outcome(hook::chmod_paths(root(), 0777, {path}));
+          outcome += std::string(" ") + path + " " + lib_outcome(steps::chmod_paths(root(), 0777, {path}));
         }
       }
       EXPECT_EQ(m_image.outside(), before_outside) << escape.name;
@@ -1525,7 +1525,7 @@ TEST_P(HostileImageTest, AHostileLinkerConfigurationIsReadInLinearWork) {
   EXPECT_EQ(hook_outcome(m_image.hook({"update-ldcache", "--folder", "/opt/driver"})), "ok");
   EXPECT_EQ(read_file(root + k_ld_conf_dropin).value_or("<none>"), "/opt/driver\n");
   // The library with the merge, on the cache that run wrote: what the parse and the merge spent.
-  auto facts = hook::parse_ld_cache_facts({"0x303:0x0:libz.so.1:/opt/driver/libz.so.1"});
+  auto facts = ldcache::parse_ld_cache_facts({"0x303:0x0:libz.so.1:/opt/driver/libz.so.1"});
   ASSERT_TRUE(facts) << facts.error().message;
   std::string merged = "not run";
   std::array<size_t, 2> resolutions{};
@@ -1533,7 +1533,7 @@ TEST_P(HostileImageTest, AHostileLinkerConfigurationIsReadInLinearWork) {
   const auto writer = [&](const Root& r, const LdScan& scan, ImageBudget& budget) -> Result<bool> {
     resolutions[0] = budget.spent(ImageWork::resolutions);
     components[0] = budget.spent(ImageWork::components);
-    GPUCTK_TRY_ASSIGN(const auto outcome, hook::merge_ld_cache(r, scan, *facts, budget));
+    GPUCTK_TRY_ASSIGN(const auto outcome, ldcache::merge_ld_cache(r, scan, *facts, budget));
     resolutions[1] = budget.spent(ImageWork::resolutions);
     components[1] = budget.spent(ImageWork::components);
     merged = outcome.merged ? "merged, " + std::to_string(outcome.added) + " added" : outcome.reason;

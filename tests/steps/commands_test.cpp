@@ -1,0 +1,175 @@
+#include "steps/commands.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rootfs/rootfs_test_support.hpp"
+#include "steps/root_edits.hpp"
+#include "util/file.hpp"
+
+namespace gpuctk::steps {
+namespace {
+
+std::vector<std::string> names() {
+  std::vector<std::string> out;
+  for (const auto& row : hook_table()) {
+    out.emplace_back(row.name);
+  }
+  return out;
+}
+
+TEST(HookTable, HoldsGpuctksOwnHooksByTheirNvidiaNames) {
+  EXPECT_EQ(names(), (std::vector<std::string>{"create-symlinks", "update-ldcache", "enable-cuda-compat",
+                                               "disable-device-node-modification",
+                                               "update-application-profile", "chmod", "container-start"}));
+  ASSERT_NE(find_hook("update-ldcache"), nullptr);
+  EXPECT_STREQ(find_hook("update-ldcache")->name, "update-ldcache");
+  EXPECT_EQ(find_hook("prestart"), nullptr);  // an injection point, not a createContainer hook
+  EXPECT_EQ(find_hook(""), nullptr);
+}
+
+TEST(HookArgs, KeepsEveryValueInOrderAndTheLastAsTheOne) {
+  HookArgs args;
+  EXPECT_FALSE(args.has("--link"));
+  EXPECT_TRUE(args.all("--link").empty());
+  EXPECT_EQ(args.one("--link"), "");
+  args.add("--link", "b::/b");
+  args.add("--link", "a::/a");
+  EXPECT_TRUE(args.has("--link"));
+  EXPECT_EQ(args.all("--link"), (std::vector<std::string>{"b::/b", "a::/a"}));
+  EXPECT_EQ(args.one("--link"), "a::/a");
+}
+
+TEST(PrepareHook, ErrorsNameTheHookOnce) {
+  HookArgs args;
+  args.add("--link", "nocolons");
+  const config::Config config;
+  const config::Log log;
+  auto prepared = prepare_hook(*find_hook("create-symlinks"), args, config, log);
+  ASSERT_FALSE(prepared);
+  EXPECT_EQ(prepared.error().message, "create-symlinks: --link \"nocolons\": expected TARGET::LINK");
+
+  HookArgs mode;
+  mode.add("--mode", "9");
+  auto chmod = prepare_hook(*find_hook("chmod"), mode, config, log);
+  ASSERT_FALSE(chmod);
+  EXPECT_EQ(chmod.error().message, "chmod: \"9\" is not an octal mode such as 755");
+}
+
+TEST(PrepareHook, TheBodyRunsOnTheRootItIsGivenAndNamesTheHookInItsErrors) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  const config::Config config;
+  const config::Log log;
+  HookArgs args;
+  args.add("--link", "libcuda.so.1::/usr/lib/libcuda.so");
+  auto body = prepare_hook(*find_hook("create-symlinks"), args, config, log);
+  ASSERT_TRUE(body) << body.error().message;
+  auto root = rootfs::Root::open(temp.path());
+  ASSERT_TRUE(root) << root.error().message;
+  auto done = (*body)(*root, config, log);
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(test::host_readlink(temp.path() + "/usr/lib/libcuda.so"), "libcuda.so.1");
+
+  // A link where the root has a directory cannot be made: the error names the hook.
+  HookArgs over_dir;
+  over_dir.add("--link", "x::/usr/lib");
+  auto refused = prepare_hook(*find_hook("create-symlinks"), over_dir, config, log);
+  ASSERT_TRUE(refused) << refused.error().message;
+  auto failed = (*refused)(*root, config, log);
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().message,
+            "create-symlinks: create link /usr/lib in container root " + temp.path() + ": Is a directory");
+}
+
+// --- container-start: the spec-wide steps in one process ---------------------------------------------
+
+TEST(ContainerStart, RunsOnlyTheStepsItsOptionsAskFor) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  config::Config config;
+  config.dev_root = temp.path() + "/no-driver";  // no params file: the params step has nothing to hide
+  const config::Log log;
+  HookArgs args;
+  args.add("--link", "libcuda.so.1::/usr/lib/libcuda.so");
+  args.add("--disable-device-node-modification", "true");
+  auto body = prepare_hook(*find_hook("container-start"), args, config, log);
+  ASSERT_TRUE(body) << body.error().message;
+  auto root = rootfs::Root::open(temp.path());
+  ASSERT_TRUE(root) << root.error().message;
+  auto done = (*body)(*root, config, log);
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(test::host_readlink(temp.path() + "/usr/lib/libcuda.so"), "libcuda.so.1");
+  // No --folder: no update-ldcache step, so no drop-in and no cache in the root.
+  EXPECT_FALSE(std::filesystem::exists(temp.path() + "/etc/ld.so.conf.d"));
+  EXPECT_FALSE(std::filesystem::exists(temp.path() + "/etc/ld.so.cache"));
+  // Nothing asked: nothing done, no error.
+  auto nothing = prepare_hook(*find_hook("container-start"), HookArgs{}, config, log);
+  ASSERT_TRUE(nothing) << nothing.error().message;
+  EXPECT_TRUE((*nothing)(*root, config, log));
+}
+
+// The application profile is a step of container-start (NVIDIA's v1.20 specs run update-application-profile
+// in every container): with --update-application-profile the container's GPU nodes give the mask, without
+// it no profile is written.
+TEST(ContainerStart, UpdateApplicationProfileIsAStepOfItsOwnOption) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "only root makes device nodes";
+  }
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  test::make_host_dirs(temp.path() + "/dev");
+  ASSERT_EQ(::mknod((temp.path() + "/dev/nvidia2").c_str(), S_IFCHR | 0666, ::makedev(195, 2)), 0);
+  const std::string profile = temp.path() + std::string(k_application_profile);
+  config::Config config;
+  config.dev_root = temp.path() + "/no-driver";
+  const config::Log log;
+  auto root = rootfs::Root::open(temp.path());
+  ASSERT_TRUE(root) << root.error().message;
+  HookArgs without;
+  without.add("--link", "libcuda.so.1::/usr/lib/libcuda.so");
+  auto other_steps = prepare_hook(*find_hook("container-start"), without, config, log);
+  ASSERT_TRUE(other_steps) << other_steps.error().message;
+  ASSERT_TRUE((*other_steps)(*root, config, log));
+  EXPECT_FALSE(std::filesystem::exists(profile)) << "not asked for: no profile";
+  HookArgs with;
+  with.add("--update-application-profile", "true");
+  auto body = prepare_hook(*find_hook("container-start"), with, config, log);
+  ASSERT_TRUE(body) << body.error().message;
+  auto done = (*body)(*root, config, log);
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(read_file(profile).value_or(""), application_profile_text(0x4));
+}
+
+TEST(ContainerStart, AFailingStepIsTheErrorUnderTheStepsOwnName) {
+  const config::Config config;
+  const config::Log log;
+  HookArgs links;
+  links.add("--link", "nocolons");
+  links.add("--folder", "/usr/lib");
+  auto bad_link = prepare_hook(*find_hook("container-start"), links, config, log);
+  ASSERT_FALSE(bad_link);
+  EXPECT_EQ(bad_link.error().message, "create-symlinks: --link \"nocolons\": expected TARGET::LINK");
+  HookArgs ldconfig;
+  ldconfig.add("--folder", "/usr/lib");
+  ldconfig.add("--ldconfig-path", "sbin/ldconfig");
+  auto bad_ldconfig = prepare_hook(*find_hook("container-start"), ldconfig, config, log);
+  ASSERT_TRUE(bad_ldconfig) << "a host ldconfig's error counts only where it is run";
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  auto root = rootfs::Root::open(temp.path());
+  ASSERT_TRUE(root) << root.error().message;
+  auto run = (*bad_ldconfig)(*root, config, log);
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().message,
+            "update-ldcache: --ldconfig-path \"sbin/ldconfig\": expected an absolute host path");
+}
+
+}  // namespace
+}  // namespace gpuctk::steps
