@@ -53,18 +53,41 @@ class LineReader {
     return {};
   }
   [[nodiscard]] bool done() const { return m_next >= m_args.size(); }
-  const std::string& option() { return m_args[m_next++]; }
+  // The next option's name; "--name=VALUE" (as CLI11 takes it) keeps VALUE for value().
+  std::string_view option() {
+    const std::string_view arg = m_args[m_next++];
+    m_inline.reset();
+    const size_t eq = arg.find('=');
+    if (!arg.starts_with("--") || eq == std::string_view::npos) {
+      return arg;
+    }
+    m_inline = std::string(arg.substr(eq + 1));
+    return arg.substr(0, eq);
+  }
   Result<std::string> value(std::string_view option) {
+    if (m_inline) {
+      std::string inline_value = std::move(*m_inline);
+      m_inline.reset();
+      return inline_value;
+    }
     if (done()) {
       return fail("hook line: " + quote(option) + " needs a value");
     }
     return m_args[m_next++];
+  }
+  // A flag's: "--flag=VALUE" is an error.
+  [[nodiscard]] Result<void> no_value(std::string_view option) const {
+    if (m_inline) {
+      return fail("hook line: " + quote(option) + " takes no value");
+    }
+    return {};
   }
 
  private:
   std::span<const std::string> m_args;
   std::string_view m_name;
   size_t m_next = 3;
+  std::optional<std::string> m_inline;  // the value of the last "--name=VALUE"
 };
 
 std::unexpected<Error> unknown(std::string_view option) {
@@ -184,12 +207,14 @@ Result<ContainerStartArgs> ContainerStartArgs::parse(std::span<const std::string
   GPUCTK_TRY(line.check());
   ContainerStartArgs out;
   while (!line.done()) {
-    const auto& option = line.option();
+    const auto option = line.option();
     if (option == k_opt_link) {
       GPUCTK_TRY(read_link(line, out.links));
     } else if (option == k_opt_disable_device_node_modification) {
+      GPUCTK_TRY(line.no_value(option));
       out.disable_device_node_modification = true;
     } else if (option == k_opt_update_application_profile) {
+      GPUCTK_TRY(line.no_value(option));
       out.update_application_profile = true;
     } else {
       GPUCTK_TRY_ASSIGN(const bool known, read_value(line, option, out));
@@ -212,7 +237,7 @@ Result<CreateSymlinksArgs> CreateSymlinksArgs::parse(std::span<const std::string
   GPUCTK_TRY(line.check());
   CreateSymlinksArgs out;
   while (!line.done()) {
-    const auto& option = line.option();
+    const auto option = line.option();
     if (option != k_opt_link) {
       return unknown(option);
     }

@@ -108,7 +108,8 @@ struct ContainerStartArgs {
   //   hook line: "--folder" needs a value
   //   --link "a:/b": expected TARGET::LINK
   //   --link "a::b": LINK must be an absolute container path without "." or ".."
-  // A value option given twice keeps the last, as CLI11 does.
+  // A value option given twice keeps the last, and "--name=VALUE" is "--name VALUE", as CLI11 takes them
+  // ("--flag=VALUE" is an error).
   static Result<ContainerStartArgs> parse(std::span<const std::string> args);
 };
 

@@ -116,8 +116,10 @@ void add_config_option(CLI::App& command, std::string& config_path);
 // A gpuctk createContainer hook made ready by prepare_hook_in_process: its body on the container root.
 using InProcessBody = std::function<Result<void>(const rootfs::Root& root)>;
 
-// Parses `args` ("gpuctk", "hook", "create-symlinks", ...) with the options of that hook's row of the hook
-// table (steps/commands.hpp), exactly as `gpuctk hook <name>` parses them, and runs its preparation in
+// Parses `args` ("gpuctk", "hook", "chmod", ...): a container-start or create-symlinks line (what gpuctk's
+// specs carry) by the contract's strict parse (steps::prepare_contract_line), any other with the options of
+// that hook's row of the hook table (steps/commands.hpp), exactly as `gpuctk hook <name>` parses them; and
+// runs its preparation in
 // this process with `config` and `log`, instead of reading the OCI state. Returns its body, to run later on
 // an open container root; `config` and `log` must outlive it. Errors (the preparation's now, the body's
 // later) come back instead of being printed, prefixed with the hook's name; a usage error, already

@@ -143,6 +143,18 @@ Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& ar
                                               const config::Config& config, const config::Log& log,
                                               std::shared_ptr<const rootfs::SandboxCgroup> cgroup) {
   const auto nothing = [](const rootfs::Root&) -> Result<void> { return {}; };
+  rootfs::SandboxLimits limits;
+  limits.cgroup = std::move(cgroup);
+  const auto in_process = [&config, &log](steps::HookBody body) {
+    return InProcessBody([body = std::move(body), &config, &log](const rootfs::Root& root) {
+      return body(root, config, log);
+    });
+  };
+  // The lines gpuctk's specs carry: their typed form, no command-line parser between.
+  GPUCTK_TRY_ASSIGN(auto typed, steps::prepare_contract_line(args, config, log, limits));
+  if (typed) {
+    return in_process(std::move(*typed));
+  }
   if (args.size() < 3) {
     return fail("hook " + join(args, " ") + ": not a gpuctk hook");
   }
@@ -166,11 +178,8 @@ Result<InProcessBody> prepare_hook_in_process(const std::vector<std::string>& ar
     usage_error(*command, describe_mistake(e, *command));
     return fail("hook " + join(args, " ") + ": exit status " + std::to_string(k_exit_usage));
   }
-  rootfs::SandboxLimits limits;
-  limits.cgroup = std::move(cgroup);
   GPUCTK_TRY_ASSIGN(auto body, steps::prepare_hook(*row, bound->args(), config, log, limits));
-  return InProcessBody(
-      [body = std::move(body), &config, &log](const rootfs::Root& root) { return body(root, config, log); });
+  return in_process(std::move(body));
 }
 
 }  // namespace gpuctk::cli

@@ -49,9 +49,10 @@ constexpr HookOption k_link{.name = cdi::k_opt_link.data(),
                             .value_name = "TARGET::LINK"};
 constexpr HookOption k_create_symlinks_options[] = {k_link};
 
-Result<HookBody> prepare_create_symlinks(const HookArgs& args, const config::Config&, const config::Log&,
-                                         const rootfs::SandboxLimits&) {
-  GPUCTK_TRY_ASSIGN(auto links, parse_links(args.all(cdi::k_opt_link)));
+// The typed steps: each takes its part of a hook line (cdi/hook_args.hpp) and returns the body. The rows
+// below read their options into the same types; container-start's typed form calls them directly.
+Result<HookBody> links_body(const std::vector<cdi::HookLink>& given) {
+  GPUCTK_TRY_ASSIGN(auto links, check_links(given));
   return body_of([links = std::move(links)](const rootfs::Root& root, const config::Config&,
                                             const config::Log& log) -> Result<void> {
     GPUCTK_TRY_ASSIGN(const auto changed, create_symlinks(root, links));
@@ -62,6 +63,12 @@ Result<HookBody> prepare_create_symlinks(const HookArgs& args, const config::Con
     }
     return {};
   });
+}
+
+Result<HookBody> prepare_create_symlinks_row(const HookArgs& args, const config::Config&, const config::Log&,
+                                             const rootfs::SandboxLimits&) {
+  GPUCTK_TRY_ASSIGN(const auto links, split_links(args.all(cdi::k_opt_link)));
+  return links_body(links);
 }
 
 // enable-cuda-compat: the image's CUDA forward-compat libraries first in the linker path, when they are
@@ -86,14 +93,7 @@ constexpr HookOption k_compat_root{
 constexpr HookOption k_enable_cuda_compat_options[] = {k_host_driver_version, k_host_cuda_version,
                                                        k_compat_root};
 
-Result<HookBody> prepare_enable_cuda_compat(const HookArgs& args, const config::Config&, const config::Log&,
-                                            const rootfs::SandboxLimits&) {
-  CudaCompatHost host;
-  host.driver_version = args.one(cdi::k_opt_host_driver_version);
-  host.cuda_version = args.one(cdi::k_opt_host_cuda_version);
-  std::string compat_dir = args.has(cdi::k_opt_cuda_compat_container_root)
-                               ? args.one(cdi::k_opt_cuda_compat_container_root)
-                               : std::string(k_cuda_compat_dir);
+HookBody compat_body(CudaCompatHost host, std::string compat_dir) {
   return body_of(
       [host = std::move(host), compat_dir = std::move(compat_dir)](
           const rootfs::Root& root, const config::Config&, const config::Log& log) -> Result<void> {
@@ -103,6 +103,15 @@ Result<HookBody> prepare_enable_cuda_compat(const HookArgs& args, const config::
         }
         return {};
       });
+}
+
+Result<HookBody> prepare_enable_cuda_compat(const HookArgs& args, const config::Config&, const config::Log&,
+                                            const rootfs::SandboxLimits&) {
+  return compat_body({.driver_version = args.one(cdi::k_opt_host_driver_version),
+                      .cuda_version = args.one(cdi::k_opt_host_cuda_version)},
+                     args.has(cdi::k_opt_cuda_compat_container_root)
+                         ? args.one(cdi::k_opt_cuda_compat_container_root)
+                         : std::string(k_cuda_compat_dir));
 }
 
 // update-ldcache --folder DIR...: the driver's library directories in the container's dynamic loader
@@ -130,21 +139,22 @@ constexpr HookOption k_ld_cache_entry{
     .value_name = "FLAGS:OSVERSION:SONAME:PATH"};
 constexpr HookOption k_update_ldcache_options[] = {k_ldconfig_path, k_folder, k_ld_cache_entry};
 
-Result<HookBody> prepare_update_ldcache(const HookArgs& args, const config::Config& config,
-                                        const config::Log& log, const rootfs::SandboxLimits& limits) {
-  const auto& folders = args.all(cdi::k_opt_folder);
+// The ldconfig named by `ldconfig_path` (cdi::ContainerStartArgs: none given, the default).
+Result<HookBody> ldcache_body(const std::vector<std::string>& folders,
+                              const std::vector<std::string>& entries,
+                              const std::optional<std::string>& ldconfig_path, const config::Config& config,
+                              const config::Log& log, const rootfs::SandboxLimits& limits) {
   if (folders.size() > k_max_hook_args) {
     return fail("too many folders");
   }
-  GPUCTK_TRY_ASSIGN(auto facts, ldcache::parse_ld_cache_facts(args.all(cdi::k_opt_ld_cache_entry)));
-  const std::string ldconfig_path =
-      args.has(cdi::k_opt_ldconfig_path) ? args.one(cdi::k_opt_ldconfig_path) : k_default_ldconfig;
+  GPUCTK_TRY_ASSIGN(auto facts, ldcache::parse_ld_cache_facts(entries));
+  const std::string ldconfig = ldconfig_path.value_or(k_default_ldconfig);
   if (config.allow_ldconfig_from_container) {
     log.warning("update-ldcache: allow-ldconfig-from-container is no longer used: --ldconfig-path " +
-                quote(ldconfig_path) + " names the host's ldconfig, and an image's is never run");
+                quote(ldconfig) + " names the host's ldconfig, and an image's is never run");
   }
   // The host's ldconfig is opened now, but an error only counts where it is run: a musl image runs none.
-  auto host = std::make_shared<Result<UniqueFd>>(open_host_ldconfig(ldconfig_path));
+  auto host = std::make_shared<Result<UniqueFd>>(open_host_ldconfig(ldconfig));
   return body_of([folders, host, limits, facts = std::move(facts)](const rootfs::Root& root,
                                                                    const config::Config& cfg,
                                                                    const config::Log& lg) -> Result<void> {
@@ -184,10 +194,17 @@ Result<HookBody> prepare_update_ldcache(const HookArgs& args, const config::Conf
   });
 }
 
+Result<HookBody> prepare_update_ldcache(const HookArgs& args, const config::Config& config,
+                                        const config::Log& log, const rootfs::SandboxLimits& limits) {
+  return ldcache_body(
+      args.all(cdi::k_opt_folder), args.all(cdi::k_opt_ld_cache_entry),
+      args.has(cdi::k_opt_ldconfig_path) ? std::optional(args.one(cdi::k_opt_ldconfig_path)) : std::nullopt,
+      config, log, limits);
+}
+
 // disable-device-node-modification: the container sees ModifyDeviceFiles: 0 in
 // /proc/driver/nvidia/params, so the driver's user-space libraries in it never try to mknod.
-Result<HookBody> prepare_disable_device_node_modification(const HookArgs&, const config::Config& config,
-                                                          const config::Log&, const rootfs::SandboxLimits&) {
+Result<HookBody> params_body(const config::Config& config) {
   // The host's file now (hook prestart: before it enters the container's namespace).
   const std::string host = discover::under_root(config.dev_root, "/proc/driver/nvidia/params");
   GPUCTK_TRY_ASSIGN(auto params, read_hidden_params(host));
@@ -200,10 +217,14 @@ Result<HookBody> prepare_disable_device_node_modification(const HookArgs&, const
   });
 }
 
+Result<HookBody> prepare_disable_device_node_modification(const HookArgs&, const config::Config& config,
+                                                          const config::Log&, const rootfs::SandboxLimits&) {
+  return params_body(config);
+}
+
 // update-application-profile: the driver's EGLVisibleDGPUDevices for the container's GPUs (NVIDIA's v1.20
 // specs run it; root_edits.hpp).
-Result<HookBody> prepare_update_application_profile(const HookArgs&, const config::Config&,
-                                                    const config::Log&, const rootfs::SandboxLimits&) {
+HookBody profile_body() {
   return body_of([](const rootfs::Root& root, const config::Config&, const config::Log& lg) -> Result<void> {
     GPUCTK_TRY_ASSIGN(const auto mask, update_application_profile(root, lg));
     if (mask) {
@@ -213,6 +234,11 @@ Result<HookBody> prepare_update_application_profile(const HookArgs&, const confi
     }
     return {};
   });
+}
+
+Result<HookBody> prepare_update_application_profile(const HookArgs&, const config::Config&,
+                                                    const config::Log&, const rootfs::SandboxLimits&) {
+  return profile_body();
 }
 
 // chmod --mode M --path P...: permissions of directories inside the container (not emitted by default;
@@ -270,43 +296,52 @@ constexpr HookOption k_container_start_options[] = {k_link,
                                                     k_ld_cache_entry,
                                                     k_disable_device_node_modification,
                                                     k_update_application_profile};
-struct Step {
-  const char* row;                  // the step's own row
-  std::array<const char*, 2> when;  // the options that ask for it (null: none)
-};
-constexpr Step k_container_start_steps[] = {
-    // The driver's library links first: the linker cache lists what they name.
-    {cdi::k_hook_create_symlinks.data(), {cdi::k_opt_link.data(), nullptr}},
-    // The compat drop-in before ldconfig, which reads it.
-    {cdi::k_hook_enable_cuda_compat.data(),
-     {cdi::k_opt_host_driver_version.data(), cdi::k_opt_host_cuda_version.data()}},
-    // The linker cache.
-    {cdi::k_hook_update_ldcache.data(), {cdi::k_opt_folder.data(), nullptr}},
-    // The params file after the linker cache, as nvidia-ctk orders it.
-    {cdi::k_hook_disable_device_node_modification.data(),
-     {cdi::k_opt_disable_device_node_modification.data(), nullptr}},
-    // The application profile last, as NVIDIA's v1.20 specs order it: it reads the container's /dev,
-    // which the runtime made before any hook.
-    {cdi::k_hook_update_application_profile.data(), {cdi::k_opt_update_application_profile.data(), nullptr}},
-};
-
-Result<HookBody> prepare_container_start(const HookArgs& args, const config::Config& config,
-                                         const config::Log& log, const rootfs::SandboxLimits& limits) {
-  std::vector<HookBody> steps;
-  for (const auto& step : k_container_start_steps) {
-    if (std::ranges::none_of(step.when, [&](const char* option) { return option && args.has(option); })) {
-      continue;
-    }
-    GPUCTK_TRY_ASSIGN(auto body, prepare_hook(*find_hook(step.row), args, config, log, limits));
-    steps.push_back(std::move(body));
+// `body` with its errors, and those of the body it returns, prefixed with `name` once ("update-ldcache:
+// ..."), as that hook's own would be.
+Result<HookBody> named(std::string_view name, Result<HookBody> body) {
+  if (!body) {
+    return fail_with(std::string(name), body.error());
   }
-  return body_of([steps = std::move(steps)](const rootfs::Root& root, const config::Config& cfg,
-                                            const config::Log& lg) -> Result<void> {
-    for (const auto& step : steps) {
-      GPUCTK_TRY(step(root, cfg, lg));
+  return HookBody([name = std::string(name), body = std::move(*body)](const rootfs::Root& root,
+                                                                      const config::Config& cfg,
+                                                                      const config::Log& lg) -> Result<void> {
+    if (auto r = body(root, cfg, lg); !r) {
+      return fail_with(name, r.error());
     }
     return {};
   });
+}
+
+Result<void> add_step(std::vector<HookBody>& steps, std::string_view name, Result<HookBody> body) {
+  GPUCTK_TRY_ASSIGN(auto step, named(name, std::move(body)));
+  steps.push_back(std::move(step));
+  return {};
+}
+
+Result<HookBody> prepare_container_start_row(const HookArgs& args, const config::Config& config,
+                                             const config::Log& log, const rootfs::SandboxLimits& limits) {
+  cdi::ContainerStartArgs typed;
+  auto links = split_links(args.all(cdi::k_opt_link));
+  if (!links) {
+    return fail_with(std::string(cdi::k_hook_create_symlinks), links.error());
+  }
+  typed.links = std::move(*links);
+  const std::pair<std::string_view, std::optional<std::string>*> singles[] = {
+      {cdi::k_opt_host_driver_version, &typed.host_driver_version},
+      {cdi::k_opt_host_cuda_version, &typed.host_cuda_version},
+      {cdi::k_opt_cuda_compat_container_root, &typed.cuda_compat_container_root},
+      {cdi::k_opt_ldconfig_path, &typed.ldconfig_path},
+  };
+  for (const auto& [option, field] : singles) {
+    if (args.has(option)) {
+      *field = args.one(option);
+    }
+  }
+  typed.folders = args.all(cdi::k_opt_folder);
+  typed.ld_cache_entries = args.all(cdi::k_opt_ld_cache_entry);
+  typed.disable_device_node_modification = args.has(cdi::k_opt_disable_device_node_modification);
+  typed.update_application_profile = args.has(cdi::k_opt_update_application_profile);
+  return prepare_container_start(typed, config, log, limits);
 }
 
 // The table. The NVIDIA-named rows keep nvidia-ctk's names and options.
@@ -315,7 +350,7 @@ constexpr HookRow k_hooks[] = {
     {cdi::k_hook_create_symlinks.data(), "createContainer hook: create symlinks inside the container root",
      "A createContainer hook: reads the OCI state on stdin. A link that already points at TARGET is left "
      "alone; anything else at LINK (not a directory) is replaced atomically.",
-     k_create_symlinks_options, prepare_create_symlinks},
+     k_create_symlinks_options, prepare_create_symlinks_row},
     // The linker cache: must run after the links and the compat drop-in it lists.
     {cdi::k_hook_update_ldcache.data(),
      "createContainer hook: add library directories to the container's linker cache (the image's cache "
@@ -365,7 +400,7 @@ constexpr HookRow k_hooks[] = {
      "steps its options ask for: create-symlinks (--link), enable-cuda-compat (--host-driver-version, "
      "--host-cuda-version), update-ldcache (--folder), disable-device-node-modification and "
      "update-application-profile; each as that hook would, and the first that fails is the error.",
-     k_container_start_options, prepare_container_start, false},
+     k_container_start_options, prepare_container_start_row, false},
 };
 
 }  // namespace
@@ -382,20 +417,71 @@ const HookRow* find_hook(std::string_view name) {
 Result<HookBody> prepare_hook(const HookRow& row, const HookArgs& args, const config::Config& config,
                               const config::Log& log, const rootfs::SandboxLimits& limits) {
   auto body = row.prepare(args, config, log, limits);
-  if (!row.named_errors) {
-    return body;
+  return row.named_errors ? named(row.name, std::move(body)) : body;
+}
+
+Result<HookBody> prepare_container_start(const cdi::ContainerStartArgs& args, const config::Config& config,
+                                         const config::Log& log, const rootfs::SandboxLimits& limits) {
+  // Each step runs when one of its options is given, in the order a runtime ran them as separate hooks.
+  std::vector<HookBody> steps;
+  // The driver's library links first: the linker cache lists what they name.
+  if (!args.links.empty()) {
+    GPUCTK_TRY(add_step(steps, cdi::k_hook_create_symlinks, links_body(args.links)));
   }
-  if (!body) {
-    return fail_with(row.name, body.error());
+  // The compat drop-in before ldconfig, which reads it.
+  if (args.host_driver_version || args.host_cuda_version) {
+    GPUCTK_TRY(add_step(steps, cdi::k_hook_enable_cuda_compat,
+                        compat_body({.driver_version = args.host_driver_version.value_or(""),
+                                     .cuda_version = args.host_cuda_version.value_or("")},
+                                    args.cuda_compat_container_root.value_or(k_cuda_compat_dir))));
   }
-  return HookBody(
-      [name = std::string(row.name), body = std::move(*body)](
-          const rootfs::Root& root, const config::Config& cfg, const config::Log& lg) -> Result<void> {
-        if (auto r = body(root, cfg, lg); !r) {
-          return fail_with(name, r.error());
-        }
-        return {};
-      });
+  // The linker cache.
+  if (!args.folders.empty()) {
+    GPUCTK_TRY(
+        add_step(steps, cdi::k_hook_update_ldcache,
+                 ldcache_body(args.folders, args.ld_cache_entries, args.ldconfig_path, config, log, limits)));
+  }
+  // The params file after the linker cache, as nvidia-ctk orders it.
+  if (args.disable_device_node_modification) {
+    GPUCTK_TRY(add_step(steps, cdi::k_hook_disable_device_node_modification, params_body(config)));
+  }
+  // The application profile last, as NVIDIA's v1.20 specs order it: it reads the container's /dev, which
+  // the runtime made before any hook.
+  if (args.update_application_profile) {
+    GPUCTK_TRY(add_step(steps, cdi::k_hook_update_application_profile, profile_body()));
+  }
+  return body_of([steps = std::move(steps)](const rootfs::Root& root, const config::Config& cfg,
+                                            const config::Log& lg) -> Result<void> {
+    for (const auto& step : steps) {
+      GPUCTK_TRY(step(root, cfg, lg));
+    }
+    return {};
+  });
+}
+
+Result<HookBody> prepare_create_symlinks(const cdi::CreateSymlinksArgs& args) {
+  return named(cdi::k_hook_create_symlinks, links_body(args.links));
+}
+
+Result<std::optional<HookBody>> prepare_contract_line(std::span<const std::string> args,
+                                                      const config::Config& config, const config::Log& log,
+                                                      const rootfs::SandboxLimits& limits) {
+  // A line the contract refuses is an error of that hook, as its own command's would be.
+  if (cdi::is_hook_line(args, cdi::k_hook_container_start)) {
+    auto typed = cdi::ContainerStartArgs::parse(args);
+    if (!typed) {
+      return fail_with(std::string(cdi::k_hook_container_start), typed.error());
+    }
+    return prepare_container_start(*typed, config, log, limits);
+  }
+  if (cdi::is_hook_line(args, cdi::k_hook_create_symlinks)) {
+    auto typed = cdi::CreateSymlinksArgs::parse(args);
+    if (!typed) {
+      return fail_with(std::string(cdi::k_hook_create_symlinks), typed.error());
+    }
+    return prepare_create_symlinks(*typed);
+  }
+  return std::nullopt;
 }
 
 }  // namespace gpuctk::steps

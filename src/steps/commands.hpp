@@ -2,13 +2,16 @@
 // gpuctk's own createContainer hooks, as one table: each row is a hook's name, the options it takes and
 // what it does (prepare on the host side, then a body on the opened container root). The CLI subcommands
 // (`gpuctk hook create-symlinks|enable-cuda-compat|update-ldcache|disable-device-node-modification|chmod|
-// container-start`, cli/container_hook.cpp) and `hook prestart` (which runs a spec's gpuctk hooks in its own
-// process instead of exec'ing gpuctk again for each) parse a hook's command line with the same options
-// (CLI11, in cli/) into HookArgs and run the same row. The names and options of the NVIDIA-named rows are
-// nvidia-ctk's, so that specs nvidia-ctk wrote keep working.
+// container-start`, cli/container_hook.cpp) parse a person's command line with these options (CLI11, in
+// cli/) into HookArgs and run the row. `hook prestart` (which runs a spec's gpuctk hooks in its own process
+// instead of exec'ing gpuctk again for each) gives the lines gpuctk's specs carry to prepare_contract_line:
+// the contract's parse (cdi/hook_args.hpp), then the same steps, no CLI between; other gpuctk lines go
+// through the row. The names and options of the NVIDIA-named rows are nvidia-ctk's, so that specs
+// nvidia-ctk wrote keep working.
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -84,5 +87,20 @@ const HookRow* find_hook(std::string_view name);
 // unless the row's errors are its steps' (container-start: "update-ldcache: ...").
 Result<HookBody> prepare_hook(const HookRow& row, const HookArgs& args, const config::Config& config,
                               const config::Log& log, const rootfs::SandboxLimits& limits = {});
+
+// gpuctk's own hook lines in their typed form (cdi/hook_args.hpp), prepared with no command-line parser
+// between: the container-start steps its options ask for, in their order, each error naming its step;
+// and a device's links.
+Result<HookBody> prepare_container_start(const cdi::ContainerStartArgs& args, const config::Config& config,
+                                         const config::Log& log, const rootfs::SandboxLimits& limits = {});
+Result<HookBody> prepare_create_symlinks(const cdi::CreateSymlinksArgs& args);
+
+// `<argv0> hook container-start ...` or `<argv0> hook create-symlinks ...` read by the contract's strict
+// parse and prepared as above (how `hook prestart` runs the lines gpuctk's specs carry), its errors named
+// by the hook ("create-symlinks: --link ..."); nullopt for any other line, which the caller parses as a
+// person's command line.
+Result<std::optional<HookBody>> prepare_contract_line(std::span<const std::string> args,
+                                                      const config::Config& config, const config::Log& log,
+                                                      const rootfs::SandboxLimits& limits = {});
 
 }  // namespace gpuctk::steps

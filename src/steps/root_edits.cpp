@@ -86,17 +86,28 @@ Result<std::string> container_root_from_state(std::string_view state_json) {
   return oci::rootfs_path(config, state->bundle);
 }
 
-Result<std::vector<Link>> parse_links(const std::vector<std::string>& values) {
+Result<std::vector<Link>> split_links(const std::vector<std::string>& values) {
   if (values.size() > k_max_hook_args) {
     return fail("too many links: " + std::to_string(values.size()));
   }
+  std::vector<Link> links;
+  links.reserve(values.size());
+  for (const auto& value : values) {
+    GPUCTK_TRY_ASSIGN(auto link, cdi::split_link(value));
+    links.push_back(std::move(link));
+  }
+  return links;
+}
+
+Result<std::vector<Link>> check_links(const std::vector<Link>& given) {
+  if (given.size() > k_max_hook_args) {
+    return fail("too many links: " + std::to_string(given.size()));
+  }
   std::map<std::string, std::string> by_link;
   std::vector<Link> links;
-  for (const auto& value : values) {
-    GPUCTK_TRY_ASSIGN(auto split, cdi::split_link(value));
-    Link link{std::move(split.target), std::move(split.link)};
+  for (const auto& link : given) {
     if (auto parts = rootfs::split_container_path(link.link); !parts) {
-      return fail_with("--link " + quote(value), parts.error());
+      return fail_with("--link " + quote(cdi::link_arg(link)), parts.error());
     }
     const auto [it, inserted] = by_link.emplace(link.link, link.target);
     if (!inserted) {
@@ -106,9 +117,14 @@ Result<std::vector<Link>> parse_links(const std::vector<std::string>& values) {
       }
       continue;
     }
-    links.push_back(std::move(link));
+    links.push_back(link);
   }
   return links;
+}
+
+Result<std::vector<Link>> parse_links(const std::vector<std::string>& values) {
+  GPUCTK_TRY_ASSIGN(const auto links, split_links(values));
+  return check_links(links);
 }
 
 Result<size_t> create_symlinks(const rootfs::Root& root, const std::vector<Link>& links) {

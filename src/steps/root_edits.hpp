@@ -33,13 +33,16 @@ using cdi::k_max_hook_args;
 Result<std::string> container_root_from_state(std::string_view state_json);
 
 // One `--link TARGET::LINK` of create-symlinks.
-struct Link {
-  std::string target;  // stored verbatim as the link's text
-  std::string link;    // absolute container path, no "." or ".."
-};
+using Link = cdi::HookLink;
 
-// Parses "TARGET::LINK" values: exactly one "::", both sides non-empty, LINK absolute without "." or
-// "..". Duplicates are dropped; the same LINK with two targets is an error.
+// Splits "TARGET::LINK" values (cdi::split_link), at most k_max_hook_args of them.
+Result<std::vector<Link>> split_links(const std::vector<std::string>& values);
+
+// Checks links for create_symlinks: LINK absolute without "." or ".." (rootfs::split_container_path).
+// Duplicates are dropped; the same LINK with two targets is an error.
+Result<std::vector<Link>> check_links(const std::vector<Link>& links);
+
+// split_links, then check_links.
 Result<std::vector<Link>> parse_links(const std::vector<std::string>& values);
 
 // Creates every link in the root (rootfs::create_symlink); returns how many were created or replaced.

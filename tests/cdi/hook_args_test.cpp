@@ -76,6 +76,24 @@ TEST(CdiHookArgsTest, LastValueCounts) {
   EXPECT_EQ(back->host_driver_version, "2");
 }
 
+// "--name=VALUE" as CLI11 takes it from a person: the same as "--name VALUE"; a flag takes no value.
+TEST(CdiHookArgsTest, ContainerStartTakesNameEqualsValue) {
+  const auto back = ContainerStartArgs::parse(Args{"x", "hook", "container-start", "--folder=/usr/lib",
+                                                   "--link=a::/b", "--ldconfig-path=@/sbin/ldconfig",
+                                                   "--ld-cache-entry=0x303:0x0:a.so.1:/a=b"});
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->folders, Args{"/usr/lib"});
+  EXPECT_EQ(back->links, (std::vector<HookLink>{{"a", "/b"}}));
+  EXPECT_EQ(back->ldconfig_path, "@/sbin/ldconfig");
+  EXPECT_EQ(back->ld_cache_entries, Args{"0x303:0x0:a.so.1:/a=b"});  // split at the first '=' only
+  EXPECT_EQ(start_error({"--update-application-profile=true"}),
+            R"(hook line: "--update-application-profile" takes no value)");
+  EXPECT_EQ(start_error({"--frobnicate=1"}), R"(hook line: unknown option "--frobnicate")");
+  const auto links = CreateSymlinksArgs::parse(Args{"x", "hook", "create-symlinks", "--link=t::/l"});
+  ASSERT_TRUE(links) << links.error().message;
+  EXPECT_EQ(links->links, (std::vector<HookLink>{{"t", "/l"}}));
+}
+
 TEST(CdiHookArgsTest, ContainerStartRejects) {
   EXPECT_EQ(start_error({"--frobnicate"}), R"(hook line: unknown option "--frobnicate")");
   EXPECT_EQ(start_error({"--folder"}), R"(hook line: "--folder" needs a value)");

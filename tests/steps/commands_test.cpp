@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cdi/hook_args.hpp"
 #include "rootfs/rootfs_test_support.hpp"
 #include "steps/root_edits.hpp"
 #include "util/file.hpp"
@@ -169,6 +170,50 @@ TEST(ContainerStart, AFailingStepIsTheErrorUnderTheStepsOwnName) {
   ASSERT_FALSE(run);
   EXPECT_EQ(run.error().message,
             "update-ldcache: --ldconfig-path \"sbin/ldconfig\": expected an absolute host path");
+}
+
+// hook prestart's way for the lines gpuctk's specs carry: the contract's parse, then the same steps.
+TEST(ContractLine, RunsContainerStartAndLinksFromTheirTypedForm) {
+  test::TempDir temp;
+  ASSERT_FALSE(temp.path().empty());
+  config::Config config;
+  config.dev_root = temp.path() + "/no-driver";
+  const config::Log log;
+  auto root = rootfs::Root::open(temp.path());
+  ASSERT_TRUE(root) << root.error().message;
+  cdi::ContainerStartArgs start;
+  start.links = {{"libcuda.so.1", "/usr/lib/libcuda.so"}};
+  auto body = prepare_contract_line(start.to_args(), config, log);
+  ASSERT_TRUE(body) << body.error().message;
+  ASSERT_TRUE(body->has_value());
+  ASSERT_TRUE((**body)(*root, config, log));
+  EXPECT_EQ(test::host_readlink(temp.path() + "/usr/lib/libcuda.so"), "libcuda.so.1");
+  EXPECT_FALSE(std::filesystem::exists(temp.path() + "/etc/ld.so.conf.d")) << "no --folder: no ldconfig step";
+  const cdi::CreateSymlinksArgs device{{{"../card0", "/dev/dri/by-path/pci-0-card"}}};
+  auto links = prepare_contract_line(device.to_args(), config, log);
+  ASSERT_TRUE(links) << links.error().message;
+  ASSERT_TRUE(links->has_value());
+  ASSERT_TRUE((**links)(*root, config, log));
+  EXPECT_EQ(test::host_readlink(temp.path() + "/dev/dri/by-path/pci-0-card"), "../card0");
+}
+
+TEST(ContractLine, LeavesOtherLinesToTheTableAndRefusesWhatTheContractRefuses) {
+  const config::Config config;
+  const config::Log log;
+  const std::vector<std::string> chmod{"gpuctk", "hook", "chmod", "--mode", "755", "--path", "/dev/dri"};
+  auto other = prepare_contract_line(chmod, config, log);
+  ASSERT_TRUE(other) << other.error().message;
+  EXPECT_FALSE(other->has_value());
+  auto unknown = prepare_contract_line(
+      std::vector<std::string>{"gpuctk", "hook", "container-start", "--frobnicate"}, config, log);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().message, R"(container-start: hook line: unknown option "--frobnicate")");
+  // Two targets for one link: the step's own check, under the step's name.
+  cdi::ContainerStartArgs twice;
+  twice.links = {{"a", "/l"}, {"b", "/l"}};
+  auto conflict = prepare_contract_line(twice.to_args(), config, log);
+  ASSERT_FALSE(conflict);
+  EXPECT_EQ(conflict.error().message, R"(create-symlinks: --link: "/l" is given two targets, "a" and "b")");
 }
 
 }  // namespace
