@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Lint, part of the test command: clang-format (no difference allowed), the layer rule of
-# docs/architecture.md (lower modules never include higher ones), the docs' paths (scripts/doc_refs.py:
-# every repository path a Markdown file names exists), and clang-tidy with .clang-tidy's short
-# list, warnings as errors.
+# docs/architecture.md (lower modules never include higher ones), every module with its tests, the docs'
+# names (scripts/doc_refs.py: every repository path, gpuctk command and option, CMake option and target
+# and ctest test or label a doc or man page names exists), and clang-tidy with .clang-tidy's short list,
+# warnings as errors.
 #   scripts/lint.sh BUILD_DIR        clang-tidy on the files whose analysis changed since they last passed
 #                                    (scripts/tidy_cache.py: keyed by clang-tidy, its configuration and
 #                                    arguments, the compile command and every file included; stamps in
@@ -76,8 +77,9 @@ for dir in src/*/; do
 done
 
 echo "== docs"
-# Every repository path a Markdown file names in backticks exists (scripts/doc_refs.py).
-python3 scripts/doc_refs.py || { echo "lint: a doc names a path that does not exist" >&2; status=1; }
+# Every path, command, option, CMake name and test a doc names exists (scripts/doc_refs.py; its own test:
+# ctest -R scripts.doc_refs).
+python3 scripts/doc_refs.py || { echo "lint: a doc names something that does not exist" >&2; status=1; }
 
 echo "== clang-tidy"
 if [ ! -f "$build/compile_commands.json" ]; then
