@@ -5,9 +5,10 @@ Markdown files (inline `code` and fenced code blocks) and the man page sources o
 lines that start with a program's name):
 
   paths     a backticked name starting with a top-level folder of this repository (`src/plugin/daemon.cpp`,
-            `tests/kube/apiserver.py:12`, `deploy/kubernetes/`) exists. A unit may be named without its
-            extension. A name with a placeholder (`<target>`, `*`, `...`) is checked up to the
-            placeholder: its folder must exist.
+            `tests/kube/apiserver.py:12`, `deploy/kubernetes/`) exists; one starting with a module's
+            folder (`inject/request.cpp`, `rootfs/sandbox`) exists below src/ or tests/. A unit may be
+            named without its extension. A name with a placeholder (`<target>`, `*`, `...`) is checked up
+            to the placeholder: its folder must exist.
   commands  text that starts with `gpuctk ` names a command that exists (`gpuctk cdi generate`; the words
             up to the first option or argument: a group's next word must be one of its commands) and only
             options gpuctk has, of any of its commands (a renamed or removed option fails; an option given to
@@ -241,6 +242,16 @@ class Checker:
             word = word.strip("\"'(),;")
             if word.startswith(ROOTS) and not self.path_exists(word):
                 yield word, "names no file or folder"
+            elif word.split("/", 1)[0] in self.modules() and "/" in word and not (
+                    self.path_exists("src/" + word) or self.path_exists("tests/" + word)):
+                yield word, "names no file or folder of src/ or tests/"
+
+    def modules(self):
+        if not hasattr(self, "_modules"):
+            src = os.path.join(self.truth.root, "src")
+            self._modules = {d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d))} \
+                if os.path.isdir(src) else set()
+        return self._modules
 
     # -- commands and options
     def command_line(self, words):
@@ -261,6 +272,7 @@ class Checker:
                     break
                 at += 1
         for word in words[1:]:
+            word = word.strip("[](),;'\"")
             if word.startswith("<") or word in ("|", "||", "&&", ";", ">", "<", "#"):
                 if word in ("|", "||", "&&", ";", "#"):
                     return

@@ -91,18 +91,21 @@ TREE = {
     """,
     "tests/kube/CMakeLists.txt": 'gtest_discover_tests(kube_api_test TEST_PREFIX "kube." PROPERTIES LABELS asan)\n',
     "docs/hooks.md": "# hooks\n",
+    "tests/plugin/kubelet.py": "",
 }
 
 # Each rule: (what a good doc says, what a bad doc says instead, the bad doc's complaint).
 CASES = {
     "path": ("see `docs/hooks.md` and `src/cli/app`", "see `docs/hoks.md`",
              "`docs/hoks.md` names no file or folder"),
+    "module path": ("`cli/app.cpp`, `cdi/hook_args`, `plugin/kubelet.py`", "`cli/apps.cpp`",
+                    "`cli/apps.cpp` names no file or folder of src/ or tests/"),
     "command": ("`gpuctk cdi generate --output x`", "`gpuctk cdi generat --output x`",
                 "`gpuctk cdi generat` names no gpuctk command"),
     "top command": ("`gpuctk info`", "`gpuctk infos`", "`gpuctk infos` names no gpuctk command"),
     "hook command": ("`gpuctk hook create-symlinks --link a::b`", "`gpuctk hook symlinks --link a::b`",
                      "`gpuctk hook symlinks` names no gpuctk command"),
-    "option": ("`gpuctk cdi generate --no-compat32 -o -`", "`gpuctk cdi generate --no-compat3 -o -`",
+    "option": ("`gpuctk cdi generate --no-compat32 -o -`", "`gpuctk cdi generate [--no-compat3] -o -`",
                "`gpuctk … --no-compat3` names no option of gpuctk"),
     "option in a fence": ("```sh\ngpuctk cdi generate --device-ids 0   # --not-checked\n```",
                           "```sh\n$ gpuctk cdi generate --device-id 0\n```",
