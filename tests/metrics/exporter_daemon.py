@@ -40,45 +40,12 @@ import tempfile
 import time
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-TIMEOUT = 30  # seconds for anything the daemon does (2 shared cores: never near it when healthy)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from daemon_test import (TIMEOUT, Daemon, Failure, check, host_gpus, import_yaml,  # noqa: E402
+                         main as run_main, materialise, nvml_conf, skip)
+
 INTERVAL_MS = 200
-
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, what):
-    if not condition:
-        raise Failure(what)
-
-
-def skip(why):
-    print(f"SKIP: {why}", file=sys.stderr)
-    sys.exit(77)
-
-
-try:
-    import yaml
-except ImportError as e:
-    skip(f"{sys.executable} cannot import {e.name} (python3-yaml: scripts/deps.sh test)")
-
-
-def materialise(tool, host, root):
-    out = subprocess.run([tool, "materialize", host, root], capture_output=True, text=True, check=False)
-    check(out.returncode == 0, f"gpuctk-fixture materialize {host}: {out.stderr.strip()}")
-    values = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
-    check(values.get("nvml") == "mock", f"{host}: the fixture has no mock NVML ({out.stdout.strip()})")
-    return values["driver_root"]
-
-
-def mock_dir(driver_root):
-    for top, _, files in os.walk(driver_root):
-        if "nvml-mock.conf" in files:
-            return top
-    raise Failure(f"no nvml-mock.conf under {driver_root}")
+yaml = import_yaml()
 
 
 SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})? (\S+)$')
@@ -154,37 +121,23 @@ def until(what, probe):
         time.sleep(INTERVAL_MS / 1000 / 2)
 
 
-class Daemon:
+class Exporter(Daemon):
     def __init__(self, command, env, log_path):
-        self.log = open(log_path, "w+", encoding="utf-8")
-        self.process = subprocess.Popen(command, env=env, stderr=self.log)
+        super().__init__(command, log_path, env)
         self.port = None
 
     def listening(self):
         def probe():
-            self.log.seek(0)
-            m = re.search(r"^gpuctk-exporter: listening on 127\.0\.0\.1:(\d+)$", self.log.read(), re.M)
-            check(self.process.poll() is None, f"the daemon exited {self.process.returncode}: {self.stderr()}")
+            m = re.search(r"^gpuctk-exporter: listening on 127\.0\.0\.1:(\d+)$", self.log(), re.M)
+            check(self.process.poll() is None, f"the daemon exited {self.process.returncode}: {self.log()}")
             return m and int(m.group(1))
         self.port = until("listening", probe)
         check(self.port != 0, "listening on port 0")
         return self.port
 
-    def stderr(self):
-        self.log.seek(0)
-        return self.log.read()
-
     def terminate(self):
         self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise Failure("SIGTERM: still running") from None
-
-    def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        return self.wait("SIGTERM")
 
 
 def write_telemetry(path, lines):
@@ -290,7 +243,7 @@ def check_xid(client, events, uuids):
 
 def check_no_kubelet(command, env, lab, uuids):
     socket_path = os.path.join(lab, "no-kubelet.sock")
-    daemon = Daemon(command + ["-k", "-p", socket_path], env, os.path.join(lab, "no-kubelet.log"))
+    daemon = Exporter(command + ["-k", "-p", socket_path], env, os.path.join(lab, "no-kubelet.log"))
     try:
         client = Client(daemon.listening())
         until_metrics(client, "collections with -k", lambda s: int(own(s, "gpuctk_exporter_collections_total")) >= 3)
@@ -299,7 +252,7 @@ def check_no_kubelet(command, env, lab, uuids):
         check(not any("pod" in labels for n, labels, _ in samples), "-k without a kubelet: pod labels")
         check(client.request("GET", "/health")[0] == 200, "-k without a kubelet: /health not 200")
         check(daemon.terminate() == 0, f"-k: SIGTERM: exit {daemon.process.returncode}")
-        warnings = [line for line in daemon.stderr().splitlines() if "pod-resources" in line]
+        warnings = [line for line in daemon.log().splitlines() if "pod-resources" in line]
         check(len(warnings) == 1 and socket_path in warnings[0], f"-k without a kubelet: warnings {warnings}")
     finally:
         daemon.kill()
@@ -355,7 +308,7 @@ def check_tls_auth(command, env, lab):
                                               "key_file": os.path.join(lab, "server.key")},
                         "basic_auth_users": {"prometheus": bcrypt("s3cret")},
                         "http_server_config": {"headers": {"X-Content-Type-Options": "nosniff"}}}, f)
-    daemon = Daemon(command + ["--web-config-file", config], env, os.path.join(lab, "tls.log"))
+    daemon = Exporter(command + ["--web-config-file", config], env, os.path.join(lab, "tls.log"))
     try:
         port = daemon.listening()
         context = ssl.create_default_context(cafile=ca)
@@ -383,7 +336,7 @@ def check_tls_auth(command, env, lab):
                                               "key_file": os.path.join(lab, "server.key"),
                                               "client_ca_file": ca,
                                               "client_auth_type": "RequireAndVerifyClientCert"}}, f)
-    daemon = Daemon(command + ["--web-config-file", config], env, os.path.join(lab, "mtls.log"))
+    daemon = Exporter(command + ["--web-config-file", config], env, os.path.join(lab, "mtls.log"))
     try:
         port = daemon.listening()
         context = ssl.create_default_context(cafile=ca)
@@ -406,11 +359,10 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     exporter, fixture_tool = argv[1:]
-    with open(os.path.join(SOURCE, "fixtures", "hosts", "dgx-a100", "host.yaml"), encoding="utf-8") as f:
-        uuids = [g["uuid"] for g in yaml.safe_load(f)["gpus"]]
+    uuids = [g["uuid"] for g in host_gpus()]
     with tempfile.TemporaryDirectory(prefix="gpuctk-exporter-") as lab:
-        driver_root = materialise(fixture_tool, "dgx-a100", os.path.join(lab, "host"))
-        path = os.path.join(mock_dir(driver_root), "nvml-telemetry")
+        driver_root, _ = materialise(fixture_tool, "dgx-a100", os.path.join(lab, "host"))
+        path = os.path.join(os.path.dirname(nvml_conf(driver_root)), "nvml-telemetry")
         write_telemetry(path, telemetry(uuids, 40))
         events = os.path.join(lab, "nvml-events")
         os.mkfifo(events)
@@ -418,7 +370,7 @@ def main(argv):
         command = [exporter, "-a", "127.0.0.1:0", "-c", str(INTERVAL_MS), "--driver-root", driver_root]
         check_bad_counters(exporter, lab, env)
 
-        daemon = Daemon(command, env, os.path.join(lab, "exporter.log"))
+        daemon = Exporter(command, env, os.path.join(lab, "exporter.log"))
         try:
             client = Client(daemon.listening())
             print("ok listen")
@@ -442,8 +394,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv))
-    except Failure as e:
-        print(f"exporter_daemon.py: error: {e}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main)

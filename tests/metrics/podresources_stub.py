@@ -29,7 +29,6 @@ import threading
 from concurrent import futures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
 
 HUGE_PODS = 100_000
 BIG_BYTES = 20 << 20
@@ -54,16 +53,11 @@ def fail(why):
     sys.exit(1)
 
 
-try:
-    import grpc
-    import grpc_tools.protoc  # noqa: F401 (load_stubs runs it)
-    from google.protobuf import json_format
-except ImportError as e:
-    print(f"SKIP: {sys.executable} cannot import {e.name} (python3-grpcio, python3-grpc-tools: "
-          "scripts/deps.sh test)", file=sys.stderr)
-    sys.exit(77)
-sys.path.insert(0, os.path.join(SOURCE, "tests", "engines"))
-import cri  # noqa: E402 (its load_stubs, shared)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
+from daemon_test import import_grpc  # noqa: E402
+
+grpc, cri = import_grpc()
+from google.protobuf import json_format  # noqa: E402 (python3-protobuf: grpc_tools needs it too)
 
 
 def huge_answer(pb):

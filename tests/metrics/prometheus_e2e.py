@@ -51,19 +51,12 @@ PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
 TIMEOUT = 60  # seconds for anything to show up (2 shared cores, Prometheus starting: never near it when healthy)
 MIB = 1 << 20
-
-
-class Failure(Exception):
-    pass
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
+from daemon_test import Failure, check  # noqa: E402
 
 
 class Skip(Exception):
     pass
-
-
-def check(condition, what):
-    if not condition:
-        raise Failure(what)
 
 
 def ok(what):

@@ -89,34 +89,12 @@ import threading
 import time
 from concurrent import futures
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-TIMEOUT = 30  # seconds for anything the daemon does (2 shared cores: never near it when healthy)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from daemon_test import (SOURCE, TIMEOUT, Daemon, Failure, check, host_gpus, import_grpc,  # noqa: E402
+                         import_yaml, main as run_main, materialise, nvml_conf)
 
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, what):
-    if not condition:
-        raise Failure(what)
-
-
-def skip(why):
-    print(f"SKIP: {why}", file=sys.stderr)
-    sys.exit(77)
-
-
-try:
-    import grpc
-    import grpc_tools.protoc  # noqa: F401 (load_stubs runs it)
-    import yaml
-except ImportError as e:
-    skip(f"{sys.executable} cannot import {e.name} (python3-grpcio, python3-grpc-tools, python3-yaml: "
-         "scripts/deps.sh test)")
-sys.path.insert(0, os.path.join(SOURCE, "tests", "engines"))
-import cri  # noqa: E402 (its load_stubs, shared)
+grpc, cri = import_grpc("python3-grpcio, python3-grpc-tools, python3-yaml")
+import_yaml("python3-grpcio, python3-grpc-tools, python3-yaml")  # host_gpus reads the fixture host with it
 
 
 class Kubelet:
@@ -208,40 +186,24 @@ class Watch:
         self.call.cancel()
 
 
-def materialise(tool, host, root):
-    out = subprocess.run([tool, "materialize", host, root], capture_output=True, text=True, check=False)
-    check(out.returncode == 0, f"gpuctk-fixture materialize {host}: {out.stderr.strip()}")
-    values = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
-    check(values.get("nvml") == "mock", f"{host}: the fixture has no mock NVML ({out.stdout.strip()})")
-    return values["driver_root"], values["dev_root"]
-
-
 def main(argv):
     if len(argv) != 6:
         print(__doc__, file=sys.stderr)
         return 2
     plugin, fixture_tool, proto, stubs, gpuctk = argv[1:]
     pb, pb_grpc = cri.load_stubs(proto, stubs)
-    with open(os.path.join(SOURCE, "fixtures", "hosts", "dgx-a100", "host.yaml"), encoding="utf-8") as f:
-        gpus = yaml.safe_load(f)["gpus"]
+    gpus = host_gpus()
     uuids = [g["uuid"] for g in gpus]
 
-    with tempfile.TemporaryDirectory(prefix="gpuctk-kubelet-") as lab:
-        driver_root, dev_root = materialise(fixture_tool, "dgx-a100", os.path.join(lab, "host"))
-        plugins = os.path.join(lab, "device-plugins")
-        os.mkdir(plugins)
-        kubelet_sock = os.path.join(plugins, "kubelet.sock")
+    with tempfile.TemporaryDirectory(prefix="gpuctk-kubelet-") as root:
+        Lab.base = dict(pb=pb, pb_grpc=pb_grpc, plugin=plugin, fixture_tool=fixture_tool, root=root)
+        lab = Lab("first", "dgx-a100")
+        plugins, env, command = lab.plugins, lab.env, lab.command
         plugin_sock = os.path.join(plugins, "nvidia-gpu.sock")
-        events = os.path.join(lab, "nvml-events")
-        os.mkfifo(events)
-        env = dict(os.environ, GPUCTK_MOCK_NVML_EVENTS=events)
-        command = [plugin, "--kubelet-socket", kubelet_sock, "--driver-root", driver_root,
-                   "--container-driver-root", driver_root, "--dev-root", dev_root,
-                   "--container-dev-root", dev_root]
 
-        kubelet = Kubelet(pb, pb_grpc, kubelet_sock)
+        kubelet = lab.kubelet()
         # invalid-config
-        config = os.path.join(lab, "config.yaml")
+        config = os.path.join(lab.dir, "config.yaml")
         with open(config, "w", encoding="utf-8") as f:
             f.write("version: v1\nflags:\n  plugin:\n    deviceListStrategy: [envvar, bogus]\n")
         out = subprocess.run(command + ["--config-file", config], env=env, capture_output=True, text=True,
@@ -254,9 +216,7 @@ def main(argv):
         check(os.listdir(plugins) == ["kubelet.sock"], f"invalid config: left {sorted(os.listdir(plugins))}")
         print("ok invalid-config")
 
-        log = open(os.path.join(lab, "plugin.log"), "w+", encoding="utf-8")
-        daemon = subprocess.Popen(command, env=env, stderr=log)
-        try:
+        with Daemon(command, os.path.join(lab.dir, "plugin.log"), env) as daemon:
             # register
             request = kubelet.registration()
             check((request.version, request.endpoint, request.resource_name) ==
@@ -301,7 +261,7 @@ def main(argv):
             print("ok preferred")
 
             # health
-            with open(events, "w", encoding="utf-8") as fifo:
+            with open(lab.events, "w", encoding="utf-8") as fifo:
                 fifo.write(f"xid\tuuid={uuids[0]}\txid=13\n")  # the data file's syntax: tabs
                 fifo.flush()
                 watch.quiet(1)
@@ -314,7 +274,7 @@ def main(argv):
             # kubelet-restart: the kubelet removes every socket of the directory, then makes its own.
             kubelet.stop()
             os.unlink(plugin_sock)
-            kubelet = Kubelet(pb, pb_grpc, kubelet_sock)
+            kubelet = lab.kubelet()
             request = kubelet.registration()
             end = watch.lists.get(timeout=TIMEOUT)
             check(end is None, f"kubelet-restart: the old stream went on: {end}")
@@ -329,27 +289,17 @@ def main(argv):
             print("ok kubelet-restart")
 
             # sigterm
-            daemon.send_signal(signal.SIGTERM)
-            status = daemon.wait(timeout=TIMEOUT)
+            daemon.process.send_signal(signal.SIGTERM)
+            status = daemon.wait("sigterm")
             check(status == 0, f"sigterm: exit {status}")
             check(not os.path.exists(plugin_sock), "sigterm: nvidia-gpu.sock is left")
-            log.seek(0)
-            lines = log.read().splitlines()
+            lines = daemon.lines()
             check(lines[-2:] == ["gpuctk-device-plugin: stopping on SIGTERM", "gpuctk-device-plugin: stopped"],
                   f"sigterm: log ends {lines[-2:]}")
             print("ok sigterm")
             channel.close()
-        except BaseException:
-            log.seek(0)
-            sys.stderr.write("the daemon's log:\n" + log.read())
-            raise
-        finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.wait()
-        proc_mode(pb, pb_grpc, kubelet, command, env, lab, healthy)
+        proc_mode(lab, kubelet, healthy)
         kubelet.stop()
-        Lab.base = dict(pb=pb, pb_grpc=pb_grpc, plugin=plugin, fixture_tool=fixture_tool, root=lab)
         reloads(Lab("reload", "dgx-a100"), gpuctk, uuids)
         register_retry(Lab("retry", "dgx-a100"))
         wait_for_kubelet(Lab("wait", "dgx-a100"))
@@ -360,40 +310,28 @@ def main(argv):
     return 0
 
 
-def proc_mode(pb, pb_grpc, kubelet, command, env, lab, healthy):
+def proc_mode(lab, kubelet, healthy):
     """proc: the same host without NVML (the GPUs from /proc): every GPU advertised healthy and nothing
     more streamed, a note says nothing is watched, SIGTERM still ends it cleanly."""
-    plugin_sock = os.path.join(os.path.dirname(kubelet.socket), "nvidia-gpu.sock")
-    log = open(os.path.join(lab, "plugin-proc.log"), "w+", encoding="utf-8")
-    daemon = subprocess.Popen(command + ["--device-discovery-strategy", "proc"], env=env, stderr=log)
-    try:
+    plugin_sock = os.path.join(lab.plugins, "nvidia-gpu.sock")
+    with Daemon(lab.command + ["--device-discovery-strategy", "proc"], os.path.join(lab.dir, "plugin-proc.log"),
+                lab.env, name="the proc-mode daemon") as daemon:
         request = kubelet.registration()
         check(request.resource_name == "nvidia.com/gpu", f"proc: register {request}")
-        channel = grpc.insecure_channel("unix:" + plugin_sock)
-        watch = Watch(pb_grpc.DevicePluginStub(channel), pb)
+        watch, channel = lab.watch("nvidia.com/gpu")
         first = watch.next("proc: list")
         check(first == healthy, f"proc: list {first}, not {healthy}")
         watch.quiet(1)  # no health watch: nothing more is streamed
-        log.seek(0)
-        note = ("gpuctk-device-plugin: no NVML (GPUs from " + os.path.join(command[command.index("--dev-root") + 1],
-                "proc/driver/nvidia/gpus") + "): every device is reported healthy and not watched, and "
-                "GetPreferredAllocation knows no links")
-        lines = log.read().splitlines()
+        note = ("gpuctk-device-plugin: no NVML (GPUs from " + os.path.join(lab.dev_root, "proc/driver/nvidia/gpus") +
+                "): every device is reported healthy and not watched, and GetPreferredAllocation knows no links")
+        lines = daemon.lines()
         check(note in lines, f"proc: no note {note!r} in {lines}")
-        daemon.send_signal(signal.SIGTERM)
-        check(daemon.wait(timeout=TIMEOUT) == 0, "proc: SIGTERM did not end it with status 0")
+        daemon.process.send_signal(signal.SIGTERM)
+        check(daemon.wait("proc: SIGTERM") == 0, "proc: SIGTERM did not end it with status 0")
         check(not os.path.exists(plugin_sock), "proc: nvidia-gpu.sock is left")
         watch.cancel()
         channel.close()
         print("ok proc")
-    except BaseException:
-        log.seek(0)
-        sys.stderr.write("the proc-mode daemon's log:\n" + log.read())
-        raise
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
 
 
 class Lab:
@@ -422,10 +360,7 @@ class Lab:
         return Kubelet(self.pb, self.pb_grpc, self.kubelet_sock, refuse)
 
     def nvml_conf(self):
-        out = subprocess.run(["find", self.driver_root, "-name", "nvml-mock.conf"], capture_output=True,
-                             text=True, check=True).stdout.split()
-        check(len(out) == 1, f"{self.name}: nvml-mock.conf: {out}")
-        return out[0]
+        return nvml_conf(self.driver_root)
 
     def watch(self, resource):
         """A ListAndWatch stream of `resource` (its socket beside kubelet.sock) and its channel."""
@@ -433,44 +368,33 @@ class Lab:
         channel = grpc.insecure_channel("unix:" + os.path.join(self.plugins, f"nvidia-{name}.sock"))
         return Watch(self.pb_grpc.DevicePluginStub(channel), self.pb), channel
 
+    def registered_again(self, kubelet, watch, channel, want, what):
+        """nvidia.com/gpu registers again and its old stream (`watch` on `channel`, closed here) ends; a new
+        stream's first list has the device IDs `want`. Returns the new stream and its channel."""
+        request = kubelet.registration()
+        check(request.resource_name == "nvidia.com/gpu", f"{what}: register {request}")
+        check(watch.lists.get(timeout=TIMEOUT) is None, f"{what}: the old stream went on")
+        channel.close()
+        watch, channel = self.watch("nvidia.com/gpu")
+        listed = [d[0] for d in watch.next(f"{what}: list")]
+        check(listed == want, f"{what}: listed {listed}")
+        return watch, channel
 
-class Daemon:
-    """gpuctk-device-plugin run with `args` after the lab's, its stderr in a file read back by lines."""
+
+class Plugin(Daemon):
+    """gpuctk-device-plugin run with `args` after the lab's, its stderr in the lab's plugin.log."""
 
     def __init__(self, lab, args):
+        super().__init__(lab.command + args, os.path.join(lab.dir, "plugin.log"), lab.env,
+                         name=f"the daemon ({lab.name})")
         self.lab = lab
-        self.log = open(os.path.join(lab.dir, "plugin.log"), "w+", encoding="utf-8")
-        self.process = subprocess.Popen(lab.command + args, env=lab.env, stderr=self.log)
-
-    def lines(self):
-        self.log.seek(0)
-        return self.log.read().splitlines()
-
-    def await_line(self, line, what):
-        """`line` is logged within TIMEOUT seconds."""
-        deadline = time.monotonic() + TIMEOUT
-        while line not in self.lines():
-            check(self.process.poll() is None, f"{what}: the daemon exited {self.process.returncode}")
-            check(time.monotonic() < deadline, f"{what}: no line {line!r} within {TIMEOUT} s")
-            time.sleep(0.05)
 
     def sigterm(self, what):
         self.process.send_signal(signal.SIGTERM)
-        status = self.process.wait(timeout=TIMEOUT)
+        status = self.wait(f"{what}: SIGTERM")
         check(status == 0, f"{what}: exit {status} on SIGTERM")
         left = sorted(set(os.listdir(self.lab.plugins)) - {"kubelet.sock"})
         check(not left, f"{what}: sockets left after SIGTERM: {left}")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, trace):
-        if kind is not None:
-            sys.stderr.write(f"the daemon's log ({self.lab.name}):\n" + "\n".join(self.lines()) + "\n")
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
 
 
 LOG = "gpuctk-device-plugin: "
@@ -496,7 +420,7 @@ def reloads(lab, gpuctk, uuids):
     config = os.path.join(configs, "config.yaml")
     os.symlink(target, config)
     kubelet = lab.kubelet()
-    with Daemon(lab, ["--config-file", config]) as daemon:
+    with Plugin(lab, ["--config-file", config]) as daemon:
         check(kubelet.registration().resource_name == "nvidia.com/gpu", "reload: first register")
         watch, channel = lab.watch("nvidia.com/gpu")
         check([d[0] for d in watch.next("reload: first list")] == uuids, "reload: the first list")
@@ -506,13 +430,7 @@ def reloads(lab, gpuctk, uuids):
             f.write(slicing(2))
         kubelet.quiet(0.5, "sighup-reload: before SIGHUP")
         daemon.process.send_signal(signal.SIGHUP)
-        request = kubelet.registration()
-        check(request.resource_name == "nvidia.com/gpu", f"sighup-reload: register {request}")
-        check(watch.lists.get(timeout=TIMEOUT) is None, "sighup-reload: the old stream went on")
-        channel.close()
-        watch, channel = lab.watch("nvidia.com/gpu")
-        listed = [d[0] for d in watch.next("sighup-reload: list")]
-        check(listed == replicas(uuids, 2), f"sighup-reload: listed {listed}")
+        watch, channel = lab.registered_again(kubelet, watch, channel, replicas(uuids, 2), "sighup-reload")
         daemon.await_line(LOG + "changed: nvidia.com/gpu: 8 -> 16 devices (16 new, 8 gone)", "sighup-reload")
         labels = subprocess.run([gpuctk, "labels", "--driver-root", lab.driver_root, "--dev-root", lab.dev_root,
                                  "--config-file", config, "-o", "-"], capture_output=True, text=True, check=False)
@@ -524,13 +442,7 @@ def reloads(lab, gpuctk, uuids):
         with open(os.path.join(configs, ".config.tmp"), "w", encoding="utf-8") as f:
             f.write(slicing(3))
         os.rename(os.path.join(configs, ".config.tmp"), config)
-        request = kubelet.registration()
-        check(request.resource_name == "nvidia.com/gpu", f"file-reload: register {request}")
-        check(watch.lists.get(timeout=TIMEOUT) is None, "file-reload: the old stream went on")
-        channel.close()
-        watch, channel = lab.watch("nvidia.com/gpu")
-        listed = [d[0] for d in watch.next("file-reload: list")]
-        check(listed == replicas(uuids, 3), f"file-reload: listed {listed}")
+        watch, channel = lab.registered_again(kubelet, watch, channel, replicas(uuids, 3), "file-reload")
         print("ok file-reload")
 
         # invalid-reload: rewritten in place, invalid.
@@ -563,7 +475,7 @@ def reloads(lab, gpuctk, uuids):
 def register_retry(lab):
     """register-retry: Register refused twice, then accepted, after 1 s and 2 s of backoff."""
     kubelet = lab.kubelet(refuse=2)
-    with Daemon(lab, []) as daemon:
+    with Plugin(lab, []) as daemon:
         request = kubelet.registration()
         check(request.resource_name == "nvidia.com/gpu" and kubelet.refused == 2,
               f"register-retry: {request.resource_name} after {kubelet.refused} refusals")
@@ -580,7 +492,7 @@ def register_retry(lab):
 
 def wait_for_kubelet(lab):
     """wait-for-kubelet: started before kubelet.sock exists; registers once it does."""
-    with Daemon(lab, []) as daemon:
+    with Plugin(lab, []) as daemon:
         daemon.await_line(LOG + f"waiting for {lab.kubelet_sock} (the kubelet) to register", "wait-for-kubelet")
         kubelet = lab.kubelet()
         request = kubelet.registration()
@@ -629,7 +541,7 @@ def mig_restart(lab, uuids):
     """mig-restart: a MIG change seen at the kubelet's restart."""
     kubelet = lab.kubelet()
     resources = ["nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb"]
-    with Daemon(lab, ["--mig-strategy", "mixed"]) as daemon:
+    with Plugin(lab, ["--mig-strategy", "mixed"]) as daemon:
         first = kubelet.registered(len(resources), "mig-restart")
         check(sorted(first) == resources, f"mig-restart: registered {sorted(first)}")
         put_gpu0_in_mig_mode(lab)
@@ -665,7 +577,7 @@ def nvml_fail(lab):
     check(out.returncode == 1, f"nvml-fail: failOnInitError true: exit {out.returncode}, not 1: {out.stderr!r}")
     check(out.stderr == LOG + "error: " + why + "\n", f"nvml-fail: stderr {out.stderr!r}")
     check(kubelet.registrations.empty(), "nvml-fail: failOnInitError true registered")
-    with Daemon(lab, ["--fail-on-init-error=false", "--retry-interval", "1"]) as daemon:
+    with Plugin(lab, ["--fail-on-init-error=false", "--retry-interval", "1"]) as daemon:
         daemon.await_line(LOG + why + " (failOnInitError is false): serving nothing, trying again every 1 s and "
                           "when the kubelet restarts", "nvml-fail")
         kubelet.quiet(1.5, "nvml-fail: while NVML fails")  # a retry or more, each failing
@@ -697,7 +609,7 @@ def mps_ready(lab, uuids):
     with open(config, "w", encoding="utf-8") as f:
         f.write("version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n")
     kubelet = lab.kubelet()
-    with Daemon(lab, ["--config-file", config, "--mps-root", root]) as daemon:
+    with Plugin(lab, ["--config-file", config, "--mps-root", root]) as daemon:
         ready = os.path.join(root, "nvidia.com/gpu/.ready")
         daemon.await_line(LOG + "waiting for the MPS daemon of nvidia.com/gpu before registering it: " + ready +
                           ": No such file or directory", "mps-ready")
@@ -802,7 +714,7 @@ def node_configs_with(lab, gpuctk, uuids, api):
     print("ok node-config-missing-node")
 
     kubelet = lab.kubelet()
-    with Daemon(lab, args("n1")) as daemon:
+    with Plugin(lab, args("n1")) as daemon:
         # node-config-fallback: no label, no default: the "named" fallback picks "default".
         check(kubelet.registration().resource_name == "nvidia.com/gpu", "node-config-fallback: register")
         watch, channel = lab.watch("nvidia.com/gpu")
@@ -816,13 +728,7 @@ def node_configs_with(lab, gpuctk, uuids, api):
         # node-config-label: the label names ts2 (time-slicing, 2 replicas): 16 devices, and the labels
         # sidecar reading the same file says so.
         api.label(label, "ts2")
-        request = kubelet.registration()
-        check(request.resource_name == "nvidia.com/gpu", f"node-config-label: register {request}")
-        check(watch.lists.get(timeout=TIMEOUT) is None, "node-config-label: the old stream went on")
-        channel.close()
-        watch, channel = lab.watch("nvidia.com/gpu")
-        listed = [d[0] for d in watch.next("node-config-label: list")]
-        check(listed == replicas(uuids, 2), f"node-config-label: listed {listed}")
+        watch, channel = lab.registered_again(kubelet, watch, channel, replicas(uuids, 2), "node-config-label")
         labels = subprocess.run([gpuctk, "labels", "--driver-root", lab.driver_root, "--dev-root", lab.dev_root,
                                  "--config-file", config, "-o", "-"], capture_output=True, text=True, check=False)
         check(labels.returncode == 0 and "nvidia.com/gpu.replicas=2" in labels.stdout.splitlines(),
@@ -883,10 +789,8 @@ class DaemonLife:
         os.mkdir(self.plugins)
         kubelet_sock = os.path.join(self.plugins, "kubelet.sock")
         self.kubelet = Kubelet(pb, pb_grpc, kubelet_sock)
-        self.log = open(os.path.join(lab, self.name + ".log"), "w+", encoding="utf-8")
-        self.daemon = subprocess.Popen(
-            [plugin, *daemon_args, "--kubelet-socket", kubelet_sock, "--config-file", config],
-            stdout=self.log, stderr=self.log)
+        self.daemon = Daemon([plugin, *daemon_args, "--kubelet-socket", kubelet_sock, "--config-file", config],
+                             os.path.join(lab, self.name + ".log"), both=True, name=f"the daemon ({self.name})")
 
     def allocate(self):
         """Returns (the answer as plain data, Allocate's round trip in ms, the IDs of the resource's first
@@ -912,26 +816,22 @@ class DaemonLife:
                 raise Failure(f"{name}: Allocate {resource} {self.ids}: {e.code().name}: {e.details()}") from None
             ms = (time.monotonic() - start) * 1000
         check(len(responses) == 1, f"{name}: {len(responses)} container responses, not 1")
-        self.daemon.send_signal(signal.SIGTERM)
+        self.daemon.process.send_signal(signal.SIGTERM)
         return answer_json(responses[0]), ms, list(listed)
 
     def finish(self):
         """The daemon exited 0 on SIGTERM and removed its sockets."""
-        status = self.daemon.wait(timeout=TIMEOUT)
+        status = self.daemon.wait(f"{self.name}: SIGTERM")
         check(status == 0, f"{self.name}: the daemon exited {status} on SIGTERM")
         left = sorted(set(os.listdir(self.plugins)) - {"kubelet.sock"})
         check(not left, f"{self.name}: sockets left after SIGTERM: {left}")
 
     def dump_log(self):
-        self.log.seek(0)
-        sys.stderr.write(f"the daemon's log ({self.name}):\n" + self.log.read())
+        sys.stderr.write(f"the daemon's log ({self.name}):\n" + self.daemon.log())
 
     def close(self):
-        if self.daemon.poll() is None:
-            self.daemon.kill()
-            self.daemon.wait()
+        self.daemon.__exit__(None, None, None)
         self.kubelet.stop()
-        self.log.close()
 
 
 def allocate_main(argv):
@@ -978,10 +878,5 @@ def allocate_main(argv):
 
 
 if __name__ == "__main__":
-    try:
-        if len(sys.argv) > 1 and sys.argv[1] == "allocate":
-            sys.exit(allocate_main(sys.argv[2:]))
-        sys.exit(main(sys.argv))
-    except (Failure, cri.CriError) as e:
-        print(f"kubelet.py: error: {e}", file=sys.stderr)
-        sys.exit(1)
+    run_main(lambda argv: allocate_main(argv[2:]) if len(argv) > 1 and argv[1] == "allocate" else main(argv),
+             cri.CriError)

@@ -37,39 +37,12 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-TIMEOUT = 30  # seconds for anything the daemon does (2 shared cores: never near it when healthy)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from daemon_test import (TIMEOUT, Daemon, Failure, check, host_gpus, main as run_main,  # noqa: E402
+                         materialise, nvml_conf, skip)
+
 RESOURCE = "nvidia.com/gpu"
 REPLICAS = 4
-
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, what):
-    if not condition:
-        raise Failure(what)
-
-
-def skip(why):
-    print(f"SKIP: {why}", file=sys.stderr)
-    sys.exit(77)
-
-
-def host_gpus():
-    import yaml  # python3-yaml, as kubelet.py uses it
-    with open(os.path.join(SOURCE, "fixtures", "hosts", "dgx-a100", "host.yaml"), encoding="utf-8") as f:
-        return yaml.safe_load(f)["gpus"]
-
-
-def materialise(tool, root):
-    out = subprocess.run([tool, "materialize", "dgx-a100", root], capture_output=True, text=True, check=False)
-    check(out.returncode == 0, f"gpuctk-fixture materialize dgx-a100: {out.stderr.strip()}")
-    values = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
-    check(values.get("nvml") == "mock", f"dgx-a100: the fixture has no mock NVML ({out.stdout.strip()})")
-    return values["driver_root"], values["dev_root"]
 
 
 def mounts_at(path):
@@ -118,25 +91,19 @@ def wait_for(condition, what, log):
         time.sleep(0.05)
 
 
-class Daemon:
-    def __init__(self, command, lab, name):
-        self.log_path = os.path.join(lab, f"{name}.log")
-        self.log_file = open(self.log_path, "w", encoding="utf-8")
-        self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT)
+class Control(Daemon):
+    """gpuctk-mps-control-daemon, its stdout and stderr in LAB/NAME.log."""
 
-    def log(self):
-        with open(self.log_path, encoding="utf-8") as f:
-            return f.read()
+    def __init__(self, command, lab, name):
+        super().__init__(command, os.path.join(lab, f"{name}.log"), both=True)
 
     def stop(self):
         self.process.send_signal(signal.SIGTERM)
         try:
-            status = self.process.wait(TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise Failure(f"still running {TIMEOUT} s after SIGTERM; log:\n{self.log()}")
-        self.log_file.close()
+            status = self.wait("SIGTERM")
+        finally:
+            self.kill()
+            self.log_file.close()
         check(status == 0, f"exit status {status} after SIGTERM; log:\n{self.log()}")
 
 
@@ -154,7 +121,7 @@ def write_config(lab, name, text):
 
 def not_mps(base, lab, root):
     config = write_config(lab, "plain.yaml", f"version: v1\nflags:\n  mpsRoot: {root}\n")
-    daemon = Daemon(base + ["--config-file", config], lab, "not-mps")
+    daemon = Control(base + ["--config-file", config], lab, "not-mps")
     wait_for(lambda: "not MPS" in daemon.log(), "no line saying MPS is not configured", daemon.log)
     daemon.stop()
     check(not os.path.exists(root), f"without MPS it made {root}")
@@ -167,7 +134,7 @@ def link_refused(base, lab, root, config, state):
     elsewhere = os.path.join(lab, "elsewhere")
     os.mkdir(elsewhere)
     os.symlink(elsewhere, os.path.join(resource_dir, "log"))
-    daemon = Daemon(base + ["--config-file", config], lab, "link")
+    daemon = Control(base + ["--config-file", config], lab, "link")
     want = f"{resource_dir}/log: a symbolic link, refused"
     wait_for(lambda: want in daemon.log(), f"no refusal {want!r}", daemon.log)
     check(os.listdir(elsewhere) == [], f"it wrote through the link: {os.listdir(elsewhere)}")
@@ -281,11 +248,8 @@ def main(argv):
     daemon_bin, fixture_tool, ready_tool, control = args
     gpus = host_gpus()
     with tempfile.TemporaryDirectory(prefix="gpuctk-mps-") as lab:
-        driver_root, dev_root = materialise(fixture_tool, os.path.join(lab, "host"))
-        conf = subprocess.run(["find", driver_root, "-name", "nvml-mock.conf"], capture_output=True, text=True,
-                              check=True).stdout.split()
-        check(len(conf) == 1, f"nvml-mock.conf: found {conf}")
-        state = os.path.join(os.path.dirname(conf[0]), "nvml-compute-mode")
+        driver_root, dev_root = materialise(fixture_tool, "dgx-a100", os.path.join(lab, "host"))
+        state = os.path.join(os.path.dirname(nvml_conf(driver_root)), "nvml-compute-mode")
         root = os.path.join(lab, "mps")
         base = [daemon_bin, "--driver-root", driver_root, "--container-driver-root", driver_root,
                 "--dev-root", dev_root, "--container-dev-root", dev_root, "--mps-control-binary", control]
@@ -293,7 +257,7 @@ def main(argv):
         config = write_config(lab, "mps.yaml", f"version: v1\nflags:\n  mpsRoot: {root}\nsharing:\n  mps:\n"
                               f"    resources:\n    - name: gpu\n      replicas: {REPLICAS}\n")
         link_refused(base, lab, root, config, state)
-        daemon = Daemon(base + ["--config-file", config], lab, "mps")
+        daemon = Control(base + ["--config-file", config], lab, "mps")
         try:
             wait_for(lambda: os.path.exists(os.path.join(root, RESOURCE, ".ready")), ".ready", daemon.log)
             check_started(root, gpus, real, state, ready_tool)
@@ -319,8 +283,4 @@ if __name__ == "__main__":
                                     env=env, check=False).returncode)
         except FileNotFoundError:
             skip("unshare (util-linux) is not installed")
-    try:
-        sys.exit(main(sys.argv))
-    except Failure as failure:
-        print(f"mps_control_daemon.py: error: {failure}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main)
