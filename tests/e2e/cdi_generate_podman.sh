@@ -7,10 +7,7 @@
 # driver libraries in its ld.so.cache and GPU 0's /dev/dri/by-path links; GPU 1's only with =all.
 #   usage: cdi_generate_podman.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_own_cdi_dirs "$@"
-e2e_init
+e2e_init --own-cdi gpuctk fixture -- "$@"
 e2e_podman_init
 e2e_glibc_rootfs
 

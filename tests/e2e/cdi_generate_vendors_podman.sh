@@ -7,10 +7,7 @@
 # it open the nodes (ENXIO: no driver behind them here, not EPERM).
 #   usage: cdi_generate_vendors_podman.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_own_cdi_dirs "$@"
-e2e_init
+e2e_init --own-cdi gpuctk fixture -- "$@"
 e2e_podman_init
 e2e_busybox_rootfs
 

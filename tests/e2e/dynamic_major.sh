@@ -9,13 +9,9 @@
 #   - runc through the shim `gpuctk-runtime`.
 #   usage: dynamic_major.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_own_cdi_dirs "$@"
-e2e_init
+e2e_init --own-cdi gpuctk fixture -- "$@"
 e2e_podman_init
-command -v runc >/dev/null || e2e_skip "runc is not installed"
-command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
+e2e_needs runc "python3 (it writes config.json)"
 e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture" generate "${e2e_podman431_spec_options[@]}"
 export GPUCTK_CONFIG=$LAB/gpuctk.yaml
@@ -55,13 +51,7 @@ check "$out" "podman --device nvidia.com/gpu=0 (spec in /etc/cdi)"
 rm -f "$etc_spec"
 
 # 2. podman runs the precreate hook, which applies the same spec.
-mkdir -p "$LAB/hooks.d"
-cat >"$LAB/hooks.d/gpuctk.json" <<JSON
-{"version": "1.0.0",
- "hook": {"path": "$gpuctk", "args": ["gpuctk", "hook", "precreate", "--config", "$LAB/gpuctk.yaml"],
-        "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
- "when": {"always": true}, "stages": ["precreate"]}
-JSON
+e2e_precreate_hook_dir "$LAB/hooks.d" "$gpuctk" "$LAB/gpuctk.yaml"
 out=$(e2e_podman_run --hooks-dir "$LAB/hooks.d" -e NVIDIA_VISIBLE_DEVICES=0 --rootfs "$(e2e_rootfs_copy hook)" \
   /bin/sh -c "$probe" 2>&1) || e2e_fail "podman run with the precreate hook failed: $out"
 check "$out" "podman hooks.d precreate"

@@ -19,11 +19,8 @@
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/engines/lib.sh
 source "$(dirname "$0")/../engines/lib.sh"
-gpuctk=$1
-fixture=$2
-suite=$3
-e2e_init
-command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_init gpuctk fixture suite -- "$@"
+e2e_needs runc
 command -v cc >/dev/null || e2e_skip "no C compiler (cc) to build the images' programs"
 engines_python_check
 engines_containerd_lab "$gpuctk" "$fixture" "$suite"

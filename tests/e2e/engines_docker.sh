@@ -16,12 +16,8 @@
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/engines/lib.sh
 source "$(dirname "$0")/../engines/lib.sh"
-gpuctk=$1
-fixture=$2
-suite=$3
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
-command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_init gpuctk fixture suite -- "$@"
+e2e_needs runc
 command -v cc >/dev/null || e2e_skip "no C compiler (cc) to build the image's programs"
 engines_fetch "$suite"
 engines_real_host "$gpuctk" "$fixture"

@@ -12,9 +12,8 @@
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/engines/lib.sh
 source "$(dirname "$0")/../engines/lib.sh"
-gpuctk=$1
-e2e_init
-command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_init gpuctk -- "$@"
+e2e_needs runc
 engines_python_check
 engines_fetch sid
 host=$LAB/host

@@ -38,7 +38,7 @@ plugin_proto=$5
 kubelet=$(cd "$(dirname "$0")/../plugin" && pwd)/kubelet.py
 e2e_init
 start_all=$SECONDS
-command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_needs runc
 command -v cc >/dev/null || e2e_skip "no C compiler (cc) to build the images' programs"
 engines_python_check
 [ -x "$plugin" ] || e2e_fail "no gpuctk-device-plugin at $plugin"

@@ -24,12 +24,9 @@
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/engines/lib.sh
 source "$(dirname "$0")/../engines/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
+e2e_init gpuctk fixture -- "$@"
 command -v cc >/dev/null || e2e_skip "no C compiler (cc) to build the image's programs"
-command -v debootstrap >/dev/null || e2e_skip "debootstrap is not installed (scripts/deps.sh test)"
+e2e_needs "debootstrap (scripts/deps.sh test)"
 out=$(bash "$engines_dir/engines.sh" podman) || exit 1  # engines.sh said why, in its one FAIL line
 trixie=$(sed -n 's/^root=//p' <<<"$out")
 podman_version=$(sed -n 's/^podman_version=//p' <<<"$out")

@@ -12,12 +12,8 @@
 # status: the line is in the log when the log can be opened).
 #   usage: failsafe_config.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
-command -v runc >/dev/null || e2e_skip "runc is not installed"
-command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
+e2e_init gpuctk fixture -- "$@"
+e2e_needs runc "python3 (it writes config.json)"
 e2e_podman_init
 e2e_busybox_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
@@ -47,13 +43,7 @@ for name in typo nolog; do
   error=${errors[$name]}
 
   # ---- podman, the precreate hook for every container ----
-  mkdir -p "$LAB/hooks-$name.d"
-  cat >"$LAB/hooks-$name.d/gpuctk.json" <<JSON
-{"version": "1.0.0",
- "hook": {"path": "$hook", "args": ["gpuctk", "hook", "precreate", "--config", "$config"],
-        "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
- "when": {"always": true}, "stages": ["precreate"]}
-JSON
+  e2e_precreate_hook_dir "$LAB/hooks-$name.d" "$hook" "$config"
   PODMAN=("${podman_base[@]}" --hooks-dir "$LAB/hooks-$name.d")
   out=$(e2e_podman_run --rootfs "$(e2e_rootfs_copy "podman-none-$name")" \
     /bin/sh -c "$probe" 2>&1) || e2e_fail "podman ($name.yaml): a container without a GPU request failed: $out"

@@ -27,7 +27,7 @@ deploy=$(cd "$(dirname "$0")/../../deploy/kubernetes" && pwd)
 data=$(cd "$(dirname "$0")/../data/engine" && pwd)
 e2e_init
 command -v containerd >/dev/null && command -v ctr >/dev/null || e2e_skip "containerd is not installed"
-command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_needs runc
 python3 -c 'import yaml' 2>/dev/null || e2e_skip "python3-yaml is not installed"
 e2e_busybox_rootfs
 e2e_t4_host "$fixture"

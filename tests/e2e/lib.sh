@@ -40,11 +40,40 @@ e2e_run_cleanups() {
   done
 }
 
+# e2e_init [--own-cdi] [NAME... -- "$@"]: the start of every test: skips unless root, makes the lab $LAB
+# (removed at exit, after every mount left at or below it is lazily unmounted: e2e_umount_under) and sets
+# the EXIT trap that runs the cleanups. Each NAME is set to the test's argument in its place (the ones after
+# --), empty when absent: `e2e_init gpuctk fixture -- "$@"` for a test run as `TEST.sh <gpuctk>
+# <gpuctk-fixture>`. --own-cdi: e2e_own_cdi_dirs "$@" first (the test runs again in a mount namespace of
+# its own, with empty /etc/cdi and /var/run/cdi).
+# shellcheck disable=SC2120  # its arguments are optional
 e2e_init() {
+  local e2e_own='' e2e_names=() e2e_i
+  [ "${1:-}" != --own-cdi ] || { e2e_own=1; shift; }
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    e2e_names+=("$1")
+    shift
+  done
+  [ $# -eq 0 ] || shift
+  local e2e_args=("$@")
+  [ -z "$e2e_own" ] || e2e_own_cdi_dirs "$@"
   [ "$(id -u)" -eq 0 ] || e2e_skip "needs root to start containers"
   LAB=$(mktemp -d /tmp/gpuctk-e2e.XXXXXX)
   e2e_cleanup_add "rm -rf '$LAB'"
+  e2e_cleanup_add "e2e_umount_under '$LAB'"
   trap e2e_run_cleanups EXIT
+  for e2e_i in "${!e2e_names[@]}"; do
+    printf -v "${e2e_names[$e2e_i]}" '%s' "${e2e_args[$e2e_i]:-}"
+  done
+}
+
+# e2e_needs TOOL[ WHY]...: skips (exit 77) naming the first TOOL that is not installed (not on PATH), with
+# WHY when given: `e2e_needs runc "python3 (it writes config.json)"`.
+e2e_needs() {
+  local need
+  for need in "$@"; do
+    command -v "${need%% *}" >/dev/null || e2e_skip "${need%% *} is not installed${need#"${need%% *}"}"
+  done
 }
 
 # A busybox root filesystem in $LAB/rootfs.
@@ -149,6 +178,20 @@ e2e_podman_init() {
 
 e2e_podman_run() {
   "${PODMAN[@]}" run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 "$@"
+}
+
+# e2e_precreate_hook_dir DIR GPUCTK CONFIG: a hooks.d folder DIR for podman (`--hooks-dir DIR`) holding
+# gpuctk.json: GPUCTK runs `gpuctk hook precreate --config CONFIG` at the precreate stage of every container
+# (`always: true`, so a container without a request meets it too), with a plain PATH.
+e2e_precreate_hook_dir() {
+  local dir=$1 gpuctk=$2 config=$3
+  mkdir -p "$dir"
+  cat >"$dir/gpuctk.json" <<JSON
+{"version": "1.0.0",
+ "hook": {"path": "$gpuctk", "args": ["gpuctk", "hook", "precreate", "--config", "$config"],
+        "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
+ "when": {"always": true}, "stages": ["precreate"]}
+JSON
 }
 
 # stdin without the warnings `cdi generate` gives about a hook path that will not last (a build tree's
@@ -474,6 +517,16 @@ e2e_root_at() {
 e2e_root_build_in() {
   local LAB=$1
   "e2e_${2}_rootfs"
+}
+
+# e2e_prestart_lab GPUCTK FIXTURE: what the prestart_*.sh tests start from: the busybox and the glibc roots
+# in $LAB/root-busybox and $LAB/root-glibc (e2e_root_at), the T4 host with its spec and $LAB/gpuctk.yaml
+# (e2e_t4_host_with_spec), and hook: GPUCTK's absolute path, which a bundle's hook runs.
+e2e_prestart_lab() {
+  e2e_root_at busybox "$LAB/root-busybox"
+  e2e_root_at glibc "$LAB/root-glibc"
+  e2e_t4_host_with_spec "$1" "$2"
+  hook=$(realpath "$1")
 }
 
 # e2e_root_copy ROOT NAME: prints the path of a fresh copy of the root filesystem ROOT for one container.

@@ -10,10 +10,7 @@
 # without a GPU is unchanged.
 #   usage: musl_podman.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_own_cdi_dirs "$@"
-e2e_init
+e2e_init --own-cdi gpuctk fixture -- "$@"
 e2e_podman_init
 e2e_musl_rootfs
 e2e_t4_host "$fixture"

@@ -12,19 +12,10 @@
 # The host's mounts are the same once containerd is stopped.
 #   usage: prestart_containerd.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
-command -v containerd >/dev/null || e2e_skip "containerd is not installed"
-command -v ctr >/dev/null || e2e_skip "ctr is not installed (containerd)"
-command -v runc >/dev/null || e2e_skip "runc is not installed"
-command -v python3 >/dev/null || e2e_skip "python3 is not installed (it reads config.json)"
-e2e_root_at busybox "$LAB/root-busybox"
-e2e_root_at glibc "$LAB/root-glibc"
-e2e_t4_host_with_spec "$gpuctk" "$fixture"
+e2e_init gpuctk fixture -- "$@"
+e2e_needs containerd "ctr (containerd)" runc "python3 (it reads config.json)"
+e2e_prestart_lab "$gpuctk" "$fixture"
 echo "runtime-mode: prestart" >>"$LAB/gpuctk.yaml"
-hook=$(realpath "$gpuctk")
 
 e2e_mounts_snapshot "$LAB/mountinfo.before"
 

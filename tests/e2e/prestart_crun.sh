@@ -10,17 +10,9 @@
 # crun 1.8 refuses hybrid cgroups, so it runs in a private mount namespace without the unified hierarchy.
 #   usage: prestart_crun.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
-command -v crun >/dev/null || e2e_skip "crun is not installed"
-command -v runc >/dev/null || e2e_skip "runc is not installed (runc spec writes the bundle)"
-command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
-e2e_root_at busybox "$LAB/root-busybox"
-e2e_root_at glibc "$LAB/root-glibc"
-e2e_t4_host_with_spec "$gpuctk" "$fixture"
-hook=$(realpath "$gpuctk")
+e2e_init gpuctk fixture -- "$@"
+e2e_needs crun "runc (runc spec writes the bundle)" "python3 (it writes config.json)"
+e2e_prestart_lab "$gpuctk" "$fixture"
 
 e2e_mounts_snapshot "$LAB/mountinfo.before"
 

@@ -13,16 +13,11 @@
 # are exactly what they were before it started.
 #   usage: prestart_docker.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
+e2e_init gpuctk fixture -- "$@"
 e2e_docker_tools
-e2e_root_at busybox "$LAB/root-busybox"
-e2e_root_at glibc "$LAB/root-glibc"
-e2e_t4_host_with_spec "$gpuctk" "$fixture"
+e2e_prestart_lab "$gpuctk" "$fixture"
 mkdir -p "$LAB/hookbin"
-ln -s "$(realpath "$gpuctk")" "$LAB/hookbin/nvidia-container-runtime-hook"
+ln -s "$hook" "$LAB/hookbin/nvidia-container-runtime-hook"
 
 e2e_mounts_snapshot "$LAB/mountinfo.before"
 

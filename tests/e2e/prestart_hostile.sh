@@ -19,16 +19,9 @@
 # container that has pivoted into its own root, planted with a script at gpuctk's path: refused.
 #   usage: prestart_hostile.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
-command -v runc >/dev/null || e2e_skip "runc is not installed"
-command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
-e2e_root_at busybox "$LAB/root-busybox"
-e2e_root_at glibc "$LAB/root-glibc"
-e2e_t4_host_with_spec "$gpuctk" "$fixture"
-hook=$(realpath "$gpuctk")
+e2e_init gpuctk fixture -- "$@"
+e2e_needs runc "python3 (it writes config.json)"
+e2e_prestart_lab "$gpuctk" "$fixture"
 
 # The host directories the links point at, each with a file of its own.
 for dir in outside outside-dev outside-etc; do

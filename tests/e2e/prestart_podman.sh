@@ -10,15 +10,9 @@
 # mount table is the same after every run as after podman set its storage up.
 #   usage: prestart_podman.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
+e2e_init gpuctk fixture -- "$@"
 e2e_podman_init
-e2e_root_at busybox "$LAB/root-busybox"
-e2e_root_at glibc "$LAB/root-glibc"
-e2e_t4_host_with_spec "$gpuctk" "$fixture"
-hook=$(realpath "$gpuctk")
+e2e_prestart_lab "$gpuctk" "$fixture"
 
 mkdir -p "$LAB/hooks.d"
 cat >"$LAB/hooks.d/gpuctk-prestart.json" <<JSON

@@ -11,16 +11,9 @@
 # mount table is exactly the same after every run.
 #   usage: prestart_runc.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
-command -v runc >/dev/null || e2e_skip "runc is not installed"
-command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
-e2e_root_at busybox "$LAB/root-busybox"
-e2e_root_at glibc "$LAB/root-glibc"
-e2e_t4_host_with_spec "$gpuctk" "$fixture"
-hook=$(realpath "$gpuctk")
+e2e_init gpuctk fixture -- "$@"
+e2e_needs runc "python3 (it writes config.json)"
+e2e_prestart_lab "$gpuctk" "$fixture"
 # The in-memory spec: a second config whose spec directory is empty (as `e2e_t4_host_with_spec ... none`).
 mkdir -p "$LAB/cdi-none"
 sed -e "s|^spec-dirs: .*|spec-dirs: [$LAB/cdi-none]|" -e "s|^log-file: .*|log-file: $LAB/gpuctk-none.log|" \

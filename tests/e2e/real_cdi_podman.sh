@@ -7,10 +7,7 @@
 # a device gets cudaErrorInsufficientDriver (35): the probe can fail.
 #   usage: real_cdi_podman.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_own_cdi_dirs "$@"
-e2e_init
+e2e_init --own-cdi gpuctk fixture -- "$@"
 e2e_podman_init
 e2e_real_host_with_spec "$gpuctk" "$fixture" "${e2e_podman431_spec_options[@]}"
 e2e_real_cuda_rootfs

@@ -6,20 +6,12 @@
 # variable the runtime gets cudaErrorInsufficientDriver.
 #   usage: real_hook_podman.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
+e2e_init gpuctk fixture -- "$@"
 e2e_podman_init
 e2e_real_host_with_spec "$gpuctk" "$fixture"
 e2e_real_cuda_rootfs
 
-mkdir -p "$LAB/hooks.d"
-cat >"$LAB/hooks.d/gpuctk.json" <<JSON
-{"version": "1.0.0",
- "hook": {"path": "$gpuctk", "args": ["gpuctk", "hook", "precreate", "--config", "$LAB/gpuctk.yaml"],
-        "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
- "when": {"always": true}, "stages": ["precreate"]}
-JSON
+e2e_precreate_hook_dir "$LAB/hooks.d" "$gpuctk" "$LAB/gpuctk.yaml"
 PODMAN+=(--hooks-dir "$LAB/hooks.d")
 out=$(e2e_podman_run -e NVIDIA_VISIBLE_DEVICES=0 --rootfs "$(e2e_rootfs_copy gpu0)" /bin/sh -c "$e2e_real_probe" 2>&1) ||
   e2e_fail "podman run with NVIDIA_VISIBLE_DEVICES=0 failed: $out"

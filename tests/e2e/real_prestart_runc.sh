@@ -8,12 +8,8 @@
 # spec's driver entries (no ldconfig run), as the log says. The host's mount table is the same afterwards.
 #   usage: real_prestart_runc.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
-command -v runc >/dev/null || e2e_skip "runc is not installed"
-command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
+e2e_init gpuctk fixture -- "$@"
+e2e_needs runc "python3 (it writes config.json)"
 e2e_real_host_with_spec "$gpuctk" "$fixture"
 e2e_real_cuda_rootfs
 hook=$(realpath "$gpuctk")

@@ -13,12 +13,9 @@
 # imports: the file itself is edited, no drop-in), and --remove gives back the schema-1 bytes.
 #   usage: runtime_configure_containerd.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
+e2e_init gpuctk fixture -- "$@"
 command -v containerd >/dev/null && command -v ctr >/dev/null || e2e_skip "containerd is not installed"
-command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_needs runc
 e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
 shim=$LAB/bin/gpuctk-runtime

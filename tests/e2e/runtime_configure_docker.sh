@@ -11,10 +11,7 @@
 # link away.
 #   usage: runtime_configure_docker.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-e2e_cleanup_add "e2e_umount_under '$LAB'"
+e2e_init gpuctk fixture -- "$@"
 e2e_docker_tools
 e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"

@@ -7,11 +7,8 @@
 # starts runc.
 #   usage: shim_runc.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
-gpuctk=$1
-fixture=$2
-e2e_init
-command -v runc >/dev/null || e2e_skip "runc is not installed"
-command -v python3 >/dev/null || e2e_skip "python3 is not installed (it writes config.json)"
+e2e_init gpuctk fixture -- "$@"
+e2e_needs runc "python3 (it writes config.json)"
 e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
 export GPUCTK_CONFIG=$LAB/gpuctk.yaml

@@ -22,7 +22,7 @@ gpuctk=$1
 fixture=$2
 cycles=${3:-1000}
 e2e_init
-command -v runc >/dev/null || e2e_skip "runc is not installed"
+e2e_needs runc
 engines_python_check
 engines_fetch sid
 engines_real_host "$gpuctk" "$fixture"
