@@ -51,24 +51,41 @@ print(value)
 PY
 }
 
-# case_run NAME IMPORT-TEXT: a lab with config.toml (runc, importing conf.d/*.toml) and conf.d/NAME.toml;
-# sets out (gpuctk's line) and binary (the dump's BinaryName of "nvidia", "(none)" without the runtime).
-case_run() {
-  local dir=$LAB/$1
-  mkdir -p "$dir/conf.d"
-  cat >"$dir/config.toml" <<EOF
-version = $version
-imports = ["$dir/conf.d/*.toml"]
+# config_toml DIR [IMPORTS [MORE]]: DIR/config.toml, a containerd config of the lab's own (root and state in
+# DIR) with runc as its one runtime, importing the glob IMPORTS when given, MORE (TOML) after runc's table.
+config_toml() {
+  local dir=$1
+  mkdir -p "$dir"
+  {
+    echo "version = $version"
+    [ -z "${2:-}" ] || echo "imports = [\"$2\"]"
+    cat <<EOF
 root = "$dir/root"
 state = "$dir/state"
 [plugins."$plugin".containerd.runtimes.runc]
 runtime_type = "io.containerd.runc.v2"
 EOF
+    printf '%s' "${3:-}"
+  } >"$dir/config.toml"
+}
+
+# dump CONFIG OUT WHAT: containerd's `config dump` of CONFIG into OUT (its stderr in OUT.err); WHAT names the
+# case when it fails.
+dump() {
+  "$containerd" --config "$1" config dump >"$2" 2>"$2.err" ||
+    e2e_fail "containerd config dump $3 failed: $(cat "$2.err")"
+}
+
+# case_run NAME IMPORT-TEXT: a lab with config.toml (runc, importing conf.d/*.toml) and conf.d/NAME.toml;
+# sets out (gpuctk's line) and binary (the dump's BinaryName of "nvidia", "(none)" without the runtime).
+case_run() {
+  local dir=$LAB/$1
+  config_toml "$dir" "$dir/conf.d/*.toml"
+  mkdir -p "$dir/conf.d"
   printf '%s' "$2" >"$dir/conf.d/$1.toml"
   out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.toml" --runtime-path "$shim" \
     --drop-in-config "" 2>/dev/null) || e2e_fail "runtime configure failed in $1: $out"
-  "$containerd" --config "$dir/config.toml" config dump >"$dir/dump.toml" 2>"$dir/dump.err" ||
-    e2e_fail "containerd config dump failed in $1: $(cat "$dir/dump.err")"
+  dump "$dir/config.toml" "$dir/dump.toml" "in $1"
   if [ -n "$(toml_get "$dir/dump.toml" plugins "$plugin" containerd runtimes nvidia)" ]; then
     binary=$(toml_get "$dir/dump.toml" plugins "$plugin" containerd runtimes nvidia options BinaryName)
   else
@@ -114,16 +131,9 @@ want="$added; $LAB/10-opt/config.toml written (the original kept as $LAB/10-opt/
 echo "ok: containerd $containerd_version runs gpuctk's $shim under an import of another plugin, no warning"
 # --drop-in-config: gpuctk's runtime in a drop-in of its own that config.toml imports (no import before).
 dir=$LAB/drop-in
-mkdir -p "$dir"
-cat >"$dir/config.toml" <<EOF
-version = $version
-root = "$dir/root"
-state = "$dir/state"
-[plugins."$plugin".containerd.runtimes.runc]
-runtime_type = "io.containerd.runc.v2"
-[plugins."$plugin".containerd.runtimes.runc.options]
+config_toml "$dir" "" "[plugins.\"$plugin\".containerd.runtimes.runc.options]
 SystemdCgroup = true
-EOF
+"
 cp "$dir/config.toml" "$LAB/drop-in.original"
 drop_in=$dir/conf.d/99-gpuctk.toml
 out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.toml" --runtime-path "$shim" \
@@ -131,8 +141,7 @@ out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.tom
 want="$added, default runtime set to \"nvidia\"; $drop_in written; restart containerd
 containerd: import $drop_in added; $dir/config.toml written (the original kept as $dir/config.toml.gpuctk-backup); restart containerd"
 [ "$out" = "$want" ] || e2e_fail "gpuctk's lines with --drop-in-config: $out (want: $want)"
-"$containerd" --config "$dir/config.toml" config dump >"$LAB/drop-in.dump" 2>"$LAB/drop-in.err" ||
-  e2e_fail "containerd config dump with the drop-in failed: $(cat "$LAB/drop-in.err")"
+dump "$dir/config.toml" "$LAB/drop-in.dump" "with the drop-in"
 runtimes=(plugins "$plugin" containerd runtimes)
 got=$(toml_get "$LAB/drop-in.dump" "${runtimes[@]}" nvidia options BinaryName)
 [ "$got" = "$shim" ] || e2e_fail "containerd $containerd_version's dump with the drop-in: \"nvidia\" runs '$got'"
@@ -145,21 +154,13 @@ out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.tom
   --remove 2>&1) || e2e_fail "runtime configure --drop-in-config --remove failed: $out"
 cmp -s "$dir/config.toml" "$LAB/drop-in.original" || e2e_fail "--remove did not give config.toml's bytes back"
 [ ! -e "$drop_in" ] || e2e_fail "--remove left the drop-in"
-"$containerd" --config "$dir/config.toml" config dump >"$LAB/drop-in.dump" 2>"$LAB/drop-in.err" ||
-  e2e_fail "containerd config dump after --remove failed: $(cat "$LAB/drop-in.err")"
+dump "$dir/config.toml" "$LAB/drop-in.dump" "after --remove"
 [ -z "$(toml_get "$LAB/drop-in.dump" "${runtimes[@]}" nvidia)" ] || e2e_fail "runtime \"nvidia\" is still in the dump after --remove"
 echo "ok: --remove deleted the drop-in and gave config.toml's bytes back"
 # The default drop-in beside NVIDIA's, one glob importing both: gpuctk's sorts after NVIDIA's and wins.
 dir=$LAB/default
+config_toml "$dir" "$dir/conf.d/*.toml"
 mkdir -p "$dir/conf.d"
-cat >"$dir/config.toml" <<EOF
-version = $version
-imports = ["$dir/conf.d/*.toml"]
-root = "$dir/root"
-state = "$dir/state"
-[plugins."$plugin".containerd.runtimes.runc]
-runtime_type = "io.containerd.runc.v2"
-EOF
 cp "$dir/config.toml" "$LAB/default.original"
 printf '%s' "version = $version
 [plugins.\"$plugin\".containerd.runtimes.nvidia]
@@ -173,8 +174,7 @@ out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.tom
 want="containerd: runtime \"nvidia\" ($shim) updated (was /usr/bin/nvidia-container-runtime); $dir/conf.d/99-zz-gpuctk.toml written; restart containerd"
 [ "$out" = "$want" ] || e2e_fail "gpuctk's line with the default drop-in: $out (want: $want)"
 cmp -s "$dir/config.toml" "$LAB/default.original" || e2e_fail "config.toml changed though its glob imports the drop-in"
-"$containerd" --config "$dir/config.toml" config dump >"$LAB/default.dump" 2>"$LAB/default.err" ||
-  e2e_fail "containerd config dump with the default drop-in failed: $(cat "$LAB/default.err")"
+dump "$dir/config.toml" "$LAB/default.dump" "with the default drop-in"
 got=$(toml_get "$LAB/default.dump" "${runtimes[@]}" nvidia options BinaryName)
 [ "$got" = "$shim" ] ||
   e2e_fail "containerd $containerd_version runs '$got' for \"nvidia\" beside NVIDIA's drop-in, not gpuctk's $shim"
@@ -182,22 +182,14 @@ echo "ok: containerd $containerd_version reads gpuctk's default drop-in after NV
 
 # --config-source command: the drop-in's CRI table from this containerd's own dump.
 dir=$LAB/command
-mkdir -p "$dir"
-cat >"$dir/config.toml" <<EOF
-version = $version
-root = "$dir/root"
-state = "$dir/state"
-[plugins."$plugin".containerd.runtimes.runc]
-runtime_type = "io.containerd.runc.v2"
-EOF
+config_toml "$dir"
 out=$("$gpuctk" runtime configure --runtime containerd --config "$dir/config.toml" --runtime-path "$shim" \
   --config-source command --executable-path "$containerd" 2>&1) ||
   e2e_fail "runtime configure --config-source command failed: $out"
 drop_in=$dir/conf.d/99-zz-gpuctk.toml
 [ "$(toml_get "$drop_in" plugins "$plugin" containerd default_runtime_name)" = runc ] ||
   e2e_fail "the drop-in did not get the dump's default_runtime_name: $(cat "$drop_in")"
-"$containerd" --config "$dir/config.toml" config dump >"$LAB/command.dump" 2>"$LAB/command.err" ||
-  e2e_fail "containerd config dump with the command-sourced drop-in failed: $(cat "$LAB/command.err")"
+dump "$dir/config.toml" "$LAB/command.dump" "with the command-sourced drop-in"
 got=$(toml_get "$LAB/command.dump" "${runtimes[@]}" nvidia options BinaryName)
 [ "$got" = "$shim" ] ||
   e2e_fail "containerd $containerd_version's dump with the command-sourced drop-in: \"nvidia\" runs '$got'"

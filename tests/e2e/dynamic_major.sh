@@ -59,8 +59,6 @@ grep -q "injected nvidia.com/gpu=0 from $spec" "$LAB/gpuctk.log" ||
   e2e_fail "the hook did not use the installed spec: $(cat "$LAB/gpuctk.log")"
 
 # 3. runc through the shim.
-bundle=$(e2e_runc_bundle shim NVIDIA_VISIBLE_DEVICES=0 "$probe")
-e2e_cleanup_add "runc delete -f gpuctk-e2e-$$"
-out=$("$LAB/bin/gpuctk-runtime" run --bundle "$bundle" "gpuctk-e2e-$$" 2>&1) || e2e_fail "runc via the shim failed: $out"
+e2e_shim_run shim NVIDIA_VISIBLE_DEVICES=0 "$probe" || e2e_fail "runc via the shim failed: $out"
 check "$out" "runc via gpuctk-runtime"
 echo "PASS: a spec written before nvidia-uvm changed major gave every container the new major (podman CDI, precreate hook, shim)"

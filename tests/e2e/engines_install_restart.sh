@@ -35,11 +35,7 @@ handlers() {
 # graceful stop.
 stopped_by_sigterm() {
   local status=0
-  for _ in $(seq 200); do
-    kill -0 "$1" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$1" 2>/dev/null && e2e_fail "$2: containerd (pid $1) still runs"
+  e2e_ended "$1" 20 || e2e_fail "$2: containerd (pid $1) still runs"
   wait "$1" || status=$?
   [ "$status" = 0 ] || e2e_fail "$2: containerd exited $status, not 0 (a graceful stop)"
 }

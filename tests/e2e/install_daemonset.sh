@@ -26,8 +26,7 @@ fixture=$2
 deploy=$(cd "$(dirname "$0")/../../deploy/kubernetes" && pwd)
 data=$(cd "$(dirname "$0")/../data/engine" && pwd)
 e2e_init
-command -v containerd >/dev/null && command -v ctr >/dev/null || e2e_skip "containerd is not installed"
-e2e_needs runc
+e2e_needs containerd "ctr (containerd)" runc
 python3 -c 'import yaml' 2>/dev/null || e2e_skip "python3-yaml is not installed"
 e2e_busybox_rootfs
 e2e_t4_host "$fixture"
@@ -54,6 +53,17 @@ for e in c["env"]:
     print(f'{e["name"]}={value}')
 PY
 }
+# start CONTAINER OUT: gpuctk as the DaemonSet's CONTAINER runs it (its manifest's args and env only), in the
+# background with its output in OUT; sets started_pid (killed at exit) and started_env (the env's lines).
+start() {
+  local lines args
+  mapfile -t lines < <(manifest "$1")
+  read -ra args <<<"${lines[0]}"
+  started_env=("${lines[@]:1}")
+  env "${started_env[@]}" "$gpuctk" "${args[@]}" >"$2" 2>&1 &
+  started_pid=$!
+  e2e_cleanup_add "kill $started_pid"
+}
 # eventually FILE TEXT WHO: FILE holds TEXT within 30 s.
 eventually() {
   for _ in $(seq 300); do
@@ -66,20 +76,13 @@ eventually() {
 stop() {
   local status=0
   kill -TERM "$1"
-  for _ in $(seq 300); do
-    kill -0 "$1" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$1" 2>/dev/null && e2e_fail "$2 still runs 30 s after SIGTERM"
+  e2e_ended "$1" 30 || e2e_fail "$2 still runs 30 s after SIGTERM"
   wait "$1" || status=$?
   [ "$status" = 0 ] || e2e_fail "$2 exited $status on SIGTERM"
 }
 
-mapfile -t install < <(manifest gpuctk)
-read -ra install_args <<<"${install[0]}"
-env "${install[@]:1}" "$gpuctk" "${install_args[@]}" >"$LAB/install.out" 2>&1 &
-install_pid=$!
-e2e_cleanup_add "kill $install_pid"
+start gpuctk "$LAB/install.out"
+install_pid=$started_pid install_env=("${started_env[@]}")
 eventually "$LAB/install.out" "spec: wrote $node/" "install"
 e2e_expect_line "$(cat "$LAB/install.out")" "installed $node/usr/local/gpuctk/bin/gpuctk"
 spec=$(sed -n 's/^spec: wrote //p' "$LAB/install.out")
@@ -120,11 +123,8 @@ out=$("${CTR[@]}" task rm "$name" 2>&1) || e2e_fail "the stopped container canno
 "${CTR[@]}" container rm "$name" >/dev/null
 echo "ok: after the DaemonSet's pod stopped, the container was killed and deleted through the shim"
 
-mapfile -t labels < <(manifest labels)
-read -ra labels_args <<<"${labels[0]}"
-env "${labels[@]:1}" "$gpuctk" "${labels_args[@]}" >"$LAB/labels.out" 2>&1 &
-labels_pid=$!
-e2e_cleanup_add "kill $labels_pid"
+start labels "$LAB/labels.out"
+labels_pid=$started_pid
 eventually "$LAB/features.d/gpuctk" "nvidia.com/gpu.present=true" "labels"
 e2e_expect_line "$(cat "$LAB/features.d/gpuctk")" "nvidia.com/gpu.count=2"
 cp "$LAB/features.d/gpuctk" "$LAB/labels.written"
@@ -133,7 +133,7 @@ cmp -s "$LAB/features.d/gpuctk" "$LAB/labels.written" || e2e_fail "the labels ch
 echo "ok: the labels container (its manifest's env only) wrote the node's labels and kept them on SIGTERM"
 
 # The explicit uninstall, with the install container's env but for its watch (no watch this time).
-mapfile -t uninstall_env < <(printf '%s\n' "${install[@]:1}" | grep -v '^GPUCTK_INSTALL_\(WATCH\|UNINSTALL_ON_EXIT\)=')
+mapfile -t uninstall_env < <(printf '%s\n' "${install_env[@]}" | grep -v '^GPUCTK_INSTALL_\(WATCH\|UNINSTALL_ON_EXIT\)=')
 out=$(env "${uninstall_env[@]}" "$gpuctk" install --uninstall 2>&1) || e2e_fail "install --uninstall failed: $out"
 [ ! -e "$node/usr/local/gpuctk" ] || e2e_fail "--uninstall left $node/usr/local/gpuctk"
 [ ! -e "$node/etc/gpuctk" ] || e2e_fail "--uninstall left $node/etc/gpuctk"

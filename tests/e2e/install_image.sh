@@ -24,8 +24,7 @@ with_plugin=()
 [ -z "$exporter" ] || with_plugin+=(--exporter "$exporter")
 deploy=$(cd "$(dirname "$0")/../../deploy/kubernetes" && pwd)
 e2e_init
-command -v buildah >/dev/null || e2e_skip "buildah is not installed (scripts/deps.sh test)"
-command -v python3 >/dev/null || e2e_skip "python3 is not installed"
+e2e_needs "buildah (scripts/deps.sh test)" python3
 
 # podman's and buildah's storage: build-image.sh must not touch it (a fresh machine has none at all).
 containers_storage() {
@@ -102,69 +101,36 @@ done
 unexpected=$(grep -v -x "${expected[@]}" "$LAB/files" || true)
 [ -z "$unexpected" ] || e2e_fail "unexpected files in the image: $unexpected"
 
-# /gpuctk --version in the image's root alone.
-command -v runc >/dev/null || e2e_skip "runc is not installed (image checked, not run)"
+# Each daemon's --version in the image's root alone (read-only): the same line as the binary's outside.
+e2e_needs "runc (image checked, not run)"
 (cd "$LAB/bundle" && runc spec)
-python3 - "$LAB/bundle/config.json" <<'PY'
+id=gpuctk-image-$$
+# in_image NAME BINARY: runs /NAME --version in the image; its output must be BINARY --version's.
+in_image() {
+  local name=$1 binary=$2 out=$LAB/$1-version.out
+  python3 - "$LAB/bundle/config.json" "/$name" <<'PY'
 import json, sys
 path = sys.argv[1]
 spec = json.load(open(path))
-spec["process"]["args"] = ["/gpuctk", "--version"]
+spec["process"]["args"] = [sys.argv[2], "--version"]
 spec["process"]["terminal"] = False
 spec["root"] = {"path": "rootfs", "readonly": True}
 json.dump(spec, open(path, "w"))
 PY
-id=gpuctk-image-$$
-e2e_cleanup_add "runc delete -f $id"
-runc run --bundle "$LAB/bundle" "$id" >"$LAB/version.out" 2>&1 </dev/null ||
-  e2e_fail "/gpuctk --version in the image failed: $(cat "$LAB/version.out")"
-[ "$(cat "$LAB/version.out")" = "$("$gpuctk" --version)" ] ||
-  e2e_fail "/gpuctk --version in the image: $(cat "$LAB/version.out")"
+  e2e_cleanup_add "runc delete -f $id-$name"
+  runc run --bundle "$LAB/bundle" "$id-$name" >"$out" 2>&1 </dev/null ||
+    e2e_fail "/$name --version in the image failed: $(cat "$out")"
+  [ "$(cat "$out")" = "$("$binary" --version)" ] || e2e_fail "/$name --version in the image: $(cat "$out")"
+}
+in_image gpuctk "$gpuctk"
 if [ -n "$plugin" ]; then
-  python3 - "$LAB/bundle/config.json" <<'PY'
-import json, sys
-path = sys.argv[1]
-spec = json.load(open(path))
-spec["process"]["args"] = ["/gpuctk-device-plugin", "--version"]
-json.dump(spec, open(path, "w"))
-PY
-  e2e_cleanup_add "runc delete -f $id-plugin"
-  runc run --bundle "$LAB/bundle" "$id-plugin" >"$LAB/plugin-version.out" 2>&1 </dev/null ||
-    e2e_fail "/gpuctk-device-plugin --version in the image failed: $(cat "$LAB/plugin-version.out")"
+  in_image gpuctk-device-plugin "$plugin"
   # Its --version names the libcurl it loads (per-node configs): the image must hold it and its libraries.
-  [ "$(cat "$LAB/plugin-version.out")" = "$("$plugin" --version)" ] ||
-    e2e_fail "/gpuctk-device-plugin --version in the image: $(cat "$LAB/plugin-version.out")"
-  grep -Eq ', libcurl [0-9][^ ]*\)$' "$LAB/plugin-version.out" ||
-    e2e_fail "/gpuctk-device-plugin --version names no libcurl: $(cat "$LAB/plugin-version.out")"
+  grep -Eq ', libcurl [0-9][^ ]*\)$' "$LAB/gpuctk-device-plugin-version.out" ||
+    e2e_fail "/gpuctk-device-plugin --version names no libcurl: $(cat "$LAB/gpuctk-device-plugin-version.out")"
 fi
-if [ -n "$mps" ]; then
-  python3 - "$LAB/bundle/config.json" <<'PY'
-import json, sys
-path = sys.argv[1]
-spec = json.load(open(path))
-spec["process"]["args"] = ["/gpuctk-mps-control-daemon", "--version"]
-json.dump(spec, open(path, "w"))
-PY
-  e2e_cleanup_add "runc delete -f $id-mps"
-  runc run --bundle "$LAB/bundle" "$id-mps" >"$LAB/mps-version.out" 2>&1 </dev/null ||
-    e2e_fail "/gpuctk-mps-control-daemon --version in the image failed: $(cat "$LAB/mps-version.out")"
-  [ "$(cat "$LAB/mps-version.out")" = "$("$mps" --version)" ] ||
-    e2e_fail "/gpuctk-mps-control-daemon --version in the image: $(cat "$LAB/mps-version.out")"
-fi
-if [ -n "$exporter" ]; then
-  python3 - "$LAB/bundle/config.json" <<'PY'
-import json, sys
-path = sys.argv[1]
-spec = json.load(open(path))
-spec["process"]["args"] = ["/gpuctk-exporter", "--version"]
-json.dump(spec, open(path, "w"))
-PY
-  e2e_cleanup_add "runc delete -f $id-exporter"
-  runc run --bundle "$LAB/bundle" "$id-exporter" >"$LAB/exporter-version.out" 2>&1 </dev/null ||
-    e2e_fail "/gpuctk-exporter --version in the image failed: $(cat "$LAB/exporter-version.out")"
-  [ "$(cat "$LAB/exporter-version.out")" = "$("$exporter" --version)" ] ||
-    e2e_fail "/gpuctk-exporter --version in the image: $(cat "$LAB/exporter-version.out")"
-fi
+[ -z "$mps" ] || in_image gpuctk-mps-control-daemon "$mps"
+[ -z "$exporter" ] || in_image gpuctk-exporter "$exporter"
 
 # The manifests.
 python3 -c 'import yaml' 2>/dev/null || e2e_skip "python3-yaml is not installed (image checked, manifests not)"

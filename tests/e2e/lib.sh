@@ -76,6 +76,38 @@ e2e_needs() {
   done
 }
 
+# e2e_ended PID SECONDS: waits at most SECONDS for process PID to end (polling every 0.1 s); false when it
+# still runs then.
+e2e_ended() {
+  local _
+  for _ in $(seq $(($2 * 10))); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  ! kill -0 "$1" 2>/dev/null
+}
+
+# e2e_stop_daemon PID: SIGTERM to a daemon this shell started, SIGKILL when it still runs 20 s later, and
+# waits for it (a cleanup: it never fails).
+e2e_stop_daemon() {
+  kill "$1" 2>/dev/null || return 0
+  e2e_ended "$1" 20 || kill -9 "$1"
+  wait "$1" 2>/dev/null || true
+}
+
+# e2e_daemon_up WHO PID LOG SECONDS COMMAND...: waits at most SECONDS for COMMAND (a client's call) to
+# answer; fails with LOG's tail when the daemon WHO (PID) exits first or never answers.
+e2e_daemon_up() {
+  local who=$1 pid=$2 log=$3 seconds=$4 _
+  shift 4
+  for _ in $(seq $((seconds * 10))); do
+    "$@" >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || e2e_fail "$who exited: $(tail -30 "$log")"
+    sleep 0.1
+  done
+  "$@" >/dev/null 2>&1 || e2e_fail "$who did not come up: $(tail -30 "$log")"
+}
+
 # A busybox root filesystem in $LAB/rootfs.
 e2e_busybox_rootfs() {
   local busybox
@@ -144,15 +176,14 @@ e2e_rootfs_copy() {
   echo "$LAB/rootfs-$1"
 }
 
-# e2e_runc_bundle NAME ENV [PROBE]: prints $LAB/bundle-NAME, a runc bundle (`runc spec`, no terminal,
-# writable root) whose container runs PROBE (default: the t4 probe, below) on its own copy of $LAB/rootfs,
-# with ENV ("KEY=VALUE", or empty for nothing) added to its environment.
-e2e_runc_bundle() {
-  local bundle=$LAB/bundle-$1 env=$2 probe=${3:-$e2e_t4_probe} rootfs
-  rootfs=$(e2e_rootfs_copy "$1")
+# e2e_bundle_at NAME ROOTFS ENV PROBE: prints $LAB/bundle-NAME, a runc bundle (`runc spec`, no terminal)
+# on the writable root ROOTFS whose container runs PROBE (shell) with ENV ("KEY=VALUE", or empty for
+# nothing) added to its environment.
+e2e_bundle_at() {
+  local bundle=$LAB/bundle-$1
   mkdir -p "$bundle"
   (cd "$bundle" && runc spec) || e2e_fail "runc spec failed"
-  python3 - "$bundle/config.json" "$rootfs" "$probe" "$env" <<'PY' || e2e_fail "could not write $bundle/config.json"
+  python3 - "$bundle/config.json" "$2" "$4" "$3" <<'PY' || e2e_fail "could not write $bundle/config.json"
 import json, sys
 path, rootfs, probe, env = sys.argv[1:]
 c = json.load(open(path))
@@ -164,6 +195,25 @@ c["root"] = {"path": rootfs, "readonly": False}
 json.dump(c, open(path, "w"))
 PY
   echo "$bundle"
+}
+
+# e2e_runc_bundle NAME ENV [PROBE]: e2e_bundle_at on its own copy of $LAB/rootfs; PROBE defaults to the t4
+# probe (below).
+e2e_runc_bundle() {
+  local rootfs
+  rootfs=$(e2e_rootfs_copy "$1")
+  e2e_bundle_at "$1" "$rootfs" "$2" "${3:-$e2e_t4_probe}"
+}
+
+# e2e_shim_run NAME ENV [PROBE]: the shim ($LAB/bin/gpuctk-runtime run, in front of runc) runs a bundle of
+# e2e_runc_bundle NAME ENV PROBE as container gpuctk-e2e-NAME-$$ (deleted at exit); sets out to what it
+# printed (the probe's output, or the error) and returns the shim's status.
+e2e_shim_run() {
+  local bundle status=0
+  bundle=$(e2e_runc_bundle "$@")
+  e2e_cleanup_add "runc delete -f gpuctk-e2e-$1-$$"
+  out=$("$LAB/bin/gpuctk-runtime" run --bundle "$bundle" "gpuctk-e2e-$1-$$" 2>&1) || status=$?
+  return "$status"
 }
 
 # Podman with all state under $LAB and the settings CI machines need (no CAP_SYS_RESOURCE, so explicit
@@ -265,6 +315,33 @@ e2e_t4_gpu1='  - minor: 1
 # "additionalGids"), as every library before v0.7.0 refuses a cdiVersion above its own.
 e2e_podman431_spec_options=(--feature-flag no-additional-gids-for-device-nodes)
 
+# e2e_lab_spec GPUCTK [OPTION...]: `GPUCTK cdi generate` of the host at $driver_root and $dev_root (hook-path:
+# GPUCTK) with the OPTIONs into $LAB/cdi/nvidia.yaml, its stderr in $LAB/generate.err.
+e2e_lab_spec() {
+  local gpuctk=$1
+  shift
+  mkdir -p "$LAB/cdi"
+  "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
+    "$@" --output "$LAB/cdi/nvidia.yaml" 2>"$LAB/generate.err" ||
+    e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
+}
+
+# e2e_lab_config GPUCTK: the gpuctk config $LAB/gpuctk.yaml of the host at $driver_root and $dev_root (specs
+# in $LAB/cdi, hook-path GPUCTK, the log at debug level in $LAB/gpuctk.log) and $LAB/bin/gpuctk-runtime, the
+# shim's name for GPUCTK.
+e2e_lab_config() {
+  mkdir -p "$LAB/cdi" "$LAB/bin"
+  cat >"$LAB/gpuctk.yaml" <<YAML
+spec-dirs: [$LAB/cdi]
+driver-root: $driver_root
+dev-root: $dev_root
+hook-path: $(realpath "$1")
+log-file: $LAB/gpuctk.log
+log-level: debug
+YAML
+  ln -s "$(realpath "$1")" "$LAB/bin/gpuctk-runtime"
+}
+
 # e2e_t4_host, its spec as `cdi generate` writes it by default but for --hook-path (createContainer hooks
 # that run this gpuctk, not an installed one) in $LAB/cdi, a gpuctk config $LAB/gpuctk.yaml that uses both (hook-path: this gpuctk, for a
 # spec built in memory) and logs to $LAB/gpuctk.log, and $LAB/bin/gpuctk-runtime, the shim's name for
@@ -274,21 +351,8 @@ e2e_t4_host_with_spec() {
   local gpuctk=$1 fixture=$2 spec=${3:-generate}
   shift $(($# < 3 ? $# : 3))
   e2e_t4_host "$fixture"
-  mkdir -p "$LAB/cdi" "$LAB/bin"
-  if [ "$spec" = generate ]; then
-    "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
-      "$@" --output "$LAB/cdi/nvidia.yaml" 2>"$LAB/generate.err" ||
-      e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
-  fi
-  cat >"$LAB/gpuctk.yaml" <<YAML
-spec-dirs: [$LAB/cdi]
-driver-root: $driver_root
-dev-root: $dev_root
-hook-path: $(realpath "$gpuctk")
-log-file: $LAB/gpuctk.log
-log-level: debug
-YAML
-  ln -s "$(realpath "$gpuctk")" "$LAB/bin/gpuctk-runtime"
+  [ "$spec" != generate ] || e2e_lab_spec "$gpuctk" "$@"
+  e2e_lab_config "$gpuctk"
 }
 
 # What a container sees of the GPUs of e2e_t4_host; e2e_check_t4_gpu0 checks it. Besides files and nodes
@@ -443,12 +507,7 @@ TOML
   e2e_cleanup_add "for p in \$(pgrep -f -- '-address $LAB/containerd/containerd.sock'); do kill \$p; done"
   e2e_cleanup_add "kill $containerd_pid; wait $containerd_pid"
   CTR=(ctr --address "$LAB/containerd/containerd.sock")
-  for _ in $(seq 100); do
-    "${CTR[@]}" version >/dev/null 2>&1 && break
-    kill -0 "$containerd_pid" 2>/dev/null || e2e_fail "containerd exited: $(cat "$LAB/containerd/containerd.log")"
-    sleep 0.1
-  done
-  "${CTR[@]}" version >/dev/null 2>&1 || e2e_fail "containerd did not come up: $(tail -20 "$LAB/containerd/containerd.log")"
+  e2e_daemon_up containerd "$containerd_pid" "$LAB/containerd/containerd.log" 10 "${CTR[@]}" version
 }
 
 # e2e_docker_tools: skips unless dockerd, its client, containerd and runc are installed; sets docker_cli to
@@ -481,21 +540,10 @@ e2e_dockerd_start() {
   dockerd_pid=$!
   e2e_cleanup_add e2e_dockerd_stop
   DOCKER=("$docker_cli" -H "unix://$d/docker.sock")
-  for _ in $(seq 200); do
-    "${DOCKER[@]}" version >/dev/null 2>&1 && break
-    kill -0 "$dockerd_pid" 2>/dev/null || e2e_fail "dockerd exited: $(tail -30 "$d/dockerd.log")"
-    sleep 0.1
-  done
-  "${DOCKER[@]}" version >/dev/null 2>&1 || e2e_fail "dockerd did not come up: $(tail -30 "$d/dockerd.log")"
+  e2e_daemon_up dockerd "$dockerd_pid" "$d/dockerd.log" 20 "${DOCKER[@]}" version
 }
 e2e_dockerd_stop() {
-  kill "$dockerd_pid" 2>/dev/null || return 0
-  for _ in $(seq 200); do
-    kill -0 "$dockerd_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$dockerd_pid" 2>/dev/null && kill -9 "$dockerd_pid"
-  wait "$dockerd_pid" 2>/dev/null || true
+  e2e_stop_daemon "$dockerd_pid"
 }
 
 # ---- The prestart hook (`gpuctk hook prestart`): helpers of the prestart_*.sh tests ----
@@ -673,19 +721,13 @@ e2e_check_prestart_nothing() {
 #   - /dev/nvidia1 (c 195:1, 0666) in linux.devices WITHOUT a linux.resources.devices allow rule: the
 #     runtime creates the node and its device cgroup refuses it (EPERM), unless a hook allows it.
 e2e_prestart_bundle() {
-  local name=$1 root=$2 env=$3 hook=$4 stage=$5 config=$6 bundle=$LAB/bundle-$1 rootfs
+  local name=$1 root=$2 env=$3 hook=$4 stage=$5 config=$6 bundle rootfs
   rootfs=$(e2e_root_copy "$root" "$name")
-  mkdir -p "$bundle"
-  (cd "$bundle" && runc spec) || e2e_fail "runc spec failed"
-  python3 - "$bundle/config.json" "$rootfs" "$e2e_prestart_probe" "$env" "$hook" "$stage" "$config" <<'PY' ||
+  bundle=$(e2e_bundle_at "$name" "$rootfs" "$env" "$e2e_prestart_probe")
+  python3 - "$bundle/config.json" "$hook" "$stage" "$config" <<'PY' ||
 import json, sys
-path, rootfs, probe, env, hook, stage, config = sys.argv[1:]
+path, hook, stage, config = sys.argv[1:]
 c = json.load(open(path))
-c["process"]["terminal"] = False
-c["process"]["args"] = ["/bin/sh", "-c", probe]
-if env:
-    c["process"]["env"].append(env)
-c["root"] = {"path": rootfs, "readonly": False}
 c["linux"].setdefault("devices", []).append(
     {"path": "/dev/nvidia1", "type": "c", "major": 195, "minor": 1, "fileMode": 0o666, "uid": 0, "gid": 0})
 if stage != "none":
@@ -803,24 +845,13 @@ e2e_real_host_with_spec() {
   local gpuctk=$1 fixture=$2
   shift 2
   e2e_real_host "$fixture"
-  mkdir -p "$LAB/cdi" "$LAB/bin"
-  "$gpuctk" cdi generate --driver-root "$driver_root" --dev-root "$dev_root" --hook-path "$(realpath "$gpuctk")" \
-    "$@" --output "$LAB/cdi/nvidia.yaml" 2>"$LAB/generate.err" ||
-    e2e_fail "cdi generate failed: $(cat "$LAB/generate.err")"
+  e2e_lab_spec "$gpuctk" "$@"
   # (A gpuctk of a build tree is told that its path will not last: e2e_without_hook_path_warnings.)
   [ "$(e2e_without_hook_path_warnings <"$LAB/generate.err" | wc -l)" = 1 ] ||
     e2e_fail "cdi generate said more than the NVML fallback: $(cat "$LAB/generate.err")"
   grep -q "; GPUs from /proc/driver/nvidia instead$" "$LAB/generate.err" ||
     e2e_fail "cdi generate did not fall back to /proc: $(cat "$LAB/generate.err")"
-  cat >"$LAB/gpuctk.yaml" <<YAML
-spec-dirs: [$LAB/cdi]
-driver-root: $driver_root
-dev-root: $dev_root
-hook-path: $(realpath "$gpuctk")
-log-file: $LAB/gpuctk.log
-log-level: debug
-YAML
-  ln -s "$(realpath "$gpuctk")" "$LAB/bin/gpuctk-runtime"
+  e2e_lab_config "$gpuctk"
 }
 
 # e2e_real_cuda_rootfs: e2e_glibc_rootfs plus what the real driver and CUDA runtime need: librt.so.1 (the

@@ -14,16 +14,12 @@ export GPUCTK_CONFIG=$LAB/gpuctk.yaml
 # e2e_runc_bundle's container runs $e2e_t4_probe: here, the real host's probe.
 e2e_t4_probe=$e2e_real_probe
 
-bundle=$(e2e_runc_bundle gpu0 NVIDIA_VISIBLE_DEVICES=0)
-e2e_cleanup_add "runc delete -f gpuctk-e2e-real-$$"
-out=$("$LAB/bin/gpuctk-runtime" run --bundle "$bundle" "gpuctk-e2e-real-$$" 2>&1) || e2e_fail "runc via the shim failed: $out"
+e2e_shim_run gpu0 NVIDIA_VISIBLE_DEVICES=0 || e2e_fail "runc via the shim failed: $out"
 e2e_check_real_gpu "$out" "runc via gpuctk-runtime" void
 grep -q "injected nvidia.com/gpu=0 from $LAB/cdi/nvidia.yaml" "$LAB/gpuctk.log" ||
   e2e_fail "the log does not say what was injected: $(cat "$LAB/gpuctk.log")"
 
-bundle=$(e2e_runc_bundle none "")
-e2e_cleanup_add "runc delete -f gpuctk-e2e-real-none-$$"
-out=$("$LAB/bin/gpuctk-runtime" run --bundle "$bundle" "gpuctk-e2e-real-none-$$" 2>&1) ||
+e2e_shim_run none "" ||
   e2e_fail "runc via the shim without a request failed: $out"
 e2e_check_real_nothing "$out" "runc via gpuctk-runtime without a request"
 echo "PASS: runc through the gpuctk runtime shim gave the real CUDA runtime Debian's real $real_version driver"

@@ -14,8 +14,7 @@
 #   usage: runtime_configure_containerd.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
 e2e_init gpuctk fixture -- "$@"
-command -v containerd >/dev/null && command -v ctr >/dev/null || e2e_skip "containerd is not installed"
-e2e_needs runc
+e2e_needs containerd "ctr (containerd)" runc
 e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
 shim=$LAB/bin/gpuctk-runtime
@@ -29,12 +28,7 @@ start_containerd() {
   GPUCTK_CONFIG=$LAB/gpuctk.yaml setsid containerd --config "$1" >"$c/containerd.log" 2>&1 &
   containerd_pid=$!
   e2e_cleanup_add "kill $containerd_pid; wait $containerd_pid"
-  for _ in $(seq 100); do
-    "${CTR[@]}" version >/dev/null 2>&1 && break
-    kill -0 "$containerd_pid" 2>/dev/null || e2e_fail "containerd exited: $(tail -20 "$c/containerd.log")"
-    sleep 0.1
-  done
-  "${CTR[@]}" version >/dev/null 2>&1 || e2e_fail "containerd did not come up: $(tail -20 "$c/containerd.log")"
+  e2e_daemon_up containerd "$containerd_pid" "$c/containerd.log" 10 "${CTR[@]}" version
   plugins=$("${CTR[@]}" plugins ls 2>&1)
   grep -qE '^io\.containerd\.grpc\.v1 +cri +[^ ]+ +ok *$' <<<"$plugins" ||
     e2e_fail "the CRI plugin did not load with $1: $(grep cri <<<"$plugins"; grep -i 'cri' "$c/containerd.log" | tail -5)"

@@ -9,8 +9,7 @@
 #   usage: shim_containerd.sh <gpuctk> <gpuctk-fixture>
 source "$(dirname "$0")/lib.sh"
 e2e_init gpuctk fixture -- "$@"
-command -v containerd >/dev/null && command -v ctr >/dev/null || e2e_skip "containerd is not installed"
-e2e_needs runc
+e2e_needs containerd "ctr (containerd)" runc
 e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
 

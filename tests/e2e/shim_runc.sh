@@ -13,16 +13,12 @@ e2e_glibc_rootfs
 e2e_t4_host_with_spec "$gpuctk" "$fixture"
 export GPUCTK_CONFIG=$LAB/gpuctk.yaml
 
-bundle=$(e2e_runc_bundle gpu0 NVIDIA_VISIBLE_DEVICES=0)
-e2e_cleanup_add "runc delete -f gpuctk-e2e-$$"
-out=$("$LAB/bin/gpuctk-runtime" run --bundle "$bundle" "gpuctk-e2e-$$" 2>&1) || e2e_fail "runc via the shim failed: $out"
+e2e_shim_run gpu0 NVIDIA_VISIBLE_DEVICES=0 || e2e_fail "runc via the shim failed: $out"
 e2e_check_t4_gpu0 "$out" "runc via gpuctk-runtime"
 grep -q "injected nvidia.com/gpu=0 from $LAB/cdi/nvidia.yaml" "$LAB/gpuctk.log" ||
   e2e_fail "the log does not say what was injected: $(cat "$LAB/gpuctk.log")"
 
-bundle=$(e2e_runc_bundle none "")
-e2e_cleanup_add "runc delete -f gpuctk-e2e-none-$$"
-out=$("$LAB/bin/gpuctk-runtime" run --bundle "$bundle" "gpuctk-e2e-none-$$" 2>&1) ||
+e2e_shim_run none "" ||
   e2e_fail "runc via the shim without a request failed: $out"
 e2e_check_t4_nothing "$out" "runc via gpuctk-runtime without a request"
 

@@ -15,9 +15,7 @@ e2e_t4_host_with_spec "$gpuctk" "$fixture" none
 grep -qx "hook-path: $(realpath "$gpuctk")" "$LAB/gpuctk.yaml" || e2e_fail "the config has no hook-path"
 export GPUCTK_CONFIG=$LAB/gpuctk.yaml
 
-bundle=$(e2e_runc_bundle gpu0 NVIDIA_VISIBLE_DEVICES=0)
-e2e_cleanup_add "runc delete -f gpuctk-e2e-mem-$$"
-out=$("$LAB/bin/gpuctk-runtime" run --bundle "$bundle" "gpuctk-e2e-mem-$$" 2>&1) ||
+e2e_shim_run gpu0 NVIDIA_VISIBLE_DEVICES=0 ||
   e2e_fail "runc via the shim with an in-memory spec failed: $out"
 e2e_check_t4_gpu0 "$out" "runc via gpuctk-runtime, spec built in memory"
 grep -qF "no spec for nvidia.com/gpu in the spec directories; building the spec in memory" "$LAB/gpuctk.log" ||

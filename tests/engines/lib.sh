@@ -241,13 +241,7 @@ engines_containerd_start() {
 
 # engines_containerd_stop: stops the daemon by its pid (SIGTERM, then SIGKILL after 20 s) and waits for it.
 engines_containerd_stop() {
-  kill "$containerd_pid" 2>/dev/null || return 0
-  for _ in $(seq 200); do
-    kill -0 "$containerd_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$containerd_pid" 2>/dev/null && kill -9 "$containerd_pid"
-  wait "$containerd_pid" 2>/dev/null || true
+  e2e_stop_daemon "$containerd_pid"
 }
 
 # engines_containerd_stop_clean: engines_containerd_stop, then no process of containerd ($c) and no mount
