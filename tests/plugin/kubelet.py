@@ -830,7 +830,7 @@ class DaemonLife:
         sys.stderr.write(f"the daemon's log ({self.name}):\n" + self.daemon.log())
 
     def close(self):
-        self.daemon.__exit__(None, None, None)
+        self.daemon.close()
         self.kubelet.stop()
 
 

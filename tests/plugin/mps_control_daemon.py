@@ -102,8 +102,7 @@ class Control(Daemon):
         try:
             status = self.wait("SIGTERM")
         finally:
-            self.kill()
-            self.log_file.close()
+            self.close()
         check(status == 0, f"exit status {status} after SIGTERM; log:\n{self.log()}")
 
 

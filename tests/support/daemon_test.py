@@ -116,14 +116,18 @@ class Daemon:
             self.process.kill()
             self.process.wait()
 
+    def close(self):
+        """Kills the daemon if it still runs; closes the log (still readable by log())."""
+        self.kill()
+        self.log_file.close()
+
     def __enter__(self):
         return self
 
     def __exit__(self, kind, value, trace):
         if kind is not None:
             sys.stderr.write(f"{self.name}'s log:\n{self.log()}")
-        self.kill()
-        self.log_file.close()
+        self.close()
 
 
 def main(run, *errors):
