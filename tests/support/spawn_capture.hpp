@@ -1,8 +1,9 @@
 #pragma once
 // Runs a program as the tests' subject: to its end, with stdin from a file and stdout and stderr captured
-// through files (spawn_capture), or in the background with both into one file (spawn_logged). The one
-// posix_spawn helper of the tests: cli/run_gpuctk.hpp runs gpuctk with it, rootfs/rootfs_test_support.hpp
-// the hooks as a runtime would, the --watch tests their daemons.
+// through files (spawn_capture), or in the background with both into one file (spawn_logged); or a shell
+// command line with the tests' own environment, its stdout captured (run_shell). The one capture helper
+// of the tests: cli/run_gpuctk.hpp runs gpuctk with it, rootfs/rootfs_test_support.hpp the hooks as a
+// runtime would, the --watch tests their daemons, the fixture builder's tests its command and tools.
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -96,6 +98,31 @@ inline Captured spawn_capture(const std::string& program, const std::vector<std:
   result.err = read_file(err_path).value_or("");
   ::unlink(out_path.c_str());
   ::unlink(err_path.c_str());
+  return result;
+}
+
+// What a `sh -c` command line printed on stdout (add ` 2>&1` for stderr too) and how it exited: its exit
+// status, or -1 when it did not start or did not exit normally.
+struct ShellRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+inline ShellRun run_shell(const std::string& command) {
+  ShellRun result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return result;
+  }
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+    result.out.append(buffer, n);
+  }
+  const int status = ::pclose(pipe);
+  if (status != -1 && WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  }
   return result;
 }
 
