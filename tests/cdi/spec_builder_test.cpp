@@ -16,6 +16,7 @@
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
 #include "steps/root_edits.hpp"
+#include "support/fixture_host.hpp"
 #include "support/golden_file.hpp"
 #include "util/file.hpp"
 
@@ -39,16 +40,11 @@ class GoldenSpec : public ::testing::TestWithParam<GoldenCase> {};
 // root replaced by @ROOT@. GPUCTK_UPDATE_GOLDEN=1 rewrites the golden file instead (read its diff!).
 TEST_P(GoldenSpec, MatchesGoldenFileByteForByte) {
   const auto& param = GetParam();
-  auto f = fixture::materialise_temp(param.host);
-  ASSERT_TRUE(f) << f.error().message;
-  if (!f->host.nodes_are_real) {
-    GTEST_SKIP() << "device nodes need root to mknod; golden specs carry real majors and minors";
+  const auto f = test::host_with_real_nodes(param.host, "golden specs carry real majors and minors");
+  if (!f) {
+    return;
   }
-  discover::DiscoverOptions options;
-  options.driver_root = f->host.driver_root;
-  options.dev_root = f->host.dev_root;
-  options.mode = param.mode;
-  auto inventory = discover::discover(options);
+  auto inventory = discover::discover(test::discover_options(*f, param.mode));
   ASSERT_TRUE(inventory) << inventory.error().message;
   BuildOptions build;
   build.hook_path = k_hook;

@@ -12,6 +12,7 @@
 #include "cdi/validate.hpp"
 #include "cdi/version.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 #include "support/golden_file.hpp"
 #include "util/file.hpp"
 
@@ -28,14 +29,6 @@ BuildOptions options() {
   return build;
 }
 
-discover::DiscoverOptions discover_options(const fixture::Fixture& f) {
-  discover::DiscoverOptions o;
-  o.driver_root = f.host.driver_root;
-  o.dev_root = f.host.dev_root;
-  o.mode = discover::Mode::proc;
-  return o;
-}
-
 const std::vector<GpuVendor> k_all_vendors{GpuVendor::nvidia, GpuVendor::amd, GpuVendor::intel};
 
 struct GoldenCase {
@@ -49,12 +42,12 @@ class GoldenVendorSpecs : public ::testing::TestWithParam<GoldenCase> {};
 // with GPUs, each compared with tests/golden/<host>.<vendor>.yaml, the fixture root replaced by @ROOT@.
 TEST_P(GoldenVendorSpecs, MatchGoldenFilesByteForByte) {
   const auto& param = GetParam();
-  auto f = fixture::materialise_temp(param.host);
-  ASSERT_TRUE(f) << f.error().message;
-  if (!f->host.nodes_are_real) {
-    GTEST_SKIP() << "device nodes need root to mknod; golden specs carry real majors and minors";
+  const auto f = test::host_with_real_nodes(param.host, "golden specs carry real majors and minors");
+  if (!f) {
+    return;
   }
-  const auto built = build_vendor_specs(k_all_vendors, discover_options(*f), options());
+  const auto built =
+      build_vendor_specs(k_all_vendors, test::discover_options(*f, discover::Mode::proc), options());
   ASSERT_TRUE(built) << built.error().message;
   EXPECT_EQ(built->warnings, std::vector<std::string>{});
   EXPECT_EQ(built->specs.size() + built->absent.size(), 3U);
@@ -112,15 +105,10 @@ std::vector<std::string> node_paths(const Device& device) {
   return paths;
 }
 
-class AmdSpec : public ::testing::Test {
+class AmdSpec : public test::FixtureHostTest {
  protected:
-  void SetUp() override {
-    auto f = fixture::materialise_temp("mi300x-amd");
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
-    }
+  AmdSpec() : FixtureHostTest("mi300x-amd") {}
+  void SetUpHost() override {
     auto inv = discover::discover_drm_gpus(m_fixture->host.dev_root,
                                            {discover::DrmVendor::amd, discover::DrmVendor::intel});
     ASSERT_TRUE(inv) << inv.error().message;
@@ -129,7 +117,6 @@ class AmdSpec : public ::testing::Test {
   Result<Spec> build(const BuildOptions& build) {
     return build_drm_spec(m_inv, discover::DrmVendor::amd, build, m_warnings);
   }
-  std::unique_ptr<fixture::Fixture> m_fixture;
   discover::DrmInventory m_inv;
   std::vector<std::string> m_warnings;
 };
@@ -251,12 +238,12 @@ TEST(VendorSet, SpecFileNamesFollowTheKind) {
 }
 
 TEST(VendorSet, VendorsWithoutGpusAreAbsentWithOneLineEach) {
-  auto f = fixture::materialise_temp("flex170-intel");
-  ASSERT_TRUE(f) << f.error().message;
-  if (!f->host.nodes_are_real) {
-    GTEST_SKIP() << "device nodes need root to mknod";
+  const auto f = test::host_with_real_nodes("flex170-intel");
+  if (!f) {
+    return;
   }
-  const auto built = build_vendor_specs(k_all_vendors, discover_options(*f), options());
+  const auto built =
+      build_vendor_specs(k_all_vendors, test::discover_options(*f, discover::Mode::proc), options());
   ASSERT_TRUE(built) << built.error().message;
   ASSERT_EQ(built->specs.size(), 1U);
   EXPECT_EQ(built->specs[0].vendor, GpuVendor::intel);
@@ -269,10 +256,13 @@ TEST(VendorSet, VendorsWithoutGpusAreAbsentWithOneLineEach) {
   BuildOptions with_ids = options();
   with_ids.device_ids = {"0"};
   EXPECT_EQ(
-      build_vendor_specs(k_all_vendors, discover_options(*f), with_ids).error().message,
+      build_vendor_specs(k_all_vendors, test::discover_options(*f, discover::Mode::proc), with_ids)
+          .error()
+          .message,
       "--device-ids selects NVIDIA devices only; it cannot be combined with amd or intel in --vendor-set");
   // NVIDIA only on an Intel host: nothing, one line.
-  const auto nvidia_only = build_vendor_specs({GpuVendor::nvidia}, discover_options(*f), options());
+  const auto nvidia_only =
+      build_vendor_specs({GpuVendor::nvidia}, test::discover_options(*f, discover::Mode::proc), options());
   ASSERT_TRUE(nvidia_only) << nvidia_only.error().message;
   EXPECT_TRUE(nvidia_only->specs.empty());
   EXPECT_EQ(nvidia_only->absent.size(), 1U);

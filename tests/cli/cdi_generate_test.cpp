@@ -14,6 +14,7 @@
 #include "cli/fixture_host_test.hpp"
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -36,10 +37,9 @@ class CliCdiGenerateTest : public test::CliFixtureHostTest {
 // `cdi generate --device-ids`, the precreate hook and the shim (with /bin/true for runc) all give it,
 // as its node without the capability nodes of its MIG devices; an unknown id lists only ids that resolve.
 TEST(CliMigParent, GenerateHookAndShimGiveAMigModeGpuWhole) {
-  auto f = fixture::materialise_temp("dgx-a100");
-  ASSERT_TRUE(f) << f.error().message;
-  if (!f->host.nodes_are_real) {
-    GTEST_SKIP() << "device nodes need root to mknod";
+  const auto f = test::host_with_real_nodes("dgx-a100");
+  if (!f) {
+    return;
   }
   const std::string scratch = f->temp.path() + "/scratch";
   std::filesystem::create_directories(scratch + "/cdi");
@@ -124,10 +124,9 @@ TEST(CliMigParent, GenerateHookAndShimGiveAMigModeGpuWhole) {
 // gives it the GPU's card and render nodes and their by-path links, as nvidia-ctk 1.20 does; the plain
 // 1g.24gb device 0:1 gets only its GPU's node and its capability nodes.
 TEST(CliGraphicsMig, GfxMigDeviceGetsItsGpusDrmNodesAndLinksAPlainOneNeither) {
-  auto f = fixture::materialise_temp("rtx-pro-6000-mig");
-  ASSERT_TRUE(f) << f.error().message;
-  if (!f->host.nodes_are_real) {
-    GTEST_SKIP() << "device nodes need root to mknod";
+  const auto f = test::host_with_real_nodes("rtx-pro-6000-mig");
+  if (!f) {
+    return;
   }
   const std::string scratch = f->temp.path() + "/scratch";
   std::filesystem::create_directories(scratch);
@@ -523,16 +522,10 @@ TEST_F(CliCdiGenerateTest, InfoPrintsTheInventory) {
 
 // Hosts whose libnvidia-ml.so.1 exists but cannot serve (fixtures/hosts/nvml-*): the default mode gives
 // the spec of /proc discovery and one warning that says why; --mode nvml fails with that reason.
-class CliNvmlCannotServeTest : public ::testing::Test {
+class CliNvmlCannotServeTest : public test::FixtureHostTest {
  protected:
-  void use_host(std::string_view host) {
-    auto f = fixture::materialise_temp(host);
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
+  void SetUpHost() override {
     ASSERT_TRUE(m_fixture->host.nvml_is_mock);
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
-    }
     m_scratch = m_fixture->temp.path() + "/scratch";
     std::filesystem::create_directories(m_scratch);
   }
@@ -551,7 +544,6 @@ class CliNvmlCannotServeTest : public ::testing::Test {
   // The library discovery loads: the ld.so.cache entry of libnvidia-ml.so.1 (the versioned file).
   [[nodiscard]] std::string nvml_library() const { return m_fixture->host.nvml_library; }
 
-  std::unique_ptr<fixture::Fixture> m_fixture;
   std::string m_scratch;
 };
 

@@ -10,6 +10,7 @@
 #include "cdi/validate.hpp"
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {
@@ -17,12 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CliVendorSet : public ::testing::Test {
+class CliVendorSet : public test::FixtureHostTest {
  protected:
-  void use_host(std::string_view name) {
-    auto f = fixture::materialise_temp(name);
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
+  void SetUpHost() override {
     m_scratch = m_fixture->temp.path() + "/scratch";
     m_out = m_fixture->temp.path() + "/cdi";
     fs::create_directories(m_scratch);
@@ -45,15 +43,14 @@ class CliVendorSet : public ::testing::Test {
     std::ranges::sort(names);
     return names;
   }
-  std::unique_ptr<fixture::Fixture> m_fixture;
   std::string m_scratch;
   std::string m_out;
 };
 
 TEST_F(CliVendorSet, MixedHostGetsOneValidSpecPerVendorWithGpus) {
   use_host("mixed-nvidia-intel");
-  if (!m_fixture->host.nodes_are_real) {
-    GTEST_SKIP() << "device nodes need root to mknod";
+  if (IsSkipped() || HasFatalFailure()) {
+    return;
   }
   const auto r = generate({"--vendor-set", "nvidia,amd,intel", "--mode", "proc", "--output", m_out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -88,8 +85,8 @@ TEST_F(CliVendorSet, MixedHostGetsOneValidSpecPerVendorWithGpus) {
 
 TEST_F(CliVendorSet, AmdHostWritesOnlyTheAmdSpec) {
   use_host("mi300x-amd");
-  if (!m_fixture->host.nodes_are_real) {
-    GTEST_SKIP() << "device nodes need root to mknod";
+  if (IsSkipped() || HasFatalFailure()) {
+    return;
   }
   const auto r = generate({"--vendor-set", "nvidia,amd,intel", "--output", m_out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -106,8 +103,8 @@ TEST_F(CliVendorSet, AmdHostWritesOnlyTheAmdSpec) {
 
 TEST_F(CliVendorSet, OutputRulesAndErrors) {
   use_host("flex170-intel");
-  if (!m_fixture->host.nodes_are_real) {
-    GTEST_SKIP() << "device nodes need root to mknod";
+  if (IsSkipped() || HasFatalFailure()) {
+    return;
   }
   // Several vendors need a directory.
   auto r = generate({"--vendor-set", "amd,intel", "--output", "-"});

@@ -10,26 +10,19 @@
 #include <utility>
 
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 
 namespace gpuctk::test {
 
-class CliFixtureHostTest : public ::testing::Test {
+class CliFixtureHostTest : public FixtureHostTest {
  protected:
-  explicit CliFixtureHostTest(std::string host) : m_host(std::move(host)) {}
+  explicit CliFixtureHostTest(std::string host) : FixtureHostTest(std::move(host)) {}
 
-  void SetUp() override {
-    auto f = fixture::materialise_temp(m_host);
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
-    }
+  void SetUpHost() override {
     m_scratch = m_fixture->temp.path() + "/scratch";
     std::filesystem::create_directories(m_scratch);
   }
 
-  std::string m_host;  // the fixture host's name, "dgx-a100"
-  std::unique_ptr<fixture::Fixture> m_fixture;
   std::string m_scratch;
 };
 

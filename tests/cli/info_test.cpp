@@ -7,20 +7,15 @@
 
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 #include "support/temp_dir.hpp"
 
 namespace gpuctk {
 namespace {
 
-class CliInfoTest : public ::testing::Test {
+class CliInfoTest : public test::FixtureHostTest {
  protected:
-  void use_host(std::string_view name) {
-    auto f = fixture::materialise_temp(name);
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
-    }
+  void SetUpHost() override {
     // The specs info reads are the config's: an empty directory here, whatever the machine has.
     m_config = m_dir.write("gpuctk.yaml", "spec-dirs: [" + m_dir.path() + "/cdi]\nlog-file: \"\"\n");
     std::filesystem::create_directories(m_dir.path() + "/cdi");
@@ -32,7 +27,6 @@ class CliInfoTest : public ::testing::Test {
     return test::run_gpuctk(args, m_dir.path(), {.env = {"GPUCTK_CONFIG=" + m_config}});
   }
 
-  std::unique_ptr<fixture::Fixture> m_fixture;
   test::TempDir m_dir;
   std::string m_config;
 };

@@ -16,6 +16,7 @@
 #include "cli/run_gpuctk.hpp"
 #include "fixtures/builder/hosts.hpp"
 #include "install/fake_engine.hpp"
+#include "support/fixture_host.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {
@@ -25,15 +26,10 @@ namespace fs = std::filesystem;
 
 const std::string k_containerd_toml = "/etc/containerd/config.toml";
 
-class CliInstallTest : public ::testing::Test {
+class CliInstallTest : public test::FixtureHostTest {
  protected:
-  void SetUp() override {
-    auto f = fixture::materialise_temp("t4-debian");
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
-    }
+  CliInstallTest() : FixtureHostTest("t4-debian") {}
+  void SetUpHost() override {
     m_root = m_fixture->host.root;
     ASSERT_EQ(m_fixture->host.driver_root, m_root);
     ASSERT_EQ(m_fixture->host.dev_root, m_root);
@@ -70,7 +66,6 @@ class CliInstallTest : public ::testing::Test {
     return state;
   }
 
-  std::unique_ptr<fixture::Fixture> m_fixture;
   std::string m_root;
   std::string m_scratch;
   std::string m_original_toml;

@@ -13,6 +13,7 @@
 #include "cli/run_gpuctk.hpp"
 #include "cli/spec_differences.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
@@ -81,10 +82,9 @@ std::vector<std::string> differences(const fixture::Fixture& f, const std::strin
 TEST(NvidiaV120Differential, EveryDifferenceIsATableRowAndEveryRowADifference) {
   std::vector<std::string> all;
   for (const std::string host : {"dgx-a100", "t4-debian"}) {
-    auto f = fixture::materialise_temp(host);
-    ASSERT_TRUE(f) << host << ": " << f.error().message;
-    if (!f->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
+    const auto f = test::host_with_real_nodes(host);
+    if (!f) {
+      return;
     }
     std::filesystem::create_directories(f->temp.path() + "/scratch");
     for (const auto& variant : k_variants) {

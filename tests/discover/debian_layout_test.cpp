@@ -6,30 +6,23 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "discover/discover.hpp"
 #include "discover/driver_files.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 
 namespace gpuctk::discover {
 namespace {
 
-class DebianLayout : public ::testing::Test {
+class DebianLayout : public test::FixtureHostTest {
  protected:
-  void SetUp() override {
-    auto fixture = fixture::materialise_temp("a10-debian-packaged");
-    ASSERT_TRUE(fixture) << fixture.error().message;
-    m_fixture.emplace(std::move(*fixture));
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod; this fixture has regular files";
-    }
-    DiscoverOptions options;
-    options.driver_root = m_fixture->host.driver_root;
-    options.dev_root = m_fixture->host.dev_root;
-    options.mode = Mode::proc;
-    auto inv = discover(options);
+  DebianLayout() : FixtureHostTest("a10-debian-packaged") {}
+  void SetUpHost() override {
+    auto inv = discover(test::discover_options(*m_fixture, Mode::proc));
     ASSERT_TRUE(inv) << inv.error().message;
     m_inv = std::move(*inv);
   }
@@ -50,7 +43,6 @@ class DebianLayout : public ::testing::Test {
   std::string host(std::string_view path) const { return m_fixture->host.driver_root + std::string(path); }
 
   static constexpr std::string_view k_version = "535.216.01";
-  std::optional<fixture::Fixture> m_fixture;
   Inventory m_inv;
 };
 

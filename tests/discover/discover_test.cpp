@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <ostream>
 #include <system_error>
 
@@ -20,6 +21,7 @@
 #include "discover/host_fs.hpp"
 #include "discover/nvml.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 
 namespace gpuctk::discover {
 
@@ -32,27 +34,38 @@ void PrintTo(const FileNeed& need, std::ostream* os) {
 
 namespace {
 
-fixture::Fixture materialise_or_die(std::string_view name) {
-  auto fixture = fixture::materialise_temp(name);
-  if (!fixture) {
-    ADD_FAILURE() << fixture.error().message;
-    std::abort();
-  }
-  return std::move(*fixture);
-}
+using test::materialise_or_die;
 
-DiscoverOptions options_for(const fixture::Fixture& f, Mode mode) {
-  DiscoverOptions options;
-  options.driver_root = f.host.driver_root;
-  options.dev_root = f.host.dev_root;
-  options.mode = mode;
-  return options;
-}
+using test::discover_options;
 
 #define SKIP_WITHOUT_REAL_NODES(f)                                                     \
   if (!(f).host.nodes_are_real) {                                                      \
     GTEST_SKIP() << "device nodes need root to mknod; this fixture has regular files"; \
   }
+
+// `check` on every fixture host, materialised, under its name; stops at the first fatal failure or skip.
+void for_each_fixture_host(const std::function<void(const fixture::Fixture&)>& check) {
+  const auto names = fixture::list_hosts();
+  ASSERT_TRUE(names) << names.error().message;
+  for (const auto& name : *names) {
+    SCOPED_TRACE(name);
+    const auto f = materialise_or_die(name);
+    check(f);
+    if (::testing::Test::HasFatalFailure() || ::testing::Test::IsSkipped()) {
+      return;
+    }
+  }
+}
+
+// `check` on every fixture host and what proc-mode discovery found there; skips without real device nodes.
+void for_each_discovered_host(const std::function<void(const fixture::Fixture&, const Inventory&)>& check) {
+  for_each_fixture_host([&](const fixture::Fixture& f) {
+    SKIP_WITHOUT_REAL_NODES(f);
+    const auto inv = discover(discover_options(f, Mode::proc));
+    ASSERT_TRUE(inv) << inv.error().message;
+    check(f, *inv);
+  });
+}
 
 const DriverFile* find_file(const Inventory& inv, std::string_view container_path) {
   const auto it = std::ranges::find(inv.files, container_path, &DriverFile::container_path);
@@ -63,7 +76,7 @@ TEST(Discover, T4InNvmlModeReadsTheManifestThroughTheMockNvml) {
   auto f = materialise_or_die("t4-debian");
   SKIP_WITHOUT_REAL_NODES(f);
   ASSERT_TRUE(f.host.nvml_is_mock);
-  auto inv = discover(options_for(f, Mode::nvml));
+  auto inv = discover(discover_options(f, Mode::nvml));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_EQ(inv->gpu_source, GpuSource::nvml);
   EXPECT_EQ(inv->driver_version, "535.183.01");
@@ -137,9 +150,9 @@ TEST(Discover, T4InNvmlModeReadsTheManifestThroughTheMockNvml) {
 TEST(Discover, NvmlAndProcAgreeOnFullGpus) {
   auto f = materialise_or_die("dgx-a100");
   SKIP_WITHOUT_REAL_NODES(f);
-  auto nvml = discover(options_for(f, Mode::nvml));
+  auto nvml = discover(discover_options(f, Mode::nvml));
   ASSERT_TRUE(nvml) << nvml.error().message;
-  auto proc = discover(options_for(f, Mode::proc));
+  auto proc = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(proc) << proc.error().message;
   EXPECT_EQ(proc->gpu_source, GpuSource::proc);
   EXPECT_EQ(proc->driver_version, nvml->driver_version);
@@ -164,7 +177,7 @@ TEST(Discover, NvmlAndProcAgreeOnFullGpus) {
 TEST(Discover, MigDevicesCarryTheirCapabilityNodesFromMigMinors) {
   auto f = materialise_or_die("dgx-a100");
   SKIP_WITHOUT_REAL_NODES(f);
-  auto inv = discover(options_for(f, Mode::nvml));
+  auto inv = discover(discover_options(f, Mode::nvml));
   ASSERT_TRUE(inv) << inv.error().message;
   size_t migs = 0;
   for (const auto& gpu : inv->gpus) {
@@ -189,11 +202,11 @@ TEST(Discover, MigDevicesCarryTheirCapabilityNodesFromMigMinors) {
 TEST(Discover, MissingMigCapabilityNodeIsAnErrorNotAPartialDevice) {
   auto f = materialise_or_die("dgx-a100");
   SKIP_WITHOUT_REAL_NODES(f);
-  auto inv = discover(options_for(f, Mode::nvml));
+  auto inv = discover(discover_options(f, Mode::nvml));
   ASSERT_TRUE(inv) << inv.error().message;
   const auto& victim = inv->gpus[4].mig_devices.front();
   ASSERT_EQ(::unlink(victim.ci_access.host_path.c_str()), 0);
-  auto broken = discover(options_for(f, Mode::nvml));
+  auto broken = discover(discover_options(f, Mode::nvml));
   ASSERT_FALSE(broken);
   EXPECT_EQ(broken.error().message, "MIG device 4:" + std::to_string(victim.index) + " (" + victim.uuid +
                                         "): gpu4/gi" + std::to_string(victim.gi) + "/ci" +
@@ -205,7 +218,7 @@ TEST(Discover, DriverContainerKeepsTheDriverRootOnHostPathsOnly) {
   auto f = materialise_or_die("driver-container");
   SKIP_WITHOUT_REAL_NODES(f);
   ASSERT_NE(f.host.driver_root, f.host.dev_root);
-  auto inv = discover(options_for(f, Mode::automatic));
+  auto inv = discover(discover_options(f, Mode::automatic));
   ASSERT_TRUE(inv) << inv.error().message;
   ASSERT_FALSE(inv->files.empty());
   for (const auto& file : inv->files) {
@@ -326,7 +339,7 @@ TEST(DiscoverDriverVersion, WithoutLdCacheTheDirectorySearchFindsLibcuda) {
     SKIP_WITHOUT_REAL_NODES(f);
     ASSERT_FALSE(f.host.ld_cache.empty());
     fs::remove(f.host.ld_cache);
-    auto inv = discover(options_for(f, Mode::proc));
+    auto inv = discover(discover_options(f, Mode::proc));
     ASSERT_TRUE(inv) << host << ": " << inv.error().message;
     EXPECT_EQ(inv->driver_version, f.manifest.driver.version) << host;
     EXPECT_EQ(inv->kernel_module, KernelModule::unknown) << host;
@@ -346,7 +359,7 @@ TEST(DiscoverDriverVersion, RegularFileLibcudaSo1IsLookedBesideAndGetsItsLink) {
   const std::string version = f.manifest.driver.version;
   fs::remove(dir / "libcuda.so.1");
   fs::copy_file(dir / ("libcuda.so." + version), dir / "libcuda.so.1");  // a copy, as some installers do
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_EQ(inv->driver_version, version);
   const std::string cdir = dir.string().substr(f.host.driver_root.size());
@@ -363,11 +376,11 @@ TEST(DiscoverDriverVersion, MissingLibcudaLinksAreCreatedForTheContainer) {
   const fs::path dir = fs::path(f.host.cuda_library).parent_path();
   const std::string version = f.manifest.driver.version;
   const std::string cdir = dir.string().substr(f.host.driver_root.size());
-  auto before = discover(options_for(f, Mode::proc));
+  auto before = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(before) << before.error().message;
   fs::remove(dir / "libcuda.so.1");
   fs::remove(dir / "libcuda.so");
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(inv) << inv.error().message;
   const auto pairs = link_pairs(*inv);
   EXPECT_TRUE(has(pairs, "libcuda.so." + version + "::" + cdir + "/libcuda.so.1"))
@@ -385,11 +398,11 @@ TEST(DiscoverDriverVersion, GbmLinkComesWithTheAllocatorWhateverTheHostHas) {
   const fs::path dir = fs::path(f.host.cuda_library).parent_path();
   const std::string cdir = dir.string().substr(f.host.driver_root.size());
   const std::string gbm = "../libnvidia-allocator.so.1::" + cdir + "/gbm/nvidia-drm_gbm.so";
-  auto before = discover(options_for(f, Mode::proc));
+  auto before = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_TRUE(has(link_pairs(*before), gbm)) << testing::PrintToString(link_pairs(*before));
   fs::remove_all(dir / "gbm");
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_EQ(link_pairs(*inv), link_pairs(*before));
   // No allocator, no link.
@@ -398,7 +411,7 @@ TEST(DiscoverDriverVersion, GbmLinkComesWithTheAllocatorWhateverTheHostHas) {
       fs::remove(entry.path());
     }
   }
-  auto without = discover(options_for(f, Mode::proc));
+  auto without = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(without) << without.error().message;
   EXPECT_FALSE(has(link_pairs(*without), gbm));
 }
@@ -412,7 +425,7 @@ TEST(DiscoverDriverVersion, LegacyNvvmIsMountedAndTheLibcudaDirIsKnown) {
   const fs::path dir = fs::path(f.host.cuda_library).parent_path();
   const std::string cdir = dir.string().substr(f.host.driver_root.size());
   std::ofstream(dir / "libnvidia-nvvm70.so.4") << "nvvm70";
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(inv) << inv.error().message;
   const auto* nvvm = find_file(*inv, cdir + "/libnvidia-nvvm70.so.4");
   ASSERT_NE(nvvm, nullptr);
@@ -466,7 +479,7 @@ TEST(DiscoverDriverVersion, LibnvidiaMlWhenThereIsNoLibcuda) {
       }
     }
   }
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_EQ(inv->driver_version, f.manifest.driver.version);
 }
@@ -477,7 +490,7 @@ TEST(DiscoverDriverVersion, TwoVersionsOfLibcudaInOneDirectoryAreAnErrorNamingBo
   fs::remove(f.host.ld_cache);
   const fs::path dir = fs::path(f.host.cuda_library).parent_path();
   fs::copy_file(dir / ("libcuda.so." + f.manifest.driver.version), dir / "libcuda.so.470.256.02");
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_FALSE(inv);
   EXPECT_EQ(inv.error().message, dir.string() +
                                      ": libraries of several driver versions (libcuda.so.470.256.02, "
@@ -501,14 +514,14 @@ TEST(DiscoverDriverVersion, TheErrorSaysNvmlOnlyWhenNvmlWasTried) {
     }
   }
   const std::string proc = f.host.dev_path("/proc/driver/nvidia/version");
-  auto automatic = discover(options_for(f, Mode::automatic));
+  auto automatic = discover(discover_options(f, Mode::automatic));
   ASSERT_FALSE(automatic);
   EXPECT_TRUE(automatic.error().message.starts_with("no NVIDIA driver version: tried NVML, " + proc +
                                                     ", the ld.so.cache and libcuda.so.<version> or "
                                                     "libnvidia-ml.so.<version> in "))
       << automatic.error().message;
   EXPECT_NE(automatic.error().message.find(dir.string()), std::string::npos) << automatic.error().message;
-  auto proc_mode = discover(options_for(f, Mode::proc));
+  auto proc_mode = discover(discover_options(f, Mode::proc));
   ASSERT_FALSE(proc_mode);
   EXPECT_TRUE(proc_mode.error().message.starts_with("no NVIDIA driver version: tried " + proc + ", the"))
       << proc_mode.error().message;
@@ -518,7 +531,7 @@ TEST(Discover, NoGpusNamesWhereTheyWereLookedFor) {
   auto f = materialise_or_die("t4-debian");
   SKIP_WITHOUT_REAL_NODES(f);
   fs::remove_all(f.host.dev_path("/proc/driver/nvidia/gpus"));
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_TRUE(inv->gpus.empty());
   EXPECT_EQ(inv->gpus_from, f.host.dev_path("/proc/driver/nvidia/gpus"));
@@ -528,7 +541,7 @@ TEST(Discover, NoGpusNamesWhereTheyWereLookedFor) {
   ASSERT_FALSE(spec);
   EXPECT_EQ(spec.error().message,
             "no devices to generate: no GPUs in " + f.host.dev_path("/proc/driver/nvidia/gpus"));
-  auto nvml = discover(options_for(f, Mode::nvml));
+  auto nvml = discover(discover_options(f, Mode::nvml));
   ASSERT_TRUE(nvml) << nvml.error().message;
   EXPECT_EQ(nvml->gpus_from, "NVML (" + f.host.nvml_library + ")");
 }
@@ -537,11 +550,11 @@ TEST(Discover, NvmlThatCannotInitialiseFallsBackToProcInAutoModeOnlyWithOneWarni
   auto f = materialise_or_die("t4-debian");
   ASSERT_FALSE(f.host.nvml_config.empty());
   std::ofstream(f.host.nvml_config, std::ios::app) << "fail\tinit=NVML_ERROR_DRIVER_NOT_LOADED\n";
-  auto strict = discover(options_for(f, Mode::nvml));
+  auto strict = discover(discover_options(f, Mode::nvml));
   ASSERT_FALSE(strict);
   EXPECT_EQ(strict.error().message, "nvml: nvmlInit_v2: Driver Not Loaded");
   SKIP_WITHOUT_REAL_NODES(f);
-  auto inv = discover(options_for(f, Mode::automatic));
+  auto inv = discover(discover_options(f, Mode::automatic));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_EQ(inv->gpu_source, GpuSource::proc);
   EXPECT_EQ(std::count(inv->warnings.begin(), inv->warnings.end(),
@@ -559,7 +572,7 @@ TEST(Discover, NvmlModeWithoutTheLibraryNamesWhatWasSearched) {
       }
     }
   }
-  auto inv = discover(options_for(f, Mode::nvml));
+  auto inv = discover(discover_options(f, Mode::nvml));
   ASSERT_FALSE(inv);
   EXPECT_EQ(inv.error().message, "libnvidia-ml.so.1: not found under " + f.host.driver_root +
                                      " (ld.so.cache and standard library directories)");
@@ -571,7 +584,7 @@ TEST(Discover, ManagementModeAddsGpuCapsAndImexNodesButNotNvswitch) {
   auto f = materialise_or_die("dgx-a100");
   SKIP_WITHOUT_REAL_NODES(f);
   ASSERT_TRUE(fs::exists(f.host.dev_path("/dev/nvidia-nvswitchctl")));
-  auto inv = discover(options_for(f, Mode::management));
+  auto inv = discover(discover_options(f, Mode::management));
   ASSERT_TRUE(inv) << inv.error().message;
   std::vector<std::string> paths;
   for (const auto& n : inv->management_nodes) {
@@ -595,7 +608,7 @@ TEST(Discover, ManagementModeWithoutProcGpusStillHasEveryGpuNode) {
   auto f = materialise_or_die("dgx-a100");
   SKIP_WITHOUT_REAL_NODES(f);
   fs::remove_all(f.host.dev_path("/proc/driver/nvidia/gpus"));
-  auto inv = discover(options_for(f, Mode::management));
+  auto inv = discover(discover_options(f, Mode::management));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_TRUE(inv->gpus.empty());
   cdi::BuildOptions build;
@@ -629,7 +642,7 @@ TEST(DeviceNodes, GpuNodeNames) {
 TEST(Discover, H100OpenModuleRhelLayoutWithGspFirmware) {
   auto f = materialise_or_die("h100-rhel");
   SKIP_WITHOUT_REAL_NODES(f);
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_EQ(inv->kernel_module, KernelModule::open);
   EXPECT_EQ(inv->driver_version, "580.95.05");
@@ -783,7 +796,7 @@ TEST(DriverRoot, NvmlIsLoadedFromInsideTheDriverRoot) {
   // image's library; followed by the host's kernel (dlopen) it would name the host's (here: nothing).
   replace_with_link(droot + lib_dir + "/libnvidia-ml.so.1",
                     lib_dir + "/libnvidia-ml.so." + f.manifest.driver.version);
-  auto inv = discover(options_for(f, Mode::nvml));
+  auto inv = discover(discover_options(f, Mode::nvml));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_EQ(inv->gpu_source, GpuSource::nvml);
   EXPECT_EQ(inv->gpus.size(), 2u);
@@ -796,7 +809,7 @@ TEST(DriverRoot, TheLinkerCacheIsReadFromInsideTheDriverRoot) {
   // An absolute link out of the root, to a file of the host that is not a cache.
   std::ofstream(f.host.root + "/not-a-cache") << "not a cache at all";
   replace_with_link(droot + "/etc/ld.so.cache", f.host.root + "/not-a-cache");
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_EQ(inv->warnings, std::vector<std::string>{droot + "/etc/ld.so.cache -> " + f.host.root +
                                                     "/not-a-cache: no such file inside " + droot +
@@ -805,16 +818,12 @@ TEST(DriverRoot, TheLinkerCacheIsReadFromInsideTheDriverRoot) {
 }
 
 TEST(DriverRoot, UnchangedFixtureHostsAreConfinedAndWarnNothing) {
-  const auto names = fixture::list_hosts();
-  ASSERT_TRUE(names) << names.error().message;
-  for (const auto& name : *names) {
-    SCOPED_TRACE(name);
-    auto f = materialise_or_die(name);
+  for_each_fixture_host([](const fixture::Fixture& f) {
     std::vector<std::string> warnings;
     const auto found = driver_files_of(f, warnings);
     expect_confined(found.files, f.host.driver_root);
     EXPECT_EQ(warnings, std::vector<std::string>{});
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -905,18 +914,9 @@ TEST_F(IpcTrust, ASocketOfTheDaemonsServiceUserInItsOwnRuntimeDirectoryIsMounted
 // capability filter says for the container path the spec mounts it at, on every fixture host.
 
 TEST(Classification, DiscoveryAndTheHookFilterAgreeOnEveryFileOfEveryFixtureHost) {
-  const auto names = fixture::list_hosts();
-  ASSERT_TRUE(names) << names.error().message;
-  for (const auto& name : *names) {
-    SCOPED_TRACE(name);
-    auto f = materialise_or_die(name);
-    if (!f.host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod; this fixture has regular files";
-    }
-    auto inv = discover(options_for(f, Mode::proc));
-    ASSERT_TRUE(inv) << inv.error().message;
-    ASSERT_FALSE(inv->files.empty());
-    for (const auto& file : inv->files) {
+  for_each_discovered_host([](const fixture::Fixture& /*f*/, const Inventory& inv) {
+    ASSERT_FALSE(inv.files.empty());
+    for (const auto& file : inv.files) {
       const FileNeed hook_side = file_need(file.container_path);
       EXPECT_EQ(recorded_need(file), hook_side) << file.container_path;
       EXPECT_NE(hook_side.kind, FileNeed::Kind::unknown) << file.container_path << ": not in the tables";
@@ -930,24 +930,24 @@ TEST(Classification, DiscoveryAndTheHookFilterAgreeOnEveryFileOfEveryFixtureHost
     cdi::BuildOptions build;
     build.hook_path = "/usr/bin/gpuctk";
     build.libraries32 = true;  // every file, as in the hooks' in-memory spec
-    auto spec = cdi::build_spec(*inv, build);
+    auto spec = cdi::build_spec(inv, build);
     ASSERT_TRUE(spec) << spec.error().message;
-    ASSERT_EQ(spec->container_edits.mounts.size(), inv->files.size());
+    ASSERT_EQ(spec->container_edits.mounts.size(), inv.files.size());
     for (const auto& mount : spec->container_edits.mounts) {
-      const auto* file = find_file(*inv, mount.container_path);
+      const auto* file = find_file(inv, mount.container_path);
       ASSERT_NE(file, nullptr) << mount.container_path;
       EXPECT_EQ(file_need(mount.container_path), recorded_need(*file)) << mount.container_path;
     }
-    for (const auto& note : inv->notes) {
+    for (const auto& note : inv.notes) {
       EXPECT_EQ(note.find("-bit library in a directory"), std::string::npos) << note;
     }
-  }
+  });
 }
 
 TEST(Classification, TheCasesTheyUsedToDisagreeOn) {
   auto f = materialise_or_die("a10-debian-packaged");
   SKIP_WITHOUT_REAL_NODES(f);
-  auto inv = discover(options_for(f, Mode::proc));
+  auto inv = discover(discover_options(f, Mode::proc));
   ASSERT_TRUE(inv) << inv.error().message;
   // Firmware from the custom firmware_class.path (it wins over /lib/firmware, as in the kernel).
   const auto* fw = find_file(*inv, "/opt/nvidia-firmware/nvidia/535.216.01/gsp_ga10x.bin");
@@ -975,23 +975,14 @@ TEST(Classification, TheCasesTheyUsedToDisagreeOn) {
 // Warnings are for what a user can act on (issue 10 item 5).
 
 TEST(Warnings, FixtureHostsWarnNothingAndOptionalComponentsAreNotes) {
-  const auto names = fixture::list_hosts();
-  ASSERT_TRUE(names) << names.error().message;
-  for (const auto& name : *names) {
-    SCOPED_TRACE(name);
-    auto f = materialise_or_die(name);
-    if (!f.host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod; this fixture has regular files";
-    }
-    auto inv = discover(options_for(f, Mode::proc));
-    ASSERT_TRUE(inv) << inv.error().message;
-    EXPECT_EQ(inv->warnings, std::vector<std::string>{});
+  for_each_discovered_host([](const fixture::Fixture& f, const Inventory& inv) {
+    EXPECT_EQ(inv.warnings, std::vector<std::string>{});
     const bool has_imex = std::ranges::any_of(
-        inv->files, [](const DriverFile& file) { return file.container_path.ends_with("/nvidia-imex"); });
+        inv.files, [](const DriverFile& file) { return file.container_path.ends_with("/nvidia-imex"); });
     if (!has_imex) {
-      EXPECT_CONTAINS(inv->notes, ("binary nvidia-imex: not found under " + f.host.driver_root));
+      EXPECT_CONTAINS(inv.notes, ("binary nvidia-imex: not found under " + f.host.driver_root));
     }
-  }
+  });
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::discover {
@@ -19,14 +20,7 @@ namespace fs = std::filesystem;
 
 const std::vector<DrmVendor> k_both{DrmVendor::amd, DrmVendor::intel};
 
-fixture::Fixture materialise_or_die(std::string_view name) {
-  auto f = fixture::materialise_temp(name);
-  if (!f) {
-    ADD_FAILURE() << f.error().message;
-    std::abort();
-  }
-  return std::move(*f);
-}
+using test::materialise_or_die;
 
 std::vector<std::string> paths_of(const DrmGpu& gpu) {
   std::vector<std::string> paths;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 #include "support/temp_dir.hpp"
 
 namespace gpuctk::discover {
@@ -16,32 +17,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-DiscoverOptions options_for(const fixture::Fixture& f) {
-  DiscoverOptions options;
-  options.driver_root = f.host.driver_root;
-  options.dev_root = f.host.dev_root;
-  options.mode = Mode::automatic;
-  return options;
-}
-
 void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
 }
 
-#define MATERIALISE_OR_SKIP(f, name)                                                           \
-  auto f = fixture::materialise_temp(name);                                                    \
-  ASSERT_TRUE(f) << f.error().message;                                                         \
-  if (!f->host.nodes_are_real) {                                                               \
-    GTEST_SKIP() << "device nodes need root to mknod; discovery needs them (this fixture has " \
-                    "regular files)";                                                          \
+#define MATERIALISE_OR_SKIP(f, name)                                       \
+  const auto f = test::host_with_real_nodes(name, "discovery needs them"); \
+  if (!(f)) {                                                              \
+    return;                                                                \
   }
 
 // A host with NVIDIA's driver and an Intel GPU: both inventories, each GPU's PCI class, the DMI name.
 TEST(DiscoverNode, FindsEveryVendorAndTheHardwareFactsOfAFixtureHost) {
   MATERIALISE_OR_SKIP(f, "mixed-nvidia-intel");
   write(fs::path(f->host.dev_root) / "sys/class/dmi/id/product_name", "  PowerEdge R760xa \n");
-  auto node = discover_node(options_for(*f));
+  auto node = discover_node(test::discover_options(*f, Mode::automatic));
   ASSERT_TRUE(node) << node.error().message;
   ASSERT_EQ(node->nvidia.gpus.size(), 1u);
   EXPECT_EQ(node->nvidia.gpus[0].bus_id, "0000:00:1e.0");
@@ -58,7 +49,8 @@ TEST(DiscoverNode, FindsEveryVendorAndTheHardwareFactsOfAFixtureHost) {
 // no note about NVIDIA's driver; an empty DRM set discovers no DRM GPU at all.
 TEST(DiscoverNode, LooksOnlyForTheVendorsAskedFor) {
   MATERIALISE_OR_SKIP(f, "mixed-nvidia-intel");
-  auto intel = discover_node(options_for(*f), {.nvidia = false, .drm = {DrmVendor::intel}});
+  auto intel = discover_node(test::discover_options(*f, Mode::automatic),
+                             {.nvidia = false, .drm = {DrmVendor::intel}});
   ASSERT_TRUE(intel) << intel.error().message;
   EXPECT_TRUE(intel->nvidia.gpus.empty());
   EXPECT_EQ(intel->nvidia.driver_version, "");
@@ -66,7 +58,7 @@ TEST(DiscoverNode, LooksOnlyForTheVendorsAskedFor) {
   ASSERT_EQ(intel->drm.gpus.size(), 1u);
   EXPECT_EQ(intel->facts.pci_classes, (std::map<std::string, uint32_t>{{"0000:03:00.0", 0x038000}}));
 
-  auto nvidia = discover_node(options_for(*f), {.nvidia = true, .drm = {}});
+  auto nvidia = discover_node(test::discover_options(*f, Mode::automatic), {.nvidia = true, .drm = {}});
   ASSERT_TRUE(nvidia) << nvidia.error().message;
   EXPECT_EQ(nvidia->nvidia.gpus.size(), 1u);
   EXPECT_TRUE(nvidia->drm.gpus.empty());
@@ -79,7 +71,7 @@ TEST(DiscoverNode, NvidiaGpuOnThePciBusWithoutALoadedDriver) {
   MATERIALISE_OR_SKIP(f, "t4-debian");
   const std::string proc = f->host.dev_root + "/proc/driver/nvidia";
   fs::remove_all(proc);
-  auto node = discover_node(options_for(*f));
+  auto node = discover_node(test::discover_options(*f, Mode::automatic));
   ASSERT_TRUE(node) << node.error().message;
   EXPECT_TRUE(node->nvidia.gpus.empty());
   EXPECT_EQ(node->no_nvidia_driver, "no NVIDIA driver (" + proc + " missing)");

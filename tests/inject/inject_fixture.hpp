@@ -19,6 +19,7 @@
 #include "fixtures/builder/hosts.hpp"
 #include "inject/inject.hpp"
 #include "oci/bundle.hpp"
+#include "support/fixture_host.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::inject {
@@ -32,11 +33,9 @@ class InjectTest : public ::testing::Test {
   void SetUp() override { materialise("t4-debian"); }
 
   void materialise(std::string_view host) {
-    auto f = fixture::materialise_temp(host);
-    ASSERT_TRUE(f) << f.error().message;
-    m_fixture = std::make_unique<fixture::Fixture>(std::move(*f));
-    if (!m_fixture->host.nodes_are_real) {
-      GTEST_SKIP() << "device nodes need root to mknod";
+    m_fixture = test::host_with_real_nodes(host);
+    if (!m_fixture) {
+      return;
     }
     m_cfg = config::Config{};
     m_cfg.driver_root = m_fixture->host.driver_root;

@@ -11,6 +11,7 @@
 
 #include "discover/discover.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "support/fixture_host.hpp"
 #include "support/golden_file.hpp"
 #include "util/file.hpp"
 
@@ -46,21 +47,16 @@ class GoldenLabels : public ::testing::TestWithParam<GoldenCase> {};
 // GPUCTK_UPDATE_GOLDEN=1 rewrites the golden file instead (read its diff!).
 TEST_P(GoldenLabels, MatchGoldenFileByteForByte) {
   const auto& param = GetParam();
-  auto f = fixture::materialise_temp(param.host);
-  ASSERT_TRUE(f) << f.error().message;
-  if (!f->host.nodes_are_real) {
-    GTEST_SKIP() << "device nodes need root to mknod; discovery needs them";
+  const auto f = test::host_with_real_nodes(param.host, "discovery needs them");
+  if (!f) {
+    return;
   }
   if (param.machine != nullptr) {
     const auto dir = std::filesystem::path(f->host.dev_root) / "sys/class/dmi/id";
     std::filesystem::create_directories(dir);
     std::ofstream(dir / "product_name") << param.machine << "\n";
   }
-  discover::DiscoverOptions options;
-  options.driver_root = f->host.driver_root;
-  options.dev_root = f->host.dev_root;
-  options.mode = param.mode;
-  auto node = discover::discover_node(options);
+  auto node = discover::discover_node(test::discover_options(*f, param.mode));
   ASSERT_TRUE(node) << node.error().message;
 
   std::optional<SharingConfig> config;
