@@ -77,13 +77,11 @@ TEST_F(CliDiscoveryOptionsTest, ARelativeRootIsAUsageErrorInEveryCommand) {
 
 TEST_F(CliDiscoveryOptionsTest, ModeTakesASpecsModesOrANodesAndItsNvidiaCtkName) {
   auto r = run({"labels", "--discovery-mode", "management", "-o", "-"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
+  EXPECT_EQ(test::usage_error(r),
             "gpuctk: error: --mode: \"management\" is a spec's mode, not a discovery one (want auto, nvml or "
             "proc) (see gpuctk labels --help)\n");
   r = run({"info", "--discovery-mode", "magic"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
+  EXPECT_EQ(test::usage_error(r),
             "gpuctk: error: --mode: unknown mode \"magic\" (want auto, nvml, proc or management) (see gpuctk "
             "info --help)\n");
 }

@@ -313,31 +313,26 @@ TEST_F(CliInstallTest, RestartModeNoneSaysTheEngineMustBeRestarted) {
 
 TEST_F(CliInstallTest, UsageErrors) {
   auto r = test::run_gpuctk({"install", "--host-root", m_root}, m_scratch);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
+  EXPECT_EQ(test::usage_error(r),
             "gpuctk: error: missing option --runtime (or --no-runtime-config) (see gpuctk install --help)\n");
   r = install({"--uninstall-on-exit"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "gpuctk: error: --uninstall-on-exit needs --watch (see gpuctk install --help)\n");
+  EXPECT_EQ(test::usage_error(r),
+            "gpuctk: error: --uninstall-on-exit needs --watch (see gpuctk install --help)\n");
   r = test::run_gpuctk({"install", "--host-root", m_root, "--runtime", "podman"}, m_scratch);
-  EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(
-      r.err,
+      test::usage_error(r),
       "gpuctk: error: --runtime: unknown runtime \"podman\" (want containerd, crio or docker) (see gpuctk "
       "install --help)\n");
   r = install({"--restart-mode", "reload"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
+  EXPECT_EQ(test::usage_error(r),
             "gpuctk: error: --restart-mode: unknown restart mode \"reload\" (want auto, systemd, signal or "
             "none) (see gpuctk install --help)\n");
   r = install({"--restart-mode", "signal", "--engine-socket", "run/x.sock"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
+  EXPECT_EQ(test::usage_error(r),
             "gpuctk: error: --engine-socket: \"run/x.sock\" is not an absolute path (see gpuctk install "
             "--help)\n");
   r = install({"--nvidia-cdi-hook-link", "/usr/bin/hook"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
+  EXPECT_EQ(test::usage_error(r),
             "gpuctk: error: --nvidia-cdi-hook-link: \"/usr/bin/hook\" does not end in /nvidia-cdi-hook, the "
             "name NVIDIA's specs run (see gpuctk install --help)\n");
   EXPECT_FALSE(fs::exists(at("/usr/local/gpuctk"))) << "a usage error installs nothing";

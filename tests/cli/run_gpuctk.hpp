@@ -14,6 +14,12 @@ namespace gpuctk::test {
 
 using RunResult = Captured;
 
+// The line gpuctk wrote to stderr for a usage error (exit status 2); for any other exit, the status and
+// stderr ("exit 0: …"), which no expected usage error equals.
+inline std::string usage_error(const RunResult& r) {
+  return r.exit_code == 2 ? r.err : "exit " + std::to_string(r.exit_code) + ": " + r.err;
+}
+
 // How run_gpuctk starts gpuctk, when not the default.
 struct RunOptions {
   std::string program{GPUCTK_BINARY};  // e.g. a link named gpuctk-runtime or nvidia-container-runtime-hook
