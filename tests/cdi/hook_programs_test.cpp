@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "support/temp_dir.hpp"
+#include "support/temp_dir_test.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {
@@ -16,14 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // A directory under /tmp itself (not $TMPDIR), removed afterwards.
-class HookProgramsTest : public ::testing::Test {
+class HookProgramsTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(m_tmp.path().empty());
-    m_dir = m_tmp.path();
-  }
-  test::TempDir m_tmp{"gpuctk-hook-programs", "/tmp"};
-  std::string m_dir;
+  HookProgramsTest() : TempDirTest("gpuctk-hook-programs", "/tmp") {}
 };
 
 Hook hook_at(const std::string& path) {

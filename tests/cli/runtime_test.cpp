@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_gpuctk.hpp"
-#include "support/temp_dir.hpp"
+#include "support/temp_dir_test.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk {
@@ -17,13 +17,12 @@ namespace {
 
 using Json = nlohmann::json;
 
-class CliRuntimeShimTest : public ::testing::Test {
+class CliRuntimeShimTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(m_dir.path().empty());
-    m_shim = test::link_gpuctk_as(m_dir.path(), "gpuctk-runtime");
+  void SetUpDir() override {
+    m_shim = test::link_gpuctk_as(m_dir, "gpuctk-runtime");
     // `runtimes` is valid and applies; line 3 is not.
-    m_config = m_dir.write("gpuctk.yaml", "runtimes: [/bin/echo]\nlog-file: " + m_dir.path() +
+    m_config = m_tmp.write("gpuctk.yaml", "runtimes: [/bin/echo]\nlog-file: " + m_dir +
                                               "/gpuctk.log\naccept-volume-mounts: ture\n");
     m_error = m_config + ":3: accept-volume-mounts: expected true or false, got \"ture\"";
   }
@@ -32,15 +31,14 @@ class CliRuntimeShimTest : public ::testing::Test {
     const Json config = {{"ociVersion", "1.0.2"},
                          {"process", {{"args", {"/bin/true"}}, {"env", env}}},
                          {"root", {{"path", "rootfs"}}}};
-    m_dir.write("bundle/config.json", config.dump());
-    return m_dir.path() + "/bundle";
+    m_tmp.write("bundle/config.json", config.dump());
+    return m_dir + "/bundle";
   }
 
   test::RunResult shim(const std::vector<std::string>& args) {
-    return test::run_gpuctk(args, m_dir.path(), {.program = m_shim, .env = {"GPUCTK_CONFIG=" + m_config}});
+    return test::run_gpuctk(args, m_dir, {.program = m_shim, .env = {"GPUCTK_CONFIG=" + m_config}});
   }
 
-  test::TempDir m_dir;
   std::string m_shim;
   std::string m_config;
   std::string m_error;
@@ -49,12 +47,12 @@ class CliRuntimeShimTest : public ::testing::Test {
 TEST_F(CliRuntimeShimTest, ABrokenConfigPassesABundleWithoutAGpuToTheRuntime) {
   const std::string dir = bundle({"PATH=/bin"});
   const auto before = read_file(dir + "/config.json").value();
-  const auto r = shim({"--log", m_dir.path() + "/engine.log", "create", "--bundle", dir, "c1"});
+  const auto r = shim({"--log", m_dir + "/engine.log", "create", "--bundle", dir, "c1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "--log " + m_dir.path() + "/engine.log create --bundle " + dir + " c1\n");
+  EXPECT_EQ(r.out, "--log " + m_dir + "/engine.log create --bundle " + dir + " c1\n");
   const std::string warning = m_error + "; " + dir + "/config.json asks for no GPU: left as it is";
   EXPECT_EQ(r.err, "gpuctk: warning: " + warning + "\n");
-  EXPECT_EQ(read_file(m_dir.path() + "/engine.log").value_or(""), "gpuctk: warning: " + warning + "\n");
+  EXPECT_EQ(read_file(m_dir + "/engine.log").value_or(""), "gpuctk: warning: " + warning + "\n");
   EXPECT_EQ(read_file(dir + "/config.json").value(), before);
 }
 

@@ -7,18 +7,17 @@
 
 #include <filesystem>
 
-#include "support/temp_dir.hpp"
+#include "support/temp_dir_test.hpp"
 
 namespace gpuctk::install {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ResolveInNodeRootClampedTest : public ::testing::Test {
+class ResolveInNodeRootClampedTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(m_dir.path().empty());
-    m_root = m_dir.path() + "/host";
+  void SetUpDir() override {
+    m_root = m_dir + "/host";
     fs::create_directories(m_root + "/run/cdi");
     fs::create_directories(m_root + "/etc");
   }
@@ -26,7 +25,6 @@ class ResolveInNodeRootClampedTest : public ::testing::Test {
     ASSERT_EQ(::symlink(target.c_str(), (m_root + node_path).c_str()), 0) << node_path;
   }
 
-  test::TempDir m_dir;
   std::string m_root;
 };
 

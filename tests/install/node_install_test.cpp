@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "support/temp_dir.hpp"
+#include "support/temp_dir_test.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::install {
@@ -18,11 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class NodeInstallTest : public ::testing::Test {
+class NodeInstallTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(m_dir.path().empty());
-    m_root = m_dir.path() + "/node";
+  void SetUpDir() override {
+    m_root = m_dir + "/node";
     fs::create_directories(m_root + "/etc");
     fs::create_directories(m_root + "/proc");
     m_options.host_root = m_root;
@@ -44,7 +43,6 @@ class NodeInstallTest : public ::testing::Test {
     return l.value_or(Layout{});
   }
 
-  test::TempDir m_dir;
   std::string m_root;
   NodeOptions m_options;
   std::vector<std::string> m_lines;

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "support/syscall_filter.hpp"
-#include "support/temp_dir.hpp"
+#include "support/temp_dir_test.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::oci {
@@ -19,12 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-class OciBundle : public ::testing::Test {
+class OciBundle : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(m_tmp.path().empty());
-    m_dir = m_tmp.path();
-  }
+  OciBundle() : TempDirTest("gpuctk-bundle") {}
 
   [[nodiscard]] std::vector<std::string> entries() const {
     std::vector<std::string> names;
@@ -40,9 +37,6 @@ class OciBundle : public ::testing::Test {
     EXPECT_EQ(::stat((m_dir + "/config.json").c_str(), &st), 0);
     return st;
   }
-
-  test::TempDir m_tmp{"gpuctk-bundle"};
-  std::string m_dir;
 };
 
 std::string data_file(const std::string& name) {

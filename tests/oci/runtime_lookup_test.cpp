@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "support/temp_dir.hpp"
+#include "support/temp_dir_test.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::oci {
@@ -17,11 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 
 // A temporary directory with executables, and the test's working directory inside it (restored after).
-class OciRuntimeLookup : public ::testing::Test {
+class OciRuntimeLookup : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(m_tmp.path().empty());
-    m_dir = m_tmp.path();
+  OciRuntimeLookup() : TempDirTest("gpuctk-lookup") {}
+  void SetUpDir() override {
     m_old_cwd = fs::current_path();
     fs::create_directories(m_dir + "/bundle/bin");
     fs::create_directories(m_dir + "/usr/bin");
@@ -34,8 +33,6 @@ class OciRuntimeLookup : public ::testing::Test {
     return found ? *found : found.error().message;
   }
 
-  test::TempDir m_tmp{"gpuctk-lookup"};
-  std::string m_dir;
   fs::path m_old_cwd;
 };
 

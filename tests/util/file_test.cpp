@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "support/syscall_filter.hpp"
-#include "support/temp_dir.hpp"
+#include "support/temp_dir_test.hpp"
 #include "util/fd.hpp"
 
 namespace gpuctk {
@@ -20,30 +20,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class FileTest : public ::testing::Test {
+class FileTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(m_tmp.path().empty());
-    m_dir = m_tmp.path();
-  }
+  FileTest() : TempDirTest("gpuctk-file") {}
 
   [[nodiscard]] size_t entries() const {
     return static_cast<size_t>(std::distance(fs::directory_iterator(m_dir), fs::directory_iterator{}));
   }
-
-  test::TempDir m_tmp{"gpuctk-file"};
-  fs::path m_dir;
 };
 
 TEST_F(FileTest, ReadFileNamesThePathOnError) {
-  const auto missing = (m_dir / "nope").string();
+  const auto missing = (fs::path(m_dir) / "nope").string();
   const auto result = read_file(missing);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().message, "read " + missing + ": No such file or directory");
 }
 
 TEST_F(FileTest, AtomicWriteCreatesFileWithModeAndNoLeftovers) {
-  const auto path = (m_dir / "spec.yaml").string();
+  const auto path = (fs::path(m_dir) / "spec.yaml").string();
   ::umask(022);
   ASSERT_TRUE(write_file_atomic(path, "hello\n", 0644));
   EXPECT_EQ(read_file(path).value(), "hello\n");
@@ -54,7 +48,7 @@ TEST_F(FileTest, AtomicWriteCreatesFileWithModeAndNoLeftovers) {
 }
 
 TEST_F(FileTest, AtomicWriteReplacesWholeFileAndSetsModeEvenUnderStrictUmask) {
-  const auto path = (m_dir / "config.json").string();
+  const auto path = (fs::path(m_dir) / "config.json").string();
   ASSERT_TRUE(write_file_atomic(path, std::string(100000, 'a'), 0600));
   const mode_t old_mask = ::umask(077);
   ASSERT_TRUE(write_file_atomic(path, "short", 0644));
@@ -68,7 +62,7 @@ TEST_F(FileTest, AtomicWriteReplacesWholeFileAndSetsModeEvenUnderStrictUmask) {
 
 TEST_F(FileTest, AtomicWriteFailureLeavesOldFileAndNoTemporary) {
   // Renaming a file over a non-empty directory fails after the temporary file was written.
-  const auto target = m_dir / "taken";
+  const auto target = fs::path(m_dir) / "taken";
   fs::create_directory(target);
   std::ofstream(target / "keep") << "x";
   const auto result = write_file_atomic(target.string(), "data", 0644);
@@ -80,15 +74,16 @@ TEST_F(FileTest, AtomicWriteFailureLeavesOldFileAndNoTemporary) {
 }
 
 TEST_F(FileTest, AtomicWriteIntoMissingDirectoryNamesTheDirectory) {
-  const auto path = (m_dir / "missing" / "x.yaml").string();
+  const auto path = (fs::path(m_dir) / "missing" / "x.yaml").string();
   const auto result = write_file_atomic(path, "data", 0644);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().message, "write " + path + ": create temporary file in " +
-                                        (m_dir / "missing").string() + ": No such file or directory");
+                                        (fs::path(m_dir) / "missing").string() +
+                                        ": No such file or directory");
 }
 
 TEST_F(FileTest, AtomicOnlyWriteNeverFlushesToDisk) {
-  const auto path = (m_dir / "config.json").string();
+  const auto path = (fs::path(m_dir) / "config.json").string();
   ASSERT_TRUE(write_file_atomic(path, "old", 0644));
   const auto outcome = test::run_under_filter(test::forbid_sync(), [&] {
     return write_file_atomic(path, "new", 0640, Durability::atomic_only) ? 0 : 1;
@@ -103,7 +98,7 @@ TEST_F(FileTest, AtomicOnlyWriteNeverFlushesToDisk) {
 
 TEST_F(FileTest, DurableWriteFlushesToDisk) {
   // The other side of the test above: the filter does catch the fsync of a durable write (the default).
-  const auto path = (m_dir / "spec.yaml").string();
+  const auto path = (fs::path(m_dir) / "spec.yaml").string();
   const auto outcome =
       test::run_under_filter(test::forbid_sync(), [&] { return write_file_atomic(path, "x", 0644) ? 0 : 1; });
   if (outcome == test::FilterOutcome::unavailable) {
@@ -113,9 +108,9 @@ TEST_F(FileTest, DurableWriteFlushesToDisk) {
 }
 
 TEST_F(FileTest, AtomicWriteReplacesASymlinkAndNeverWritesItsTarget) {
-  const auto outside = (m_dir / "host-file").string();
+  const auto outside = (fs::path(m_dir) / "host-file").string();
   ASSERT_TRUE(write_file_atomic(outside, "host", 0600));
-  const auto path = (m_dir / "config.json").string();
+  const auto path = (fs::path(m_dir) / "config.json").string();
   ASSERT_EQ(::symlink(outside.c_str(), path.c_str()), 0);
   ASSERT_TRUE(write_file_atomic(path, "new", 0644, Durability::atomic_only));
   EXPECT_EQ(read_file(outside).value(), "host");
@@ -129,7 +124,7 @@ TEST_F(FileTest, AtomicWriteGivesTheFileItsOwnerOnTheFdNeverByPath) {
   if (::geteuid() != 0) {
     GTEST_SKIP() << "needs root to give a file away";
   }
-  const auto path = (m_dir / "config.json").string();
+  const auto path = (fs::path(m_dir) / "config.json").string();
   // A set-id bit survives the chown: the mode is set after it.
   const auto outcome = test::run_under_filter(test::forbid_path_chown(), [&] {
     return write_file_atomic(path, "x", 02640, Durability::atomic_only, FileOwner{4321, 8765}) ? 0 : 1;
@@ -148,15 +143,15 @@ TEST_F(FileTest, AtomicWriteGivesTheFileItsOwnerOnTheFdNeverByPath) {
 // A device node is refused without being opened (watched with inotify: before, the open came first and
 // the type check after it, so host root opened whatever node a bundle held).
 TEST_F(FileTest, ReadNofollowRefusesLinksFifosDevicesAndOversizedFilesWithoutOpeningThem) {
-  const auto target = (m_dir / "target").string();
+  const auto target = (fs::path(m_dir) / "target").string();
   ASSERT_TRUE(write_file_atomic(target, "0123456789", 0644));
-  const auto link = (m_dir / "link").string();
+  const auto link = (fs::path(m_dir) / "link").string();
   ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
   const auto linked = read_file_nofollow(link, 100);
   ASSERT_FALSE(linked);
   EXPECT_EQ(linked.error().message, "read " + link + ": Too many levels of symbolic links");
   if (::geteuid() == 0) {
-    const auto device = (m_dir / "device").string();
+    const auto device = (fs::path(m_dir) / "device").string();
     ASSERT_EQ(::mknod(device.c_str(), S_IFCHR | 0600, ::makedev(1, 3)), 0);
     const UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
     ASSERT_TRUE(watch);
@@ -168,7 +163,7 @@ TEST_F(FileTest, ReadNofollowRefusesLinksFifosDevicesAndOversizedFilesWithoutOpe
     EXPECT_EQ(::read(watch.get(), events, sizeof events), -1) << "the device node was opened";
   }
   // A FIFO without a writer would block a plain open forever.
-  const auto fifo = (m_dir / "fifo").string();
+  const auto fifo = (fs::path(m_dir) / "fifo").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const auto piped = read_file_nofollow(fifo, 100);
   ASSERT_FALSE(piped);
@@ -182,7 +177,7 @@ TEST_F(FileTest, ReadNofollowRefusesLinksFifosDevicesAndOversizedFilesWithoutOpe
 // open_regular_at opens nothing but a regular file: a link, a FIFO (whose open could block), a device node
 // (whose open can have effects; watched with inotify) or a socket is looked up with O_PATH and refused.
 TEST_F(FileTest, OpenRegularAtOpensNothingElse) {
-  const auto dir_path = m_dir.string();
+  const auto dir_path = m_dir;
   ASSERT_TRUE(write_file_atomic(dir_path + "/file", "bytes", 0600));
   ASSERT_EQ(::symlink("file", (dir_path + "/link").c_str()), 0);
   ASSERT_EQ(::mkfifo((dir_path + "/fifo").c_str(), 0600), 0);
