@@ -40,15 +40,19 @@ TEST(CdiYamlScalarsTest, PlainScalarsThatRuntimesReadAsSomethingElse) {
 }
 
 TEST(CdiYamlScalarsTest, IntegersInYaml11Syntax) {
-  EXPECT_EQ(integer("384"), "384");
-  EXPECT_EQ(integer("0640"), "416");  // octal, as CDI runtimes read fileMode: 0640
-  EXPECT_EQ(integer("0o640"), "416");
-  EXPECT_EQ(integer("0x1F"), "31");
-  EXPECT_EQ(integer("0b101"), "5");
-  EXPECT_EQ(integer("-12"), "-12");
-  EXPECT_EQ(integer("+12"), "12");
-  EXPECT_EQ(integer("0"), "0");
-  EXPECT_EQ(integer("18446744073709551615"), "18446744073709551615");
+  for (const auto& [in, want] : std::vector<std::pair<std::string, std::string>>{
+           {"384", "384"},
+           {"0640", "416"},  // octal, as CDI runtimes read fileMode: 0640
+           {"0o640", "416"},
+           {"0x1F", "31"},
+           {"0b101", "5"},
+           {"-12", "-12"},
+           {"+12", "12"},
+           {"0", "0"},
+           {"18446744073709551615", "18446744073709551615"},
+       }) {
+    EXPECT_EQ(integer(in), want) << in;
+  }
   for (const char* bad : {"", "-", "0x", "08", "1.0", "1e3", "12a", "--1", "+-1", "0x-1",
                           "18446744073709551616", "1_000", " 1"}) {
     EXPECT_EQ(integer(bad), "none") << bad;

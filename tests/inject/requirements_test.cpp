@@ -209,38 +209,46 @@ TEST(Requirements, EveryRequirementMustHold) {
 }
 
 TEST(Requirements, CudaVersionForDriverBranch) {
-  EXPECT_EQ(cuda_version_for_driver("550.54.15"), "12.4");
-  EXPECT_EQ(cuda_version_for_driver("535.183.01"), "12.2");
-  EXPECT_EQ(cuda_version_for_driver("450.80.02"), "11.0");
-  EXPECT_EQ(cuda_version_for_driver("470.82.01"), "11.4");
-  EXPECT_EQ(cuda_version_for_driver("565.57.01"), "12.7");
-  EXPECT_EQ(cuda_version_for_driver("580.95.05"), "13.0");
-  EXPECT_EQ(cuda_version_for_driver("570"), "12.8");
-  // Between rows: the lower row; above the table: the top row.
-  EXPECT_EQ(cuda_version_for_driver("480.1"), "11.4");
-  EXPECT_EQ(cuda_version_for_driver("540.4.0"), "12.2");
-  EXPECT_EQ(cuda_version_for_driver("610.10"), "13.0");
-  // Below the table, or not a version.
-  EXPECT_EQ(cuda_version_for_driver("440.33.01"), "");
-  EXPECT_EQ(cuda_version_for_driver("390.157"), "");
-  EXPECT_EQ(cuda_version_for_driver(""), "");
-  EXPECT_EQ(cuda_version_for_driver("garbage"), "");
-  EXPECT_EQ(cuda_version_for_driver("550.x"), "");
+  for (const auto& [in, want] : std::vector<std::pair<std::string, std::string>>{
+           {"550.54.15", "12.4"},
+           {"535.183.01", "12.2"},
+           {"450.80.02", "11.0"},
+           {"470.82.01", "11.4"},
+           {"565.57.01", "12.7"},
+           {"580.95.05", "13.0"},
+           {"570", "12.8"},
+           // Between rows: the lower row; above the table: the top row.
+           {"480.1", "11.4"},
+           {"540.4.0", "12.2"},
+           {"610.10", "13.0"},
+           // Below the table, or not a version.
+           {"440.33.01", ""},
+           {"390.157", ""},
+           {"", ""},
+           {"garbage", ""},
+           {"550.x", ""},
+       }) {
+    EXPECT_EQ(cuda_version_for_driver(in), want) << in;
+  }
 }
 
 TEST(Requirements, BrandForModel) {
-  EXPECT_EQ(brand_for_model("Tesla T4"), "tesla");
-  EXPECT_EQ(brand_for_model("Tesla V100-SXM2-16GB"), "tesla");
-  EXPECT_EQ(brand_for_model("Quadro RTX 6000"), "quadro");
-  EXPECT_EQ(brand_for_model("NVIDIA GeForce RTX 4090"), "geforce");
-  EXPECT_EQ(brand_for_model("GeForce GTX 1080 Ti"), "geforce");
-  EXPECT_EQ(brand_for_model("NVIDIA RTX A6000"), "nvidiartx");
-  EXPECT_EQ(brand_for_model("NVIDIA A100-SXM4-40GB"), "nvidia");
-  EXPECT_EQ(brand_for_model("NVIDIA H100 80GB HBM3"), "nvidia");
-  EXPECT_EQ(brand_for_model("Titan"), "titan");
-  EXPECT_EQ(brand_for_model("NVIDIA TITAN RTX"), "titan");
-  EXPECT_EQ(brand_for_model("GRID K520"), "grid");
-  EXPECT_EQ(brand_for_model("NVS 510"), "nvs");
+  for (const auto& [in, want] : std::vector<std::pair<std::string, std::string>>{
+           {"Tesla T4", "tesla"},
+           {"Tesla V100-SXM2-16GB", "tesla"},
+           {"Quadro RTX 6000", "quadro"},
+           {"NVIDIA GeForce RTX 4090", "geforce"},
+           {"GeForce GTX 1080 Ti", "geforce"},
+           {"NVIDIA RTX A6000", "nvidiartx"},
+           {"NVIDIA A100-SXM4-40GB", "nvidia"},
+           {"NVIDIA H100 80GB HBM3", "nvidia"},
+           {"Titan", "titan"},
+           {"NVIDIA TITAN RTX", "titan"},
+           {"GRID K520", "grid"},
+           {"NVS 510", "nvs"},
+       }) {
+    EXPECT_EQ(brand_for_model(in), want) << in;
+  }
   EXPECT_EQ(brand_for_model("Some RTX card"), "");  // "rtx" alone is not NVIDIA RTX
   EXPECT_EQ(brand_for_model("A100 NVIDIA"), "");    // "nvidia" must come first
   EXPECT_EQ(brand_for_model(""), "");

@@ -141,13 +141,17 @@ TEST(SharingConfig, ReadsAndChecksTheImexSection) {
   const auto none = parse_ok("imex:\n");
   EXPECT_EQ(none.imex.channel_ids, std::nullopt);
   EXPECT_EQ(none.imex.required, std::nullopt);
-  EXPECT_EQ(parse_error("imex: {channelIDs: [1]}\n"), "imex.channelIDs: must be [] or [0]; found [1]");
-  EXPECT_EQ(parse_error("imex: {channelIDs: [0, 0]}\n"), "imex.channelIDs: must be [] or [0]; found [0 0]");
-  EXPECT_EQ(parse_error("imex: {channelIDs: [-1]}\n"), "imex.channelIDs: must be [] or [0]; found [-1]");
-  EXPECT_EQ(parse_error("imex: {channelIDs: 0}\n"), "imex.channelIDs: expected a list of integers");
-  EXPECT_EQ(parse_error("imex: {channelIDs: [channel0]}\n"), "imex.channelIDs[0]: expected an integer");
-  EXPECT_EQ(parse_error("imex: {required: maybe}\n"), "imex.required: expected true or false");
-  EXPECT_EQ(parse_error("imex: [0]\n"), "imex: expected a mapping");
+  for (const auto& [in, want] : std::vector<std::pair<std::string, std::string>>{
+           {"imex: {channelIDs: [1]}\n", "imex.channelIDs: must be [] or [0]; found [1]"},
+           {"imex: {channelIDs: [0, 0]}\n", "imex.channelIDs: must be [] or [0]; found [0 0]"},
+           {"imex: {channelIDs: [-1]}\n", "imex.channelIDs: must be [] or [0]; found [-1]"},
+           {"imex: {channelIDs: 0}\n", "imex.channelIDs: expected a list of integers"},
+           {"imex: {channelIDs: [channel0]}\n", "imex.channelIDs[0]: expected an integer"},
+           {"imex: {required: maybe}\n", "imex.required: expected true or false"},
+           {"imex: [0]\n", "imex: expected a mapping"},
+       }) {
+    EXPECT_EQ(parse_error(in), want) << in;
+  }
 }
 
 TEST(SharingConfig, ImexChannelIdsAreNoneOrChannelZero) {

@@ -140,11 +140,15 @@ TEST(PluginMpsControl, GpusOfOneDaemonMustHaveTheSameReplicas) {
 }
 
 TEST(PluginMpsControl, ShmSizeIsHalfOfMemTotalWithItsUnitLetter) {
-  EXPECT_EQ(mps_shm_size("MemTotal:       32780132 kB\nMemFree:        1 kB\n"), "16390066k");
-  EXPECT_EQ(mps_shm_size("MemFree: 1 kB\nMemTotal: 3 kB\n"), "1k");
-  EXPECT_EQ(mps_shm_size("MemTotal: 1000\n"), "500");
-  EXPECT_EQ(mps_shm_size("MemTotal: lots kB\n"), "65536k");
-  EXPECT_EQ(mps_shm_size(""), "65536k");
+  for (const auto& [in, want] : std::vector<std::pair<std::string, std::string>>{
+           {"MemTotal:       32780132 kB\nMemFree:        1 kB\n", "16390066k"},
+           {"MemFree: 1 kB\nMemTotal: 3 kB\n", "1k"},
+           {"MemTotal: 1000\n", "500"},
+           {"MemTotal: lots kB\n", "65536k"},
+           {"", "65536k"},
+       }) {
+    EXPECT_EQ(mps_shm_size(in), want) << in;
+  }
   EXPECT_EQ(mps_shm_mount_data("16390066k"), "size=16390066k");
 }
 

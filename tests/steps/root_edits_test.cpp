@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rootfs/rootfs_test_support.hpp"
@@ -116,11 +117,15 @@ TEST(ParseLinks, Errors) {
     auto r = parse_links({value});
     return r ? std::string("ok") : r.error().message;
   };
-  EXPECT_EQ(error("a"), "--link \"a\": expected TARGET::LINK");
-  EXPECT_EQ(error("::/b"), "--link \"::/b\": expected TARGET::LINK");
-  EXPECT_EQ(error("a::"), "--link \"a::\": expected TARGET::LINK");
-  EXPECT_EQ(error("a::/b::/c"), "--link \"a::/b::/c\": expected TARGET::LINK");
-  EXPECT_EQ(error("a::b"), "--link \"a::b\": \"b\": not an absolute path");
+  for (const auto& [in, want] : std::vector<std::pair<std::string, std::string>>{
+           {"a", "--link \"a\": expected TARGET::LINK"},
+           {"::/b", "--link \"::/b\": expected TARGET::LINK"},
+           {"a::", "--link \"a::\": expected TARGET::LINK"},
+           {"a::/b::/c", "--link \"a::/b::/c\": expected TARGET::LINK"},
+           {"a::b", "--link \"a::b\": \"b\": not an absolute path"},
+       }) {
+    EXPECT_EQ(error(in), want) << in;
+  }
   EXPECT_EQ(
       error("x::/usr/../../etc/passwd"),
       "--link \"x::/usr/../../etc/passwd\": \"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a "

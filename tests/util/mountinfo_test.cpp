@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpuctk {
@@ -33,14 +34,18 @@ TEST(MountInfo, ParsesTheFieldsAroundOptionalOnes) {
 }
 
 TEST(MountInfo, UnescapesOnlyThreeOctalDigits) {
-  EXPECT_EQ(unescape_mountinfo("a\\040b"), "a b");
-  EXPECT_EQ(unescape_mountinfo("a\\012b"), "a\nb");
-  EXPECT_EQ(unescape_mountinfo("\\134\\134"), "\\\\");
-  // Not an escape: fewer than three digits, a non-octal digit, the end of the field.
-  EXPECT_EQ(unescape_mountinfo("a\\04"), "a\\04");
-  EXPECT_EQ(unescape_mountinfo("a\\12x"), "a\\12x");
-  EXPECT_EQ(unescape_mountinfo("a\\089"), "a\\089");
-  EXPECT_EQ(unescape_mountinfo("a\\"), "a\\");
+  for (const auto& [in, want] : std::vector<std::pair<std::string, std::string>>{
+           {"a\\040b", "a b"},
+           {"a\\012b", "a\nb"},
+           {"\\134\\134", "\\\\"},
+           // Not an escape: fewer than three digits, a non-octal digit, the end of the field.
+           {"a\\04", "a\\04"},
+           {"a\\12x", "a\\12x"},
+           {"a\\089", "a\\089"},
+           {"a\\", "a\\"},
+       }) {
+    EXPECT_EQ(unescape_mountinfo(in), want) << in;
+  }
 }
 
 TEST(MountInfo, MalformedLinesAreErrorsNamingTheLine) {

@@ -19,12 +19,16 @@ TEST(Path, CleanPathIsLexical) {
 }
 
 TEST(Path, ParentPathOfAbsoluteAndRelativePaths) {
-  EXPECT_EQ(parent_path("/etc/cdi/nvidia.yaml"), "/etc/cdi");
-  EXPECT_EQ(parent_path("/etc"), "/");
-  EXPECT_EQ(parent_path("/"), "/");
-  EXPECT_EQ(parent_path("cdi/nvidia.yaml"), "cdi");
-  EXPECT_EQ(parent_path("nvidia.yaml"), ".");
-  EXPECT_EQ(parent_path(""), ".");
+  for (const auto& [in, want] : std::vector<std::pair<std::string, std::string>>{
+           {"/etc/cdi/nvidia.yaml", "/etc/cdi"},
+           {"/etc", "/"},
+           {"/", "/"},
+           {"cdi/nvidia.yaml", "cdi"},
+           {"nvidia.yaml", "."},
+           {"", "."},
+       }) {
+    EXPECT_EQ(parent_path(in), want) << in;
+  }
 }
 
 }  // namespace
