@@ -414,9 +414,7 @@ TEST_P(HostileImageTest, DotDotInLinkNamesIsRefused) {
 // CVE-2025-23267 (update-ldcache following image links) and CVE-2024-0132/0133: /etc, /etc/ld.so.conf.d,
 // the library directory, /etc/ld.so.conf or /etc/ld.so.cache is a symlink out of the root.
 TEST_P(HostileImageTest, UpdateLdcacheWhosePathsAreSymlinksOut) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   std::string report;
   for (const char* path :
        {"/etc", "/etc/ld.so.conf.d", k_triplet_dir, "/etc/ld.so.conf", "/etc/ld.so.cache"}) {
@@ -516,9 +514,7 @@ namespace {
 // image's own entries are kept as they are: only the image's loader reads them) or leaves the cache to
 // ldconfig, with its reason in the log; nothing fails.
 TEST_P(HostileImageTest, MergeOfAHostileCacheNeverLeavesTheRoot) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   const auto libz = read_file("/lib/x86_64-linux-gnu/libz.so.1");
   if (!libz) {
     GTEST_SKIP() << "no /lib/x86_64-linux-gnu/libz.so.1 on this host to use as the driver's library";
@@ -614,9 +610,7 @@ TEST_P(HostileImageTest, AReadOnlyRootFailsWithOneLineAndLeavesNothing) {
   if (!test::can_unshare_mounts()) {
     GTEST_SKIP() << "cannot make a private mount namespace here";
   }
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   const std::string before_outside = m_image.outside();
   const std::string before_root = m_image.root_digest();
   const Resolver resolver = GetParam();
@@ -670,9 +664,7 @@ cli chmod: gpuctk: error: chmod: chmod /etc in container root <root>: Read-only 
 // longer used: a warning in the log): each run makes the cache (which the image's program, writing
 // none, would not) and no marker appears anywhere.
 TEST_P(HostileImageTest, TheImagesLdconfigNeverRuns) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   const std::string marker = m_image.m_base + "/ldconfig-marker";
   const std::string script = "#!/bin/sh\necho pwned > " + marker + "\necho pwned > /gpuctk-hostile-marker\n";
   // Control: the script does write the marker when something runs it.
@@ -783,9 +775,7 @@ TEST_P(HostileImageTest, LdPreloadInTheContainersEnvironmentIsNeverLoaded) {
   report +=
       "create-symlinks: " + hook_outcome(m_image.hook({"create-symlinks", "--link", "a::/usr/lib/a-link"})) +
       "\n";
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   report +=
       "update-ldcache: " + hook_outcome(m_image.hook({"update-ldcache", "--folder", "/usr/lib"})) + "\n";
   report += "enable-cuda-compat: " +
@@ -833,6 +823,12 @@ TEST_P(HostileImageTest, DisableDeviceNodeModificationNeverMountsOverAHostFile) 
       write_host_file(m_image.m_root + "/proc/driver/nvidia/params", "ModifyDeviceFiles: 1\n");
     }
     const std::string before_outside = m_image.outside();
+    // What a reader sees now, in this namespace, at the host file and in the container.
+    const auto seen = [&]() {
+      return ", host file " + quote(read_file(host_params).value_or("<unreadable>")) + ", container " +
+             quote(read_file(image.m_root + "/proc/driver/nvidia/params").value_or("<unreadable>")) +
+             ", root /params " + quote(read_file(image.m_root + "/params").value_or("<none>"));
+    };
     report += kind + ": " + test::in_private_mount_ns([&]() -> std::string {
                 auto root = image.open(resolver);
                 if (!root) {
@@ -840,21 +836,12 @@ TEST_P(HostileImageTest, DisableDeviceNodeModificationNeverMountsOverAHostFile) 
                 }
                 std::string out = "lib " + lib_outcome(steps::disable_device_node_modification(
                                                *root, dev_root + "/proc/driver/nvidia/params"));
-                // What a reader sees now, in this namespace, at the host file and in the container.
-                out += ", host file " + quote(read_file(host_params).value_or("<unreadable>"));
-                out += ", container " +
-                       quote(read_file(image.m_root + "/proc/driver/nvidia/params").value_or("<unreadable>"));
-                out += ", root /params " + quote(read_file(image.m_root + "/params").value_or("<none>"));
-                return out;
+                return out + seen();
               }) +
               "\n";
     report += kind + " (cli): " + test::in_private_mount_ns([&]() -> std::string {
                 std::string out = hook_outcome(image.hook({"disable-device-node-modification"}));
-                out += ", host file " + quote(read_file(host_params).value_or("<unreadable>"));
-                out += ", container " +
-                       quote(read_file(image.m_root + "/proc/driver/nvidia/params").value_or("<unreadable>"));
-                out += ", root /params " + quote(read_file(image.m_root + "/params").value_or("<none>"));
-                return out;
+                return out + seen();
               }) +
               "\n";
     EXPECT_EQ(m_image.outside(), before_outside) << how;
@@ -880,9 +867,7 @@ TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
   if (!test::can_unshare_mounts()) {
     GTEST_SKIP() << "cannot make a private mount namespace here";
   }
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   const Resolver resolver = GetParam();
   const HostileImageFixture& image = m_image;
   std::string report;
@@ -1047,9 +1032,7 @@ namespace {
 // resolve inside the root; an include loop, a file too large, thousands of files or a FIFO (which would
 // block ldconfig for ever) fail with one line before anything is written.
 TEST_P(HostileImageTest, UpdateLdcacheOverAHostileLinkerConfiguration) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   // A configuration on the host naming the sentinel's library directory: an ldconfig that read it would
   // make the SONAME link libz.so.1 there.
   const std::string sentinel = m_image.m_sentinel;
@@ -1237,9 +1220,7 @@ TEST_P(HostileImageTest, TheImagesLdconfigReachesNothingFromInsideTheSandbox) {
 // (a plain FIFO named like a library is skipped; the link is followed). It is killed at the sandbox's
 // deadline and update-ldcache fails with one line, the root as it was: the container start does not hang.
 TEST_P(HostileImageTest, AFifoBehindALibraryNameEndsAtTheDeadline) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   ASSERT_EQ(::mkfifo((m_image.m_root + "/fifo").c_str(), 0666), 0);
   make_host_link("/fifo", m_image.m_root + k_triplet_dir + "/libfifo.so.1");
   const std::string before_outside = m_image.outside();
@@ -1333,9 +1314,7 @@ int opens_seen(int watch) {
 // bounded) or a socket. Each hook either replaces the node with its own file, leaves it as it is, or fails
 // with one line; nothing outside the root changes.
 TEST_P(HostileImageTest, ANodeWhereTheHooksReadOrWriteIsNeverOpened) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   const auto compat =
       read_file(std::string(GPUCTK_SOURCE_DIR) + "/tests/data/cuda_compat/libcuda.so.575.57.08");
   ASSERT_TRUE(compat) << compat.error().message;
@@ -1463,9 +1442,7 @@ std::string dotdot_line(int times) {
 // the image configures. (Resolving each ".." on its own, as gpuctk did, counted 40 links per "..": it
 // found /opt/driver configured, left it out of the drop-in, and spent 40 links of 4 KiB per "..".)
 TEST_P(HostileImageTest, UpdateLdcacheCountsTheLinksOfAWholePathAsTheKernelDoes) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   const std::string root = m_image.m_root;
   std::string report;
   for (const bool cli : {false, true}) {
@@ -1501,9 +1478,7 @@ cli: ok; drop-in: "/opt/driver\n"
 // expansion of the chain per distinct line. The merge over that configuration is proven or not as
 // before; the counts, not the wall time, are checked.
 TEST_P(HostileImageTest, AHostileLinkerConfigurationIsReadInLinearWork) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   const auto libz = read_file("/lib/x86_64-linux-gnu/libz.so.1");
   if (!libz) {
     GTEST_SKIP() << "no /lib/x86_64-linux-gnu/libz.so.1 on this host to use as the driver's library";

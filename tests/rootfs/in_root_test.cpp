@@ -62,6 +62,30 @@ class InRootTest : public testing::TestWithParam<Resolver> {
     return m_root_path + container_path;
   }
 
+  // Whether `fd` is the container root's directory (same inode; fails the test when fstat does).
+  [[nodiscard]] bool is_the_root(int fd) const {
+    struct stat got {};
+    struct stat root {};
+    EXPECT_EQ(::fstat(fd, &got), 0);
+    EXPECT_EQ(::fstat(m_root.fd(), &root), 0);
+    return got.st_ino == root.st_ino;
+  }
+
+  // Why Root::open refuses `path` with this test's resolver ("(opened)" when it does not).
+  [[nodiscard]] std::string open_error(const std::string& path) const {
+    auto root = Root::open(path, GetParam());
+    return root ? "(opened)" : root.error().message;
+  }
+
+  // What create_symlink did: "created", "unchanged", or "error: " and why it refused.
+  [[nodiscard]] std::string create_link(std::string_view target, std::string_view container_link) const {
+    auto r = create_symlink(m_root, target, container_link);
+    if (!r) {
+      return "error: " + r.error().message;
+    }
+    return *r == LinkResult::created ? "created" : "unchanged";
+  }
+
   // The content of `path` opened inside the root (following links), or the error message.
   [[nodiscard]] std::string read_in_root(std::string_view path) const {
     auto fd = open_in_root(m_root, path, O_RDONLY, FollowLast::yes);
@@ -91,40 +115,26 @@ TEST_P(InRootTest, RootOpenKeepsPathAndResolver) {
 }
 
 TEST_P(InRootTest, RootOpenRefusesTheHostRoot) {
-  auto root = Root::open("/", GetParam());
-  ASSERT_FALSE(root);
-  EXPECT_EQ(root.error().message, "container root \"/\": refusing the host's root");
+  EXPECT_EQ(open_error("/"), "container root \"/\": refusing the host's root");
   // The same directory by another name is still the host's root.
-  auto dotted = Root::open("/usr/..", GetParam());
-  ASSERT_FALSE(dotted);
-  EXPECT_EQ(dotted.error().message, "container root \"/usr/..\": refusing the host's root");
+  EXPECT_EQ(open_error("/usr/.."), "container root \"/usr/..\": refusing the host's root");
 }
 
 TEST_P(InRootTest, RootOpenRefusesASymlinkToTheHostRoot) {
   const std::string link = m_temp.path() + "/to-slash";
   make_host_link("/", link);
-  auto root = Root::open(link, GetParam());
-  ASSERT_FALSE(root);
-  EXPECT_EQ(root.error().message, "container root \"" + link + "\": refusing the host's root");
+  EXPECT_EQ(open_error(link), "container root \"" + link + "\": refusing the host's root");
 }
 
 TEST_P(InRootTest, RootOpenRefusesEmptyAndRelativePaths) {
-  auto empty = Root::open("", GetParam());
-  ASSERT_FALSE(empty);
-  EXPECT_EQ(empty.error().message, "container root \"\": not an absolute path");
-  auto relative = Root::open("rootfs", GetParam());
-  ASSERT_FALSE(relative);
-  EXPECT_EQ(relative.error().message, "container root \"rootfs\": not an absolute path");
+  EXPECT_EQ(open_error(""), "container root \"\": not an absolute path");
+  EXPECT_EQ(open_error("rootfs"), "container root \"rootfs\": not an absolute path");
 }
 
 TEST_P(InRootTest, RootOpenNeedsAnExistingDirectory) {
-  auto missing = Root::open(m_temp.path() + "/missing", GetParam());
-  ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message,
+  EXPECT_EQ(open_error(m_temp.path() + "/missing"),
             "container root " + m_temp.path() + "/missing: No such file or directory");
-  auto file = Root::open(at("/etc/passwd"), GetParam());
-  ASSERT_FALSE(file);
-  EXPECT_EQ(file.error().message, "container root " + at("/etc/passwd") + ": Not a directory");
+  EXPECT_EQ(open_error(at("/etc/passwd")), "container root " + at("/etc/passwd") + ": Not a directory");
 }
 
 // --- split_container_path ---------------------------------------------------------------------------
@@ -263,11 +273,7 @@ TEST_P(InRootTest, ASymlinkToSlashIsTheContainerRoot) {
   EXPECT_EQ(read_in_root("/usr/lib/x86_64-linux-gnu/etc/passwd"), "container passwd\n");
   auto fd = open_in_root(m_root, "/usr/lib/x86_64-linux-gnu", O_PATH | O_DIRECTORY, FollowLast::yes);
   ASSERT_TRUE(fd) << fd.error().message;
-  struct stat got {};
-  struct stat root {};
-  ASSERT_EQ(::fstat(fd->get(), &got), 0);
-  ASSERT_EQ(::fstat(m_root.fd(), &root), 0);
-  EXPECT_EQ(got.st_ino, root.st_ino);
+  EXPECT_TRUE(is_the_root(fd->get()));
 }
 
 TEST_P(InRootTest, ALinkLoopIsELOOP) {
@@ -315,11 +321,7 @@ TEST_P(InRootTest, OpenInRootErrorsNameTheContainerPath) {
 TEST_P(InRootTest, OpenInRootOfSlashIsTheRoot) {
   auto fd = open_in_root(m_root, "/", O_PATH | O_DIRECTORY, FollowLast::yes);
   ASSERT_TRUE(fd) << fd.error().message;
-  struct stat got {};
-  struct stat root {};
-  ASSERT_EQ(::fstat(fd->get(), &got), 0);
-  ASSERT_EQ(::fstat(m_root.fd(), &root), 0);
-  EXPECT_EQ(got.st_ino, root.st_ino);
+  EXPECT_TRUE(is_the_root(fd->get()));
   EXPECT_EQ(::fcntl(fd->get(), F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
 }
 
@@ -497,9 +499,7 @@ TEST_P(InRootTest, WriteFileRefusesDotDotAndTheRoot) {
 // --- create_symlink ---------------------------------------------------------------------------------
 
 TEST_P(InRootTest, CreateSymlinkCreatesItAndItsParents) {
-  auto r = create_symlink(m_root, "libcuda.so.550.54.15", "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(*r, LinkResult::created);
+  EXPECT_EQ(create_link("libcuda.so.550.54.15", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"), "created");
   EXPECT_EQ(host_readlink(at("/usr/lib/x86_64-linux-gnu/libcuda.so.1")), "libcuda.so.550.54.15");
   EXPECT_EQ(host_listing(at("/usr/lib/x86_64-linux-gnu")), (std::vector<std::string>{"libcuda.so.1"}));
 }
@@ -508,9 +508,7 @@ TEST_P(InRootTest, CreateSymlinkLeavesTheSameLinkAlone) {
   make_host_link("target", at("/l"));
   struct stat before {};
   ASSERT_EQ(::lstat(at("/l").c_str(), &before), 0);
-  auto r = create_symlink(m_root, "target", "/l");
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(*r, LinkResult::unchanged);
+  EXPECT_EQ(create_link("target", "/l"), "unchanged");
   struct stat after {};
   ASSERT_EQ(::lstat(at("/l").c_str(), &after), 0);
   EXPECT_EQ(after.st_ino, before.st_ino);
@@ -518,9 +516,7 @@ TEST_P(InRootTest, CreateSymlinkLeavesTheSameLinkAlone) {
 
 TEST_P(InRootTest, CreateSymlinkReplacesARegularFile) {
   write_host_file(at("/usr/lib/libcuda.so"), "a file in the image");
-  auto r = create_symlink(m_root, "libcuda.so.1", "/usr/lib/libcuda.so");
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(*r, LinkResult::created);
+  EXPECT_EQ(create_link("libcuda.so.1", "/usr/lib/libcuda.so"), "created");
   EXPECT_EQ(host_readlink(at("/usr/lib/libcuda.so")), "libcuda.so.1");
   EXPECT_EQ(host_listing(at("/usr/lib")), (std::vector<std::string>{"libcuda.so"}));
 }
@@ -529,9 +525,7 @@ TEST_P(InRootTest, CreateSymlinkReplacesALinkWithAnotherTarget) {
   const std::string host_file = m_host + "/victim";
   write_host_file(host_file, "host\n");
   make_host_link(host_file, at("/l"));
-  auto r = create_symlink(m_root, "new-target", "/l");
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(*r, LinkResult::created);
+  EXPECT_EQ(create_link("new-target", "/l"), "created");
   EXPECT_EQ(host_readlink(at("/l")), "new-target");
   EXPECT_EQ(read_file(host_file).value_or(""), "host\n");
   EXPECT_EQ(host_kind(host_file), "file");
@@ -539,10 +533,8 @@ TEST_P(InRootTest, CreateSymlinkReplacesALinkWithAnotherTarget) {
 
 TEST_P(InRootTest, CreateSymlinkRefusesADirectory) {
   make_host_dirs(at("/dev/dri/by-path"));
-  auto r = create_symlink(m_root, "../card0", "/dev/dri/by-path");
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message,
-            "create link /dev/dri/by-path in container root " + m_root_path + ": Is a directory");
+  EXPECT_EQ(create_link("../card0", "/dev/dri/by-path"),
+            "error: create link /dev/dri/by-path in container root " + m_root_path + ": Is a directory");
   EXPECT_EQ(host_kind(at("/dev/dri/by-path")), "dir");
   EXPECT_EQ(host_listing(at("/dev/dri")), (std::vector<std::string>{"by-path"}));
 }
@@ -550,38 +542,28 @@ TEST_P(InRootTest, CreateSymlinkRefusesADirectory) {
 TEST_P(InRootTest, CreateSymlinkStoresTheTargetVerbatim) {
   for (const std::string target : {"../x", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
                                    "../../../../../../etc/shadow", "/proc/self/root", "a//b/./c"}) {
-    auto r = create_symlink(m_root, target, "/links/l");
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(*r, LinkResult::created) << target;
+    EXPECT_EQ(create_link(target, "/links/l"), "created") << target;
     EXPECT_EQ(host_readlink(at("/links/l")), target);
   }
   EXPECT_EQ(host_listing(at("/links")), (std::vector<std::string>{"l"}));
 }
 
 TEST_P(InRootTest, CreateSymlinkRefusesBadTargetsAndLinks) {
-  auto empty = create_symlink(m_root, "", "/l");
-  ASSERT_FALSE(empty);
-  EXPECT_EQ(empty.error().message, "link \"/l\": bad target \"\"");
-  auto nul = create_symlink(m_root, std::string_view("a\0b", 3), "/l");
-  ASSERT_FALSE(nul);
-  EXPECT_EQ(nul.error().message, "link \"/l\": bad target \"a\\x00b\"");
-  auto dotdot = create_symlink(m_root, "x", "/usr/../../etc/passwd");
-  ASSERT_FALSE(dotdot);
-  EXPECT_EQ(dotdot.error().message,
-            "\"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
-  auto relative = create_symlink(m_root, "x", "etc/l");
-  ASSERT_FALSE(relative);
-  EXPECT_EQ(relative.error().message, "\"etc/l\": not an absolute path");
+  EXPECT_EQ(create_link("", "/l"), "error: link \"/l\": bad target \"\"");
+  EXPECT_EQ(create_link(std::string_view("a\0b", 3), "/l"), "error: link \"/l\": bad target \"a\\x00b\"");
+  EXPECT_EQ(create_link("x", "/usr/../../etc/passwd"),
+            "error: \"/usr/../../etc/passwd\": \".\" and \"..\" are not allowed in a container path");
+  EXPECT_EQ(create_link("x", "etc/l"), "error: \"etc/l\": not an absolute path");
   EXPECT_EQ(host_listing(m_root_path), (std::vector<std::string>{"etc"}));
 }
 
 TEST_P(InRootTest, CreateSymlinkThroughALinkedParentStaysInTheRoot) {
   make_host_dirs(at("/usr/lib"));
   make_host_link("usr/lib", at("/lib"));
-  ASSERT_TRUE(create_symlink(m_root, "t", "/lib/x"));
+  ASSERT_EQ(create_link("t", "/lib/x"), "created");
   EXPECT_EQ(host_readlink(at("/usr/lib/x")), "t");
   make_host_link("../../../..", at("/up"));
-  ASSERT_TRUE(create_symlink(m_root, "t", "/up/y"));
+  ASSERT_EQ(create_link("t", "/up/y"), "created");
   EXPECT_EQ(host_readlink(at("/y")), "t");
   EXPECT_EQ(host_listing(m_temp.path()), (std::vector<std::string>{"host", "rootfs"}));
 }

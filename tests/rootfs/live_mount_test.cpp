@@ -115,20 +115,6 @@ size_t mounts_under(const std::string& dir) {
   return count;
 }
 
-// "c 1:3 0666 1000:1000" for the host path `path`, or the errno text.
-std::string node_text(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    return std::strerror(errno);
-  }
-  char mode[8];
-  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-  const char* type = S_ISCHR(st.st_mode) ? "c" : S_ISBLK(st.st_mode) ? "b" : S_ISREG(st.st_mode) ? "f" : "?";
-  return std::string(type) + " " + std::to_string(major(st.st_rdev)) + ":" +
-         std::to_string(minor(st.st_rdev)) + " " + mode + " " + std::to_string(st.st_uid) + ":" +
-         std::to_string(st.st_gid);
-}
-
 // The permission bits of the host path `path` ("0644"), or the errno text.
 std::string mode_of(const std::string& path) {
   struct stat st {};
@@ -138,6 +124,18 @@ std::string mode_of(const std::string& path) {
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
   return mode;
+}
+
+// "c 1:3 0666 1000:1000" for the host path `path`, or the errno text.
+std::string node_text(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return std::strerror(errno);
+  }
+  const char* type = S_ISCHR(st.st_mode) ? "c" : S_ISBLK(st.st_mode) ? "b" : S_ISREG(st.st_mode) ? "f" : "?";
+  return std::string(type) + " " + std::to_string(major(st.st_rdev)) + ":" +
+         std::to_string(minor(st.st_rdev)) + " " + mode_of(path) + " " + std::to_string(st.st_uid) + ":" +
+         std::to_string(st.st_gid);
 }
 
 // The mount id of the object `fd` refers to (statx).
@@ -265,10 +263,14 @@ std::string check_root_with(const std::string& point, const std::string& optiona
   return checked ? "private" : checked.error().message;
 }
 
+// check_root_with's refusal of a mount at `point` (as mountinfo escapes it, decoded) in peer group `group`.
+std::string refused_as_shared(std::string_view point, int group) {
+  return "mount on x: the mount at " + std::string(point) + " is shared (peer group " +
+         std::to_string(group) + "): a mount made there would appear in other mount namespaces; refused";
+}
+
 TEST(LiveMountTable, SharedPeerGroupIsRefused) {
-  EXPECT_EQ(check_root_with("/", "shared:12"),
-            "mount on x: the mount at / is shared (peer group 12): a mount made there would appear in other "
-            "mount namespaces; refused");
+  EXPECT_EQ(check_root_with("/", "shared:12"), refused_as_shared("/", 12));
 }
 
 TEST(LiveMountTable, SlaveOnlyIsPrivateEnough) {
@@ -277,9 +279,7 @@ TEST(LiveMountTable, SlaveOnlyIsPrivateEnough) {
 }
 
 TEST(LiveMountTable, SharedAndSlaveIsShared) {
-  EXPECT_EQ(check_root_with("/", "shared:7 master:3"),
-            "mount on x: the mount at / is shared (peer group 7): a mount made there would appear in other "
-            "mount namespaces; refused");
+  EXPECT_EQ(check_root_with("/", "shared:7 master:3"), refused_as_shared("/", 7));
 }
 
 TEST(LiveMountTable, NoOptionalFieldsIsPrivate) {
@@ -289,12 +289,8 @@ TEST(LiveMountTable, NoOptionalFieldsIsPrivate) {
 }
 
 TEST(LiveMountTable, EscapedMountPointIsDecoded) {
-  EXPECT_EQ(check_root_with("/mnt/with\\040space", "shared:5"),
-            "mount on x: the mount at /mnt/with space is shared (peer group 5): a mount made there would "
-            "appear in other mount namespaces; refused");
-  EXPECT_EQ(check_root_with("/a\\134b\\011c\\040", "shared:5"),
-            "mount on x: the mount at /a\\b\tc  is shared (peer group 5): a mount made there would appear "
-            "in other mount namespaces; refused");
+  EXPECT_EQ(check_root_with("/mnt/with\\040space", "shared:5"), refused_as_shared("/mnt/with space", 5));
+  EXPECT_EQ(check_root_with("/a\\134b\\011c\\040", "shared:5"), refused_as_shared("/a\\b\tc ", 5));
 }
 
 TEST(LiveMountTable, FieldsAfterTheSeparatorAreNotPropagation) {

@@ -361,3 +361,10 @@ class PivotedChild {
 };
 
 }  // namespace gpuctk::test
+
+// The first line of a test that runs the host's ldconfig (the sandbox, update-ldcache): skipped, with the
+// reason, on a host without one.
+#define SKIP_WITHOUT_LDCONFIG()                       \
+  if (::access("/sbin/ldconfig", R_OK) != 0) {        \
+    GTEST_SKIP() << "no /sbin/ldconfig on this host"; \
+  }

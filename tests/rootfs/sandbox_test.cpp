@@ -215,9 +215,7 @@ TEST(RestrictSelf, AnEmptyKeepListDropsEverything) {
 // --- seal_host_program ------------------------------------------------------------------------------
 
 TEST(SealHostProgram, AcceptsTheStaticHostLdconfig) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   auto sealed = seal_host_program("/sbin/ldconfig");
   ASSERT_TRUE(sealed) << sealed.error().message;
   EXPECT_EQ(::fcntl(sealed->get(), F_GET_SEALS), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
@@ -635,9 +633,7 @@ TEST_F(RunSandboxed, ACallerThatRunsChrootedGetsTheSameSandbox) {
 }
 
 TEST_F(RunSandboxed, ReportsTheFirstLineOfAFailedProgram) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   auto root = Root::open(m_root);
   ASSERT_TRUE(root) << root.error().message;
   auto ldconfig = seal_host_program("/sbin/ldconfig");
@@ -656,9 +652,7 @@ TEST_F(RunSandboxed, ReportsTheFirstLineOfAFailedProgram) {
 }
 
 TEST_F(RunSandboxed, SucceedsOnExitStatusZeroAndLeavesItsOutputInTheScratchDirectory) {
-  if (::access("/sbin/ldconfig", R_OK) != 0) {
-    GTEST_SKIP() << "no /sbin/ldconfig on this host";
-  }
+  SKIP_WITHOUT_LDCONFIG();
   make_host_dirs(m_root + "/etc/out");
   auto root = Root::open(m_root);
   ASSERT_TRUE(root) << root.error().message;
