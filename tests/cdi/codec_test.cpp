@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cdi/cdi_test_support.hpp"
 #include "util/file.hpp"
 
 namespace gpuctk::cdi {
@@ -486,16 +487,7 @@ TEST(CdiCodecTest, RejectsHostileNesting) {
   EXPECT_EQ(parse_error(deep_json, Format::json), "nesting deeper than 64 levels");
   const std::string deep_yaml = "annotations: " + std::string(100, '[') + std::string(100, ']') + "\n";
   EXPECT_EQ(parse_error(deep_yaml, Format::yaml), "nesting deeper than 64 levels");
-  // Nine references per level over eight levels would expand to 9^8 values.
-  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
-  for (int i = 1; i <= 8; ++i) {
-    const std::string prev = "*a" + std::to_string(i - 1);
-    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
-    for (int j = 1; j < 9; ++j) {
-      laughs += ", " + prev;
-    }
-    laughs += "]\n";
-  }
+  const std::string laughs = test::alias_bomb_yaml();
   EXPECT_EQ(
       parse_error(laughs, Format::yaml),
       "spec too large: more than 1000000 YAML nodes (keys, values and list items, aliases expanded; a DGX "

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "cdi/cdi_test_support.hpp"
 #include "cli/run_gpuctk.hpp"
 #include "support/temp_dir.hpp"
 
@@ -146,16 +147,7 @@ TEST_F(CliCdiValidateTest, HugeSpecIsRefusedEarlyNamingTheLimit) {
 }
 
 TEST_F(CliCdiValidateTest, AliasBombAndHugeJsonAreRefusedNamingTheLimit) {
-  // Nine references per level over eight levels would expand to 9^8 values.
-  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
-  for (int i = 1; i <= 8; ++i) {
-    const std::string prev = "*a" + std::to_string(i - 1);
-    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
-    for (int j = 1; j < 9; ++j) {
-      laughs += ", " + prev;
-    }
-    laughs += "]\n";
-  }
+  const std::string laughs = test::alias_bomb_yaml();
   const std::string bomb = m_dir.write("bomb.yaml", laughs);
   std::string json = "{\"devices\": [0";
   for (int i = 0; i < 1000000; ++i) {

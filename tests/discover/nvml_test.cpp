@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "discover/nvml_abi.h"
 #include "fixtures/builder/materialise.hpp"
@@ -55,6 +56,18 @@ class NvmlTest : public ::testing::Test {
 
   void write_conf(const std::string& text) const { std::ofstream(m_dir / "nvml-mock.conf") << text; }
   std::string library() const { return (m_dir / "libnvidia-ml.so.1").string(); }
+  // The report of the library as it is laid out now, from a session of its own.
+  [[nodiscard]] Result<NvmlReport> report_of_library() const {
+    GPUCTK_TRY_ASSIGN(auto nvml, Nvml::open(library()));
+    return nvml.report();
+  }
+  // The mock library, as an older one that lacks `symbols` (call with ASSERT_NO_FATAL_FAILURE).
+  void install_library_without(const std::vector<std::string>& symbols) const {
+    auto hidden = fixture::hide_mock_nvml_symbols(read_file(GPUCTK_MOCK_NVML_PATH).value(), symbols);
+    ASSERT_TRUE(hidden) << hidden.error().message;
+    fs::remove(m_dir / "libnvidia-ml.so.550.54.15");
+    std::ofstream(m_dir / "libnvidia-ml.so.550.54.15", std::ios::binary) << *hidden;
+  }
   void make_fifo() const { ASSERT_EQ(::mkfifo((m_dir / "nvml-events").c_str(), 0600), 0); }
   void inject(const std::string& lines) const {
     const int fd = ::open((m_dir / "nvml-events").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -85,9 +98,7 @@ std::string graphics_host_conf() {
 
 TEST_F(NvmlTest, ReportMarksMigDevicesOfGraphicsCapableProfilesAndNamesThemGfx) {
   write_conf(graphics_host_conf());
-  auto nvml = Nvml::open(library());
-  ASSERT_TRUE(nvml) << nvml.error().message;
-  auto report = nvml->report();
+  const auto report = report_of_library();
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_TRUE(report->warnings.empty());
   ASSERT_EQ(report->gpus.size(), 1u);
@@ -100,9 +111,7 @@ TEST_F(NvmlTest, ReportMarksMigDevicesOfGraphicsCapableProfilesAndNamesThemGfx) 
 
 TEST_F(NvmlTest, ReportOfAnA100LayoutHasNoGraphicsCapableMigDevice) {
   write_conf(host_conf());
-  auto nvml = Nvml::open(library());
-  ASSERT_TRUE(nvml) << nvml.error().message;
-  auto report = nvml->report();
+  const auto report = report_of_library();
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->gpus.at(1).migs.size(), 1u);
   EXPECT_FALSE(report->gpus[1].migs[0].graphics);
@@ -113,14 +122,9 @@ TEST_F(NvmlTest, ReportOfAnA100LayoutHasNoGraphicsCapableMigDevice) {
 // one warning says what is unknown.
 TEST_F(NvmlTest, ReportOfALibraryWithoutGpuInstanceCallsHasNoGraphicsCapableMigDevice) {
   write_conf(graphics_host_conf());
-  auto hidden = fixture::hide_mock_nvml_symbols(read_file(GPUCTK_MOCK_NVML_PATH).value(),
-                                                {"nvmlDeviceGetGpuInstanceById", "nvmlGpuInstanceGetInfo"});
-  ASSERT_TRUE(hidden) << hidden.error().message;
-  fs::remove(m_dir / "libnvidia-ml.so.550.54.15");
-  std::ofstream(m_dir / "libnvidia-ml.so.550.54.15", std::ios::binary) << *hidden;
-  auto nvml = Nvml::open(library());
-  ASSERT_TRUE(nvml) << nvml.error().message;
-  auto report = nvml->report();
+  ASSERT_NO_FATAL_FAILURE(
+      install_library_without({"nvmlDeviceGetGpuInstanceById", "nvmlGpuInstanceGetInfo"}));
+  const auto report = report_of_library();
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->gpus.at(0).migs.size(), 2u);
   EXPECT_FALSE(report->gpus[0].migs[0].graphics);
@@ -135,9 +139,7 @@ TEST_F(NvmlTest, ReportOfALibraryWithoutGpuInstanceCallsHasNoGraphicsCapableMigD
 // capable, and the two refused MIG devices make one warning.
 TEST_F(NvmlTest, ReportWhenNvmlRefusesGpuInstancesHasNoGraphicsCapableMigDeviceAndOneWarning) {
   write_conf(graphics_host_conf() + "fail\tgpu_instance=NVML_ERROR_NO_PERMISSION\n");
-  auto nvml = Nvml::open(library());
-  ASSERT_TRUE(nvml) << nvml.error().message;
-  auto report = nvml->report();
+  const auto report = report_of_library();
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->gpus.at(0).migs.size(), 2u);
   EXPECT_FALSE(report->gpus[0].migs[0].graphics);
@@ -179,12 +181,8 @@ TEST_F(NvmlTest, TopologyWithoutNvmlSupportIsUnknownLinksAndOneWarning) {
 
 TEST_F(NvmlTest, TopologyOfALibraryWithoutTheCallsIsUnknownWithWarnings) {
   write_conf(host_conf());
-  auto hidden = fixture::hide_mock_nvml_symbols(
-      read_file(GPUCTK_MOCK_NVML_PATH).value(),
-      {"nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetNvLinkState", "nvmlEventSetWait_v2"});
-  ASSERT_TRUE(hidden) << hidden.error().message;
-  fs::remove(m_dir / "libnvidia-ml.so.550.54.15");
-  std::ofstream(m_dir / "libnvidia-ml.so.550.54.15", std::ios::binary) << *hidden;
+  ASSERT_NO_FATAL_FAILURE(install_library_without(
+      {"nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetNvLinkState", "nvmlEventSetWait_v2"}));
   auto nvml = Nvml::open(library());
   ASSERT_TRUE(nvml) << nvml.error().message;
   // The report never mentions what only the device plugin needs.
@@ -271,11 +269,7 @@ TEST_F(NvmlTest, ComputeModeIsSetReadBackAndKeptAcrossSessions) {
 
 TEST_F(NvmlTest, ComputeModeOfALibraryWithoutTheCallsIsAnError) {
   write_conf(host_conf());
-  auto hidden = fixture::hide_mock_nvml_symbols(read_file(GPUCTK_MOCK_NVML_PATH).value(),
-                                                {"nvmlDeviceGetComputeMode", "nvmlDeviceSetComputeMode"});
-  ASSERT_TRUE(hidden) << hidden.error().message;
-  fs::remove(m_dir / "libnvidia-ml.so.550.54.15");
-  std::ofstream(m_dir / "libnvidia-ml.so.550.54.15", std::ios::binary) << *hidden;
+  ASSERT_NO_FATAL_FAILURE(install_library_without({"nvmlDeviceGetComputeMode", "nvmlDeviceSetComputeMode"}));
   auto nvml = Nvml::open(library());
   ASSERT_TRUE(nvml) << nvml.error().message;
   EXPECT_EQ(nvml->compute_mode(0).error().message, "nvml: " + library() + " lacks nvmlDeviceGetComputeMode");

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -66,6 +67,16 @@ class EngineConfigureTest : public ::testing::Test {
     auto result = engine::unconfigure(engine, path, test::shim_settings(), dry_run);
     EXPECT_TRUE(result) << result.error().message;
     return result.value_or(engine::ConfigureResult{});
+  }
+
+  // Docker's `path` configured with "nvidia" as the default runtime, then edited by someone else: a
+  // "debug" key added at the end.
+  void configure_as_default_then_edit_by_hand(const std::string& path) {
+    configure(Engine::docker, path, test::shim_settings([](auto& s) { s.set_as_default = true; }));
+    std::string edited = contents(path).value_or("");
+    ASSERT_NE(edited.rfind('}'), std::string::npos) << edited;
+    edited.insert(edited.rfind('}'), ",\n    \"debug\": true\n");
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << edited;
   }
 
   test::TempDir m_dir;
@@ -217,10 +228,7 @@ TEST_F(EngineConfigureTest, RemoveDeletesAFileThatDidNotExist) {
 TEST_F(EngineConfigureTest, RemoveAfterAForeignEditTakesOnlyGpuctksKeysAndKeepsTheBackup) {
   const std::string original = test::engine_data("daemon-typical.json");
   const std::string path = m_dir.write("daemon.json", original);
-  configure(Engine::docker, path, test::shim_settings([](auto& s) { s.set_as_default = true; }));
-  std::string edited = *contents(path);
-  edited.insert(edited.rfind('}'), ",\n    \"debug\": true\n");
-  m_dir.write("daemon.json", edited);
+  ASSERT_NO_FATAL_FAILURE(configure_as_default_then_edit_by_hand(path));
   const auto removed = unconfigure(Engine::docker, path);
   EXPECT_EQ(removed.summary, "docker: runtime \"nvidia\" removed, default runtime \"nvidia\" unset; " + path +
                                  " written (it was changed since gpuctk wrote it; the original stays in " +
@@ -317,10 +325,7 @@ TEST_F(EngineConfigureTest, RemoveAfterAForeignEditPutsBackDockersEntryAndDefaul
       R"({"default-runtime": "crun", "runtimes": {"crun": {"path": "/usr/bin/crun"}, )"
       R"("nvidia": {"args": [], "path": "nvidia-container-runtime"}}})";
   const std::string path = m_dir.write("daemon.json", original);
-  configure(Engine::docker, path, test::shim_settings([](auto& s) { s.set_as_default = true; }));
-  std::string edited = *contents(path);
-  edited.insert(edited.rfind('}'), ",\n    \"debug\": true\n");
-  m_dir.write("daemon.json", edited);
+  ASSERT_NO_FATAL_FAILURE(configure_as_default_then_edit_by_hand(path));
   const auto removed = unconfigure(Engine::docker, path);
   EXPECT_EQ(removed.summary,
             "docker: runtime \"nvidia\" restored (nvidia-container-runtime), default runtime "
