@@ -510,6 +510,30 @@ class FakeContainer {
   test::WaitingChild m_child;
 };
 
+// A GPU container whose process is in test cgroups (gpu_container_in): what gpuctk's own hooks get from
+// the container's cgroups. Needs root and mount namespaces; skipped where no cgroup hierarchy takes one.
+class PrestartInCgroups : public Prestart {
+ protected:
+  void SetUp() override {
+    Prestart::SetUp();
+    ASSERT_EQ(::geteuid(), 0U)
+        << "this test needs root (CI runs the suite as root): it makes cgroups and enters a mount namespace";
+    ASSERT_TRUE(test::can_unshare_mounts()) << "this test needs unshare(CLONE_NEWNS)";
+    if (cgroups.v2().empty() && cgroups.v1().empty()) {
+      GTEST_SKIP() << "no cgroup hierarchy to make a test cgroup in";
+    }
+    ASSERT_TRUE(m_container.ready());
+    state_text = gpu_container_in(cgroups, m_container.pid());
+    ASSERT_FALSE(state_text.empty()) << "the fake container could not be moved into the test cgroups";
+  }
+
+  const test::TestCgroups cgroups;
+  std::string state_text;  // the OCI state prestart is given
+
+ private:
+  const FakeContainer m_container;
+};
+
 std::string mount_ns_of(const std::string& pid) {
   char buffer[256];
   const ssize_t n = ::readlink(("/proc/" + pid + "/ns/mnt").c_str(), buffer, sizeof buffer);
@@ -701,18 +725,7 @@ devices:
 // start in the container's cgroups, so that its device rules apply to them: the preparer is handed
 // them, opened before the container's namespace is entered (here the container is moved into test
 // cgroups first).
-TEST_F(Prestart, OwnHooksAreGivenTheContainersCgroups) {
-  ASSERT_EQ(::geteuid(), 0U)
-      << "this test needs root (CI runs the suite as root): it makes cgroups and enters a mount namespace";
-  ASSERT_TRUE(test::can_unshare_mounts()) << "this test needs unshare(CLONE_NEWNS)";
-  const test::TestCgroups cgroups;
-  if (cgroups.v2().empty() && cgroups.v1().empty()) {
-    GTEST_SKIP() << "no cgroup hierarchy to make a test cgroup in";
-  }
-  const FakeContainer container;
-  ASSERT_TRUE(container.ready());
-  const std::string state_text = gpu_container_in(cgroups, container.pid());
-  ASSERT_FALSE(state_text.empty()) << "the fake container could not be moved into the test cgroups";
+TEST_F(PrestartInCgroups, OwnHooksAreGivenTheContainersCgroups) {
   const std::string outcome = test::in_child([&]() -> std::string {
     std::string seen;
     const auto prepare = [&](const oci::HookCommand& hook,
@@ -733,18 +746,7 @@ TEST_F(Prestart, OwnHooksAreGivenTheContainersCgroups) {
 // Issue 33: gpuctk's own createContainer hooks work on the image's files as host root. They run in a child
 // placed in the container's cgroups (v2: CLONE_INTO_CGROUP; v1: the devices cgroup.procs), so that its
 // device cgroup applies to whatever they open: here the hook answers with the cgroups it runs in.
-TEST_F(Prestart, OwnHooksRunInTheContainersCgroups) {
-  ASSERT_EQ(::geteuid(), 0U)
-      << "this test needs root (CI runs the suite as root): it makes cgroups and enters a mount namespace";
-  ASSERT_TRUE(test::can_unshare_mounts()) << "this test needs unshare(CLONE_NEWNS)";
-  const test::TestCgroups cgroups;
-  if (cgroups.v2().empty() && cgroups.v1().empty()) {
-    GTEST_SKIP() << "no cgroup hierarchy to make a test cgroup in";
-  }
-  const FakeContainer container;
-  ASSERT_TRUE(container.ready());
-  const std::string state_text = gpu_container_in(cgroups, container.pid());
-  ASSERT_FALSE(state_text.empty()) << "the fake container could not be moved into the test cgroups";
+TEST_F(PrestartInCgroups, OwnHooksRunInTheContainersCgroups) {
   const std::string outcome = test::in_child([&]() -> std::string {
     const auto prepare = [](const oci::HookCommand&, const SandboxCgroupRef&) -> Result<ContainerHook> {
       return ContainerHook([](std::string_view, const rootfs::Root&) -> Result<void> {

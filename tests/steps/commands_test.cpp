@@ -25,6 +25,15 @@ std::vector<std::string> names() {
   return out;
 }
 
+// `row` prepared with `args` and its body run on the folder `dir`: the first error of the two, if any.
+Result<void> run_row(std::string_view row, const HookArgs& args, const std::string& dir,
+                     const config::Config& config) {
+  const config::Log log;
+  GPUCTK_TRY_ASSIGN(auto body, prepare_hook(*find_hook(row), args, config, log));
+  GPUCTK_TRY_ASSIGN(auto root, rootfs::Root::open(dir));
+  return body(root, config, log);
+}
+
 TEST(HookTable, HoldsGpuctksOwnHooksByTheirNvidiaNames) {
   EXPECT_EQ(names(), (std::vector<std::string>{"create-symlinks", "update-ldcache", "enable-cuda-compat",
                                                "disable-device-node-modification",
@@ -67,23 +76,16 @@ TEST(PrepareHook, TheBodyRunsOnTheRootItIsGivenAndNamesTheHookInItsErrors) {
   test::TempDir temp;
   ASSERT_FALSE(temp.path().empty());
   const config::Config config;
-  const config::Log log;
   HookArgs args;
   args.add("--link", "libcuda.so.1::/usr/lib/libcuda.so");
-  auto body = prepare_hook(*find_hook("create-symlinks"), args, config, log);
-  ASSERT_TRUE(body) << body.error().message;
-  auto root = rootfs::Root::open(temp.path());
-  ASSERT_TRUE(root) << root.error().message;
-  auto done = (*body)(*root, config, log);
+  auto done = run_row("create-symlinks", args, temp.path(), config);
   ASSERT_TRUE(done) << done.error().message;
   EXPECT_EQ(test::host_readlink(temp.path() + "/usr/lib/libcuda.so"), "libcuda.so.1");
 
   // A link where the root has a directory cannot be made: the error names the hook.
   HookArgs over_dir;
   over_dir.add("--link", "x::/usr/lib");
-  auto refused = prepare_hook(*find_hook("create-symlinks"), over_dir, config, log);
-  ASSERT_TRUE(refused) << refused.error().message;
-  auto failed = (*refused)(*root, config, log);
+  auto failed = run_row("create-symlinks", over_dir, temp.path(), config);
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().message,
             "create-symlinks: create link /usr/lib in container root " + temp.path() + ": Is a directory");
@@ -96,24 +98,18 @@ TEST(ContainerStart, RunsOnlyTheStepsItsOptionsAskFor) {
   ASSERT_FALSE(temp.path().empty());
   config::Config config;
   config.dev_root = temp.path() + "/no-driver";  // no params file: the params step has nothing to hide
-  const config::Log log;
   HookArgs args;
   args.add("--link", "libcuda.so.1::/usr/lib/libcuda.so");
   args.add("--disable-device-node-modification", "true");
-  auto body = prepare_hook(*find_hook("container-start"), args, config, log);
-  ASSERT_TRUE(body) << body.error().message;
-  auto root = rootfs::Root::open(temp.path());
-  ASSERT_TRUE(root) << root.error().message;
-  auto done = (*body)(*root, config, log);
+  auto done = run_row("container-start", args, temp.path(), config);
   ASSERT_TRUE(done) << done.error().message;
   EXPECT_EQ(test::host_readlink(temp.path() + "/usr/lib/libcuda.so"), "libcuda.so.1");
   // No --folder: no update-ldcache step, so no drop-in and no cache in the root.
   EXPECT_FALSE(std::filesystem::exists(temp.path() + "/etc/ld.so.conf.d"));
   EXPECT_FALSE(std::filesystem::exists(temp.path() + "/etc/ld.so.cache"));
   // Nothing asked: nothing done, no error.
-  auto nothing = prepare_hook(*find_hook("container-start"), HookArgs{}, config, log);
-  ASSERT_TRUE(nothing) << nothing.error().message;
-  EXPECT_TRUE((*nothing)(*root, config, log));
+  auto nothing = run_row("container-start", HookArgs{}, temp.path(), config);
+  EXPECT_TRUE(nothing) << nothing.error().message;
 }
 
 // The application profile is a step of container-start (NVIDIA's v1.20 specs run update-application-profile
