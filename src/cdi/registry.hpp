@@ -25,10 +25,6 @@
 
 namespace gpuctk::cdi {
 
-// The directories CDI runtimes read by default, lowest priority first: static specs, then specs
-// generated at boot.
-inline constexpr std::array<std::string_view, 2> k_default_spec_dirs{"/etc/cdi", "/var/run/cdi"};
-
 // One spec file, read, parsed and validated.
 struct LoadedSpec {
   std::shared_ptr<const Spec> spec;  // null when the file cannot be used

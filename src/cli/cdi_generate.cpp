@@ -11,6 +11,7 @@
 #include "cdi/gated_spec.hpp"
 #include "cdi/hook_programs.hpp"
 #include "cdi/imex_spec.hpp"
+#include "cdi/names.hpp"
 #include "cdi/spec_builder.hpp"
 #include "cdi/vendor_spec.hpp"
 #include "cli/commands.hpp"

@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "cdi/registry.hpp"
 #include "config/log.hpp"
 #include "discover/capability.hpp"
 #include "util/error.hpp"
@@ -70,8 +69,9 @@ enum class LdCacheMode : uint8_t {
 };
 
 struct Config {
-  std::vector<std::string> spec_dirs{cdi::k_default_spec_dirs.begin(),
-                                     cdi::k_default_spec_dirs.end()};  // `spec-dirs`, lowest priority first
+  // `spec-dirs`, lowest priority first; by default those CDI runtimes read: static specs, then specs
+  // generated at boot.
+  std::vector<std::string> spec_dirs{"/etc/cdi", "/var/run/cdi"};
   RequestConfig
       request;  // default-kind, annotation-prefixes, accept-*, supported-capabilities, disable-require
   std::string driver_root = "/";  // `driver-root`: for the in-memory spec when none is installed
