@@ -7,8 +7,8 @@
 #include "cdi/codec.hpp"
 #include "cdi/spec_builder.hpp"
 #include "discover/discover.hpp"
-#include "discover/ld_cache.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "ldcache/cache_file.hpp"
 #include "util/file.hpp"
 
 namespace {
@@ -34,7 +34,7 @@ discover::DiscoverOptions options(discover::Mode mode) {
 void BM_ParseLdCache(benchmark::State& state) {
   const auto bytes = read_file(dgx().host.ld_cache).value();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(discover::parse_ld_cache(bytes));
+    benchmark::DoNotOptimize(ldcache::parse_ld_cache(bytes));
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes.size()));
 }

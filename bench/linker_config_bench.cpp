@@ -1,5 +1,5 @@
 // In-process cost of reading an image's linker configuration as update-ldcache does before ldconfig
-// runs (issue 33 item 2): rootfs::configured_library_dirs, then every line it names resolved inside the
+// runs (issue 33 item 2): ldcache::configured_library_dirs, then every line it names resolved inside the
 // root (rootfs::directory_id), on a Debian-like configuration (arg 0) and on the hostile one of
 // tests/rootfs/hostile_image_test.cpp (arg 1: a chain of 40 links of 4 KiB "x/../" targets, 8 files of
 // 16 lines of "/s/.." 816 times, each line distinct). Each line is one resolution (40 links at most).
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "rootfs/linker_config.hpp"
+#include "ldcache/linker_config.hpp"
 #include "rootfs/sandbox.hpp"
 
 namespace {
@@ -76,7 +76,7 @@ void BM_ReadLinkerConfiguration(benchmark::State& state) {
   size_t resolutions = 0;
   for (auto _ : state) {
     rootfs::ImageBudget budget(rootfs::k_sandbox_deadline);
-    auto dirs = rootfs::configured_library_dirs(*root, "/etc/ld.so.conf", {}, budget);
+    auto dirs = ldcache::configured_library_dirs(*root, "/etc/ld.so.conf", {}, budget);
     if (!dirs) {
       state.SkipWithError(dirs.error().message.c_str());
       break;

@@ -108,7 +108,7 @@ void append_int(std::string& bytes, T value) {
 }
 
 // Each entry's value then key, NUL-terminated; `at` gets their {key, value} offsets in the table.
-std::string string_table(const std::vector<discover::LdCacheEntry>& entries,
+std::string string_table(const std::vector<ldcache::LdCacheEntry>& entries,
                          std::vector<std::pair<uint32_t, uint32_t>>& at) {
   std::string table;
   for (const auto& entry : entries) {
@@ -122,7 +122,7 @@ std::string string_table(const std::vector<discover::LdCacheEntry>& entries,
 }
 
 // The old header and entry table, offsets biased by `bias`.
-std::string old_table(const std::vector<discover::LdCacheEntry>& entries,
+std::string old_table(const std::vector<ldcache::LdCacheEntry>& entries,
                       const std::vector<std::pair<uint32_t, uint32_t>>& at, uint32_t bias) {
   std::string out("ld.so-1.7.0\0", 12);
   append_int(out, static_cast<uint32_t>(entries.size()));
@@ -135,7 +135,7 @@ std::string old_table(const std::vector<discover::LdCacheEntry>& entries,
 }
 
 // The new header, entry table and strings.
-std::string new_cache(const std::vector<discover::LdCacheEntry>& entries) {
+std::string new_cache(const std::vector<ldcache::LdCacheEntry>& entries) {
   std::vector<std::pair<uint32_t, uint32_t>> at;
   const auto table = string_table(entries, at);
   const auto strings = static_cast<uint32_t>(48 + 24 * entries.size());
@@ -156,17 +156,16 @@ std::string new_cache(const std::vector<discover::LdCacheEntry>& entries) {
 
 }  // namespace
 
-std::string write_ld_cache(const std::vector<discover::LdCacheEntry>& entries,
-                           discover::LdCacheFormat format) {
+std::string write_ld_cache(const std::vector<ldcache::LdCacheEntry>& entries, ldcache::LdCacheFormat format) {
   switch (format) {
-    case discover::LdCacheFormat::new_only:
+    case ldcache::LdCacheFormat::new_only:
       return new_cache(entries);
-    case discover::LdCacheFormat::old_only: {
+    case ldcache::LdCacheFormat::old_only: {
       std::vector<std::pair<uint32_t, uint32_t>> at;
       const auto table = string_table(entries, at);
       return old_table(entries, at, 0) + table;
     }
-    case discover::LdCacheFormat::compat: {
+    case ldcache::LdCacheFormat::compat: {
       // ldconfig repeats the last entry when the old table would end off an 8-byte boundary.
       auto old_entries = entries;
       std::vector<std::pair<uint32_t, uint32_t>> at;

@@ -9,7 +9,7 @@
 
 #include "cdi/apply.hpp"
 #include "cdi/spec.hpp"
-#include "discover/ld_cache.hpp"
+#include "ldcache/cache_file.hpp"
 
 namespace gpuctk::fuzz {
 
@@ -66,7 +66,6 @@ std::string proc_file_input(ProcFile kind, std::string_view text);
 
 // An ld.so.cache holding `entries`, in the layout `format` (fields as ldconfig writes them; for
 // compat, the old table repeats the entries, as ldconfig does).
-std::string write_ld_cache(const std::vector<discover::LdCacheEntry>& entries,
-                           discover::LdCacheFormat format);
+std::string write_ld_cache(const std::vector<ldcache::LdCacheEntry>& entries, ldcache::LdCacheFormat format);
 
 }  // namespace gpuctk::fuzz

@@ -31,8 +31,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cdi/codec.hpp"
-#include "discover/ld_cache.hpp"
 #include "fixtures/builder/hosts.hpp"
+#include "ldcache/cache_file.hpp"
 #include "oci/bundle.hpp"
 #include "support/fuzz_support.hpp"
 #include "util/file.hpp"
@@ -314,36 +314,36 @@ void host_seeds(Seeds& seeds, const std::string& host_name) {
   {
     // glibc-hwcaps entries (one with an ISA level) before a plain one, and both extension sections.
     constexpr uint64_t k_hwcaps = uint64_t{1} << 62;
-    gpuctk::discover::LdCache hwcaps;
+    gpuctk::ldcache::LdCache hwcaps;
     hwcaps.extensions.generator = "ldconfig (GNU libc) stable release version 2.36";
     hwcaps.extensions.hwcaps_subdirs = {"x86-64-v2", "x86-64-v3"};
     const std::string dir = "/usr/lib/x86_64-linux-gnu/";
     const auto entry = [&](const std::string& subdir, uint64_t hwcap) {
-      return gpuctk::discover::LdCacheEntry{.key = "libz.so.1",
-                                            .value = dir + subdir + "libz.so.1",
-                                            .flags = 0x0303,
-                                            .osversion = 0,
-                                            .hwcap = hwcap};
+      return gpuctk::ldcache::LdCacheEntry{.key = "libz.so.1",
+                                           .value = dir + subdir + "libz.so.1",
+                                           .flags = 0x0303,
+                                           .osversion = 0,
+                                           .hwcap = hwcap};
     };
     hwcaps.entries = {entry("glibc-hwcaps/x86-64-v2/", k_hwcaps | 0),
                       entry("glibc-hwcaps/x86-64-v3/", k_hwcaps | (uint64_t{3} << 32) | 1), entry("", 0)};
-    const auto bytes = gpuctk::discover::serialize_ld_cache(hwcaps);
+    const auto bytes = gpuctk::ldcache::serialize_ld_cache(hwcaps);
     if (!bytes) {
       throw std::runtime_error(bytes.error().message);
     }
     seeds.add("ld_cache", "glibc-hwcaps", *bytes);
     seeds.add("ld_cache_write", "glibc-hwcaps", *bytes);
   }
-  const auto cache = gpuctk::discover::parse_ld_cache(cache_bytes);
+  const auto cache = gpuctk::ldcache::parse_ld_cache(cache_bytes);
   if (!cache) {
     throw std::runtime_error(host.ld_cache + ": " + cache.error().message);
   }
-  using gpuctk::discover::LdCacheFormat;
+  using gpuctk::ldcache::LdCacheFormat;
   seeds.add("ld_cache", host_name + "-old",
             gpuctk::fuzz::write_ld_cache(cache->entries, LdCacheFormat::old_only));
   seeds.add("ld_cache", host_name + "-compat",
             gpuctk::fuzz::write_ld_cache(cache->entries, LdCacheFormat::compat));
-  const std::vector<gpuctk::discover::LdCacheEntry> few(
+  const std::vector<gpuctk::ldcache::LdCacheEntry> few(
       cache->entries.begin(),
       cache->entries.begin() + static_cast<ptrdiff_t>(std::min<size_t>(3, cache->entries.size())));
   for (const auto format : {LdCacheFormat::new_only, LdCacheFormat::old_only, LdCacheFormat::compat}) {

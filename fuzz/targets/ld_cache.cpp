@@ -1,30 +1,29 @@
-// ld.so.cache parsing (discover/ld_cache.cpp): any bytes give a cache or an error, never undefined
+// ld.so.cache parsing (ldcache/cache_file.cpp): any bytes give a cache or an error, never undefined
 // behaviour (the header's contract). A cache that parses, written again in its own layout
 // (fuzz/support's writer, the fields as ldconfig lays them out), parses to the same entries. Seeds: the
 // fixture hosts' caches (written by the real ldconfig), and the same entries in the old and compat
 // layouts.
-#include "discover/ld_cache.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "ldcache/cache_file.hpp"
 #include "support/fuzz_support.hpp"
 
-namespace discover = gpuctk::discover;
+namespace ldcache = gpuctk::ldcache;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto cache = discover::parse_ld_cache(std::string_view(reinterpret_cast<const char*>(data), size));
+  const auto cache = ldcache::parse_ld_cache(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!cache) {
     return 0;
   }
   for (const auto& entry : cache->entries) {
-    (void)discover::arch_name(entry.arch());
+    (void)ldcache::arch_name(entry.arch());
   }
-  if (const auto native = discover::native_arch()) {
+  if (const auto native = ldcache::native_arch()) {
     (void)cache->libc6_entries(*native);
-    if (const auto compat = discover::compat32_arch(*native)) {
+    if (const auto compat = ldcache::compat32_arch(*native)) {
       (void)cache->libc6_entries(*compat);
     }
   }
@@ -41,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   const auto rewritten = gpuctk::fuzz::write_ld_cache(cache->entries, cache->format);
-  const auto again = discover::parse_ld_cache(rewritten);
+  const auto again = ldcache::parse_ld_cache(rewritten);
   GPUCTK_FUZZ_CHECK(again.has_value(), again ? std::string() : again.error().message);
   // That writer writes no extension area (the generator, glibc-hwcaps names): the tables must agree.
   GPUCTK_FUZZ_CHECK(again->format == cache->format, "");

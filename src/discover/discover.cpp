@@ -13,9 +13,10 @@
 #include "discover/elf_library.hpp"
 #include "discover/gpu_information.hpp"
 #include "discover/host_fs.hpp"
-#include "discover/ld_cache.hpp"
 #include "discover/nvidia_caps.hpp"
 #include "discover/nvml.hpp"
+#include "ldcache/cache_file.hpp"
+#include "ldcache/paths.hpp"
 #include "util/file.hpp"
 #include "util/path.hpp"
 #include "util/strings.hpp"
@@ -42,21 +43,21 @@ Result<CacheView> load_cache(const std::string& driver_root, std::vector<std::st
   CacheView view;
   // Resolved inside the driver root like every file taken from it: a link there must not make us read
   // the host's cache (or anything else of the host's).
-  auto path = RootResolver(driver_root).resolve_or_why("/etc/ld.so.cache");
+  auto path = RootResolver(driver_root).resolve_or_why(ldcache::k_ld_cache);
   if (!path) {
-    auto why = describe_unresolved(driver_root, "/etc/ld.so.cache", path.error());
-    warnings.push_back((why.empty() ? under_root(driver_root, "/etc/ld.so.cache") + ": missing" : why) +
+    auto why = describe_unresolved(driver_root, ldcache::k_ld_cache, path.error());
+    warnings.push_back((why.empty() ? under_root(driver_root, ldcache::k_ld_cache) + ": missing" : why) +
                        "; searching the standard library directories only");
     return view;
   }
-  GPUCTK_TRY_ASSIGN(auto cache, read_ld_cache(*path));
-  const auto native = native_arch();
+  GPUCTK_TRY_ASSIGN(auto cache, ldcache::read_ld_cache(*path));
+  const auto native = ldcache::native_arch();
   for (const auto& entry : cache.entries) {
-    if (entry.type() != LibType::elf_libc6 || entry.hwcap != 0) {
+    if (entry.type() != ldcache::LibType::elf_libc6 || entry.hwcap != 0) {
       continue;
     }
     const bool is_native = native && entry.arch() == *native;
-    const bool is_32bit = native && compat32_arch(*native) == entry.arch();
+    const bool is_32bit = native && ldcache::compat32_arch(*native) == entry.arch();
     if (is_native || is_32bit) {
       view.libraries.push_back({entry.key, entry.value, is_32bit, entry.flags, entry.osversion});
     }

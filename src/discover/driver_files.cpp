@@ -124,7 +124,8 @@ struct ConfigRow {
   std::string_view relative;   // searched under /etc, /usr/local/share, /usr/share of the driver root
   std::string_view container;  // where it goes in the container, wherever the host keeps it
   Capability capability;
-  std::optional<Arch> arch = std::nullopt;  // only for a driver of this architecture (a file named for it)
+  std::optional<ldcache::Arch> arch =
+      std::nullopt;  // only for a driver of this architecture (a file named for it)
 };
 // Configuration files of the driver, mounted at their canonical container paths.
 constexpr ConfigRow k_configs[] = {
@@ -150,9 +151,9 @@ constexpr ConfigRow k_configs[] = {
      Capability::graphics},  // Vulkan ICD
     // RPM's layout: the ICD named for the package's architecture (nvidia_icd.%{_target_cpu}.json).
     {"vulkan/icd.d/nvidia_icd.x86_64.json", "/etc/vulkan/icd.d/nvidia_icd.x86_64.json", Capability::graphics,
-     Arch::x86_64},
+     ldcache::Arch::x86_64},
     {"vulkan/icd.d/nvidia_icd.aarch64.json", "/etc/vulkan/icd.d/nvidia_icd.aarch64.json",
-     Capability::graphics, Arch::aarch64},
+     Capability::graphics, ldcache::Arch::aarch64},
     {"vulkan/icd.d/nvidia_layers.json", "/etc/vulkan/icd.d/nvidia_layers.json", Capability::graphics},
     {"vulkan/implicit_layer.d/nvidia_layers.json", "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
      Capability::graphics},

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "discover/inventory.hpp"
-#include "discover/ld_cache.hpp"
+#include "ldcache/cache_file.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::discover {
@@ -38,7 +38,7 @@ struct DriverFilesInput {
   std::string firmware_class_path;
   // The architecture of the driver whose files are looked for: only its own arch-named files (RPM's
   // vulkan/icd.d/nvidia_icd.<arch>.json) are mounted. This build's own by default.
-  std::optional<Arch> arch = native_arch();
+  std::optional<ldcache::Arch> arch = ldcache::native_arch();
 };
 
 struct DriverFiles {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "discover/ld_cache.hpp"
+#include "ldcache/cache_file.hpp"
 #include "util/fd.hpp"
 
 namespace gpuctk::discover {
@@ -113,11 +113,11 @@ std::optional<ElfLibraryFacts> native_library_facts(const std::string& path) {
       soname = dyn.d_un.d_val;
     }
   }
-  const auto arch = native_arch();
+  const auto arch = ldcache::native_arch();
   if (!arch) {
     return std::nullopt;
   }
-  const uint32_t flags = static_cast<uint32_t>(*arch) | static_cast<uint32_t>(LibType::elf_libc6);
+  const uint32_t flags = static_cast<uint32_t>(*arch) | static_cast<uint32_t>(ldcache::LibType::elf_libc6);
   if (!soname) {
     return ElfLibraryFacts{"", flags, abi_tag};  // ldconfig lists it under its file name
   }

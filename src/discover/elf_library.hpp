@@ -23,7 +23,7 @@ namespace gpuctk::discover {
 
 struct ElfLibraryFacts {
   std::string soname;    // DT_SONAME, e.g. "libvdpau_nvidia.so.1"; "" without one (ldconfig: the file name)
-  uint32_t flags = 0;    // LibType | Arch (ld_cache.hpp), e.g. 0x0303 on x86-64
+  uint32_t flags = 0;    // LibType | Arch (ldcache/cache_file.hpp), e.g. 0x0303 on x86-64
   bool abi_tag = false;  // a GNU ABI tag note (NT_GNU_ABI_TAG) is present
   bool operator==(const ElfLibraryFacts&) const = default;
 };

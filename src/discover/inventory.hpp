@@ -115,7 +115,7 @@ struct DriverFile {
 struct LibraryCacheEntry {
   std::string soname;      // "libcuda.so.1"
   std::string path;        // "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
-  uint32_t flags = 0;      // LibType | Arch (ld_cache.hpp), e.g. 0x0303: libc6, x86-64
+  uint32_t flags = 0;      // LibType | Arch (ldcache/cache_file.hpp), e.g. 0x0303: libc6, x86-64
   uint32_t osversion = 0;  // 0 for every driver library seen so far
   bool operator==(const LibraryCacheEntry&) const = default;
   auto operator<=>(const LibraryCacheEntry&) const = default;

@@ -10,9 +10,10 @@
 #include <optional>
 #include <set>
 
-#include "discover/ld_cache.hpp"
+#include "ldcache/cache_file.hpp"
+#include "ldcache/linker_config.hpp"
+#include "ldcache/paths.hpp"
 #include "rootfs/in_root.hpp"
-#include "rootfs/linker_config.hpp"
 #include "rootfs/sandbox.hpp"
 #include "util/strings.hpp"
 
@@ -57,15 +58,11 @@ Result<LdCacheFact> parse_fact(std::string_view value) {
   return fact;
 }
 
-constexpr const char* k_ld_cache = "/etc/ld.so.cache";
-constexpr const char* k_ld_conf_dir = "/etc/ld.so.conf.d";
 // The include lines of the images we merge for (Debian's absolute one, RHEL's relative one); anything
 // else may read files whose dates are not checked here.
 constexpr std::string_view k_known_includes[] = {"/etc/ld.so.conf.d/*.conf", "ld.so.conf.d/*.conf"};
 // Entries of one directory looked at; a larger one is left to ldconfig.
 constexpr size_t k_max_scan_entries = 65536;
-// The bit of an entry's hwcap that marks a glibc-hwcaps entry (its low 32 bits index the subdirectories).
-constexpr uint64_t k_hwcap_extension = uint64_t{1} << 62;
 
 using rootfs::FileId;
 
@@ -101,7 +98,7 @@ struct NotProven {
 // proven, or nothing.
 class Merge {
  public:
-  Merge(const rootfs::Root& root, const rootfs::LdScan& scan, const std::vector<LdCacheFact>& facts,
+  Merge(const rootfs::Root& root, const LdScan& scan, const std::vector<LdCacheFact>& facts,
         rootfs::ImageBudget& budget)
       : m_root(root), m_scan(scan), m_facts(facts), m_budget(budget) {}
 
@@ -120,7 +117,7 @@ class Merge {
       out.reason = std::move(**why);
       return out;
     }
-    GPUCTK_TRY_ASSIGN(const auto bytes, discover::serialize_ld_cache(m_cache));
+    GPUCTK_TRY_ASSIGN(const auto bytes, serialize_ld_cache(m_cache));
     if (bytes.size() > rootfs::k_scratch_size) {
       out.reason =
           "the merged cache would be larger than " + std::to_string(rootfs::k_scratch_size) + " bytes";
@@ -176,11 +173,11 @@ class Merge {
     if (file->kind != rootfs::FileKind::regular || file->id != id_of(st)) {
       return std::string(k_ld_cache) + " changed while it was read";
     }
-    auto cache = discover::parse_ld_cache(file->text);
+    auto cache = parse_ld_cache(file->text);
     if (!cache) {
       return cache.error().message;
     }
-    if (cache->format != discover::LdCacheFormat::new_only) {
+    if (cache->format != LdCacheFormat::new_only) {
       return std::string(k_ld_cache) + " is not in the new format alone (an old or compat cache)";
     }
     for (const auto& entry : cache->entries) {
@@ -196,7 +193,7 @@ class Merge {
 
   // The date of `path` (links followed inside the root), or why it cannot be used.
   Why check_file_date(std::string_view path, bool required) {
-    auto file = rootfs::read_image_file(m_root, path, rootfs::k_max_conf_size, m_budget);
+    auto file = rootfs::read_image_file(m_root, path, k_max_conf_size, m_budget);
     if (!file) {
       return file.error().message;
     }
@@ -211,8 +208,8 @@ class Merge {
     if (newer(st.st_mtim, m_cache_time)) {
       return std::string(k_ld_cache) + " is older than " + std::string(path);
     }
-    for (const auto& line : rootfs::parse_ld_so_conf(file->text)) {
-      if (line.kind == rootfs::LdSoConfKind::include &&
+    for (const auto& line : parse_ld_so_conf(file->text)) {
+      if (line.kind == LdSoConfKind::include &&
           std::ranges::find(k_known_includes, line.value) == std::end(k_known_includes)) {
         return std::string(path) + " includes " + quote(line.value);
       }
@@ -222,7 +219,7 @@ class Merge {
 
   // /etc/ld.so.conf and the image's files in /etc/ld.so.conf.d: none newer than the cache.
   Why check_configuration() {
-    if (auto why = check_file_date(rootfs::k_ld_so_conf, true)) {
+    if (auto why = check_file_date(k_ld_so_conf, true)) {
       return why;
     }
     auto dir = rootfs::open_image_path(m_root, k_ld_conf_dir, O_RDONLY | O_DIRECTORY, m_budget);
@@ -235,8 +232,8 @@ class Merge {
     }
     for (const auto& name : names) {
       const std::string path = std::string(k_ld_conf_dir) + "/" + name;
-      if (!name.ends_with(".conf") || name.starts_with('.') || path == rootfs::k_ld_conf_dropin ||
-          path == rootfs::k_ld_conf_system_dropin) {
+      if (!name.ends_with(".conf") || name.starts_with('.') || path == k_ld_conf_dropin ||
+          path == k_ld_conf_system_dropin) {
         continue;
       }
       if (auto why = check_file_date(path, false)) {
@@ -426,7 +423,7 @@ class Merge {
   // of one SONAME (Debian's packages: nvidia/current and the multiarch folder's link to it) come as
   // ldconfig meets them.
   Result<Why> add_facts() {
-    std::vector<std::pair<size_t, discover::LdCacheEntry>> adding;
+    std::vector<std::pair<size_t, LdCacheEntry>> adding;
     for (const auto& [fact_ptr, dir, regular] : m_resolved) {
       if (!regular) {
         continue;
@@ -436,11 +433,11 @@ class Merge {
       if (canonical == m_canonical.end()) {
         continue;  // not in a scanned directory
       }
-      discover::LdCacheEntry entry{.key = fact.soname,
-                                   .value = canonical->second + "/" + name_of(fact.path),
-                                   .flags = fact.flags,
-                                   .osversion = fact.osversion,
-                                   .hwcap = 0};
+      LdCacheEntry entry{.key = fact.soname,
+                         .value = canonical->second + "/" + name_of(fact.path),
+                         .flags = fact.flags,
+                         .osversion = fact.osversion,
+                         .hwcap = 0};
       bool present = false;
       for (const auto& e : m_cache.entries) {
         if (e.key != entry.key || e.flags != entry.flags) {
@@ -465,19 +462,19 @@ class Merge {
         adding.emplace_back(rank, std::move(entry));
       }
     }
-    std::ranges::stable_sort(adding, {}, &std::pair<size_t, discover::LdCacheEntry>::first);
+    std::ranges::stable_sort(adding, {}, &std::pair<size_t, LdCacheEntry>::first);
     for (auto& [rank, entry] : adding) {
-      discover::insert_ld_cache_entry(m_cache, std::move(entry));
+      insert_ld_cache_entry(m_cache, std::move(entry));
       ++m_added;
     }
     return Why();
   }
 
   const rootfs::Root& m_root;
-  const rootfs::LdScan& m_scan;
+  const LdScan& m_scan;
   const std::vector<LdCacheFact>& m_facts;
   rootfs::ImageBudget& m_budget;
-  discover::LdCache m_cache;
+  LdCache m_cache;
   struct timespec m_cache_time {};
   std::map<FileId, std::string> m_canonical;  // a scanned directory's first name
   std::map<FileId, size_t> m_rank;            // the order ldconfig scans the directories in
@@ -493,7 +490,7 @@ class Merge {
 
 }  // namespace
 
-Result<MergeOutcome> merge_ld_cache(const rootfs::Root& root, const rootfs::LdScan& scan,
+Result<MergeOutcome> merge_ld_cache(const rootfs::Root& root, const LdScan& scan,
                                     const std::vector<LdCacheFact>& facts, rootfs::ImageBudget& budget) {
   return Merge(root, scan, facts, budget).run();
 }

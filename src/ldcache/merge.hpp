@@ -9,27 +9,24 @@
 #include <string_view>
 #include <vector>
 
+#include "ldcache/library_search.hpp"
+#include "ldcache/paths.hpp"
 #include "rootfs/in_root.hpp"
-#include "rootfs/ld_cache_update.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::ldcache {
 
-// The drop-in of enable-cuda-compat (steps/cuda_compat.hpp), naming the image's compat folder first in
-// the linker path; an image that has it is left to ldconfig (merge_ld_cache).
 // At most this many `--ld-cache-entry` values: a host's cache has a few thousand entries, a spec carries
 // the driver's few dozen.
 inline constexpr size_t k_max_facts = 8192;
-
-inline constexpr const char* k_cuda_compat_dropin = "/etc/ld.so.conf.d/00-gpuctk-compat.conf";
 
 // One `--ld-cache-entry FLAGS:OSVERSION:SONAME:PATH`: an entry of the host's cache for a library the spec
 // mounts, e.g. "0x303:0x0:libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1" (libc6, x86-64).
 struct LdCacheFact {
   std::string soname;      // a file name: no '/', no ':', not "." or ".."
   std::string path;        // a container path: absolute, no "." or ".." component
-  uint32_t flags = 0;      // LibType | Arch, as discover::LdCacheEntry::flags
-  uint32_t osversion = 0;  // as discover::LdCacheEntry::osversion
+  uint32_t flags = 0;      // LibType | Arch, as LdCacheEntry::flags
+  uint32_t osversion = 0;  // as LdCacheEntry::osversion
   bool operator==(const LdCacheFact&) const = default;
 };
 
@@ -49,13 +46,13 @@ struct MergeOutcome {
 
 // The image's /etc/ld.so.cache with the entries of `facts` that ldconfig would add, written over it
 // (rootfs::write_file: atomic, a link there replaced, never followed), when this can be proven to be
-// the cache the ldconfig run of rootfs::update_ld_cache would write, entry for entry (same keys, flags,
-// paths, osversion and hwcap, in ldconfig's order; the image's generator and glibc-hwcaps names are
+// the cache the ldconfig run of update_ld_cache (library_search.hpp) would write, entry for entry (same keys,
+// flags, paths, osversion and hwcap, in ldconfig's order; the image's generator and glibc-hwcaps names are
 // kept). `scan` is what that run would scan. Not merged (ldconfig runs), each with its reason:
 //   - no facts (a spec of an older gpuctk, or another tool's);
 //   - the CUDA compat drop-in (k_cuda_compat_dropin) exists: its libraries are image files;
 //   - no /etc/ld.so.cache, or one that is not a regular file (a link, a FIFO), larger than
-//     rootfs::k_scratch_size, unparsable (discover::parse_ld_cache), not in the new format alone, or
+//     rootfs::k_scratch_size, unparsable (parse_ld_cache), not in the new format alone, or
 //     with a glibc-hwcaps index outside its list of subdirectories;
 //   - a stale cache: /etc/ld.so.conf or a /etc/ld.so.conf.d/*.conf file other than gpuctk's is newer
 //     than the cache or includes anything but /etc/ld.so.conf.d/*.conf; a glibc-hwcaps directory of a
@@ -74,7 +71,7 @@ struct MergeOutcome {
 // the sandboxed ldconfig's deadline); a spent budget is a reason too (its line), never a merge made on
 // what it could not read. Errors (the cache could not be written, a directory of the image could not be
 // read): one line.
-Result<MergeOutcome> merge_ld_cache(const rootfs::Root& root, const rootfs::LdScan& scan,
+Result<MergeOutcome> merge_ld_cache(const rootfs::Root& root, const LdScan& scan,
                                     const std::vector<LdCacheFact>& facts, rootfs::ImageBudget& budget);
 
 }  // namespace gpuctk::ldcache

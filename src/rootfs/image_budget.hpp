@@ -23,7 +23,7 @@ enum class ImageWork : size_t { resolutions, components, bytes, entries };
 
 // What one start may do of each (a Debian image's configuration costs about ten resolutions, fifty
 // components, two hundred bytes and ten directory entries; these allow the largest configuration the
-// per-file bounds of rootfs/linker_config.hpp let through, read a few times over).
+// per-file bounds of ldcache/linker_config.hpp let through, read a few times over).
 struct ImageWorkLimit {
   ImageWork work;
   size_t limit;

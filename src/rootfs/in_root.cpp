@@ -361,6 +361,63 @@ Result<void> write_file(const Root& root, std::string_view path, std::string_vie
   return {};
 }
 
+Result<void> remove_file(const Root& root, std::string_view path) {
+  GPUCTK_TRY_ASSIGN(auto parts, split_parent(path));
+  if (parts.name.empty()) {
+    return fail("remove " + std::string(path) + ": is the root");
+  }
+  auto fd = open_in_root(root, parts.dir, O_PATH | O_DIRECTORY, FollowLast::yes);
+  if (!fd) {
+    return {};
+  }
+  if (::unlinkat(fd->get(), parts.name.c_str(), 0) != 0 && errno != ENOENT) {
+    return fail_errno("remove " + std::string(path) + " in container root " + root.path(), errno);
+  }
+  return {};
+}
+
+std::optional<FileId> directory_id(const Root& root, std::string_view path, ImageBudget& budget) {
+  auto fd = open_image_path(root, path, O_PATH | O_DIRECTORY, budget);
+  struct stat st {};
+  if (!fd || ::fstat(fd->get(), &st) != 0) {
+    return std::nullopt;
+  }
+  return FileId{st.st_dev, st.st_ino};
+}
+
+Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_t max_size,
+                                  ImageBudget& budget) {
+  ImageFile file;
+  auto fd = open_image_path(root, path, O_PATH, budget);
+  if (!fd) {
+    GPUCTK_TRY(budget.check());
+    return file;  // missing, a dangling link, a loop: what ldconfig and musl skip as well
+  }
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0) {
+    return fail_errno(describe(root, path), errno);
+  }
+  file.id = FileId{st.st_dev, st.st_ino};
+  if (S_ISDIR(st.st_mode)) {
+    file.kind = FileKind::directory;
+    return file;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail(describe(root, path) + ": not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_size) {
+    return fail("read " + describe(root, path) + ": larger than " + std::to_string(max_size) + " bytes");
+  }
+  if (!budget.spend(ImageWork::bytes, static_cast<size_t>(st.st_size))) {
+    return budget.exhausted();
+  }
+  // Reopened for reading through the O_PATH fd: the file whose type was checked, nothing else.
+  GPUCTK_TRY_ASSIGN(const auto readable, reopen_regular(fd->get(), O_RDONLY, "read " + describe(root, path)));
+  GPUCTK_TRY_ASSIGN(file.text, read_fd(readable.get(), describe(root, path), max_size));
+  file.kind = FileKind::regular;
+  return file;
+}
+
 namespace {
 
 // Makes `name` in `dir` a symlink reading `target`: created directly when nothing is there, else via a

@@ -18,6 +18,9 @@
 
 #include <sys/types.h>
 
+#include <compare>
+#include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -103,6 +106,34 @@ Result<Parent> open_parent(const Root& root, std::string_view path, mode_t dir_m
 // already holds `content` with `mode` is left alone. No fsync: the file lives as long as the container.
 // On error nothing is left behind.
 Result<void> write_file(const Root& root, std::string_view path, std::string_view content, mode_t mode);
+
+// Removes the file `path` inside `root` (never following a symlink as its last component). Missing is fine.
+Result<void> remove_file(const Root& root, std::string_view path);
+
+// What identifies a file or directory of an image: two paths to one directory are one directory.
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  auto operator<=>(const FileId&) const = default;
+};
+
+// The identity of the directory `path` (open_image_path, following links), or nullopt when there is no
+// directory there or `budget` is spent (the caller asks budget.error() before it decides on nullopt).
+std::optional<FileId> directory_id(const Root& root, std::string_view path, ImageBudget& budget);
+
+// One file of the image read for its configuration, with open_image_path.
+enum class FileKind { missing, directory, regular };
+struct ImageFile {
+  FileKind kind = FileKind::missing;  // missing: nothing there, a dangling link, a link loop
+  std::string text;                   // a regular file's bytes
+  FileId id;                          // a regular file's or directory's identity
+};
+// Reads the regular file `path` (at most `max_size` bytes) without opening anything else: the type is
+// checked on an O_PATH fd first; its size is spent from `budget`. Errors: "/etc/x.conf in container root
+// /r: not a regular file" (a FIFO, a device, a socket), "read /etc/x.conf in container root /r: larger
+// than 65536 bytes", a spent budget.
+Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_t max_size,
+                                  ImageBudget& budget);
 
 // What create_symlink did.
 enum class LinkResult { created, unchanged };

@@ -92,7 +92,7 @@ long clone_into_cgroup(uint64_t flags, const SandboxCgroup* cgroup, int& pidfd, 
 
 // How the program sees the root: as the owner of its top directory (the idmapped mount), or as nobody
 // (idmapping refused, or not asked for); nobody_skipping is a caller's: as nobody, and the caller found
-// something the program needs that only its owner can read (rootfs/ld_cache_update.cpp).
+// something the program needs that only its owner can read (ldcache/library_search.cpp).
 enum class SandboxView { owner, nobody, nobody_skipping };
 
 // Where and for how long the program runs.

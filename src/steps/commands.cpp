@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "discover/host_fs.hpp"
+#include "ldcache/library_search.hpp"
 #include "ldcache/merge.hpp"
-#include "rootfs/ld_cache_update.hpp"
 #include "steps/root_edits.hpp"
 #include "util/strings.hpp"
 
@@ -159,7 +159,7 @@ Result<HookBody> ldcache_body(const std::vector<std::string>& folders,
                                                                    const config::Config& cfg,
                                                                    const config::Log& lg) -> Result<void> {
     // The merge where the config allows it; its reason for leaving the cache to ldconfig in the debug log.
-    const auto merge = [&](const rootfs::Root& r, const rootfs::LdScan& scan,
+    const auto merge = [&](const rootfs::Root& r, const ldcache::LdScan& scan,
                            rootfs::ImageBudget& budget) -> Result<bool> {
       if (cfg.ld_cache != config::LdCacheMode::merge) {
         lg.write(config::LogLevel::debug, "update-ldcache: ldconfig (config ld-cache: ldconfig)");
@@ -182,7 +182,7 @@ Result<HookBody> ldcache_body(const std::vector<std::string>& folders,
           view == rootfs::SandboxView::nobody_skipping ? config::LogLevel::warning : config::LogLevel::debug,
           "update-ldcache: " + m);
     };
-    return rootfs::update_library_search(
+    return ldcache::update_library_search(
         root, folders,
         [&]() -> Result<UniqueFd> {
           if (!*host) {

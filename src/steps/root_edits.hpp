@@ -14,7 +14,7 @@
 #include "cdi/hook_args.hpp"
 #include "config/config.hpp"
 #include "config/log.hpp"
-#include "ldcache/merge.hpp"
+#include "ldcache/paths.hpp"
 #include "rootfs/in_root.hpp"
 #include "steps/cuda_compat.hpp"
 #include "util/error.hpp"

@@ -448,7 +448,7 @@ TEST(DiscoverDriverFiles, TheVulkanIcdNamedForTheDriversArchitectureOnly) {
   DriverFilesInput input;
   input.driver_root = f.host.driver_root;
   input.driver_version = f.manifest.driver.version;
-  const auto mounted = [&](Arch arch) {
+  const auto mounted = [&](ldcache::Arch arch) {
     input.arch = arch;
     std::vector<std::string> warnings;
     auto found = discover_driver_files(input, warnings);
@@ -461,10 +461,12 @@ TEST(DiscoverDriverFiles, TheVulkanIcdNamedForTheDriversArchitectureOnly) {
     }
     return out;
   };
-  EXPECT_EQ(mounted(Arch::aarch64), (std::vector<std::string>{"/etc/vulkan/icd.d/nvidia_icd.aarch64.json",
-                                                              "/etc/vulkan/icd.d/nvidia_icd.json"}));
-  EXPECT_EQ(mounted(Arch::x86_64), (std::vector<std::string>{"/etc/vulkan/icd.d/nvidia_icd.json",
-                                                             "/etc/vulkan/icd.d/nvidia_icd.x86_64.json"}));
+  EXPECT_EQ(mounted(ldcache::Arch::aarch64),
+            (std::vector<std::string>{"/etc/vulkan/icd.d/nvidia_icd.aarch64.json",
+                                      "/etc/vulkan/icd.d/nvidia_icd.json"}));
+  EXPECT_EQ(mounted(ldcache::Arch::x86_64),
+            (std::vector<std::string>{"/etc/vulkan/icd.d/nvidia_icd.json",
+                                      "/etc/vulkan/icd.d/nvidia_icd.x86_64.json"}));
   EXPECT_EQ(file_need("/etc/vulkan/icd.d/nvidia_icd.aarch64.json"),
             (FileNeed{FileNeed::Kind::capability, Capability::graphics, false}));
 }

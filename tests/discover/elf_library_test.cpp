@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "discover/ld_cache.hpp"
 #include "fixtures/builder/test_support.hpp"
+#include "ldcache/cache_file.hpp"
 #include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
@@ -49,11 +49,11 @@ class ElfLibraryTest : public ::testing::Test {
   }
 
   // The entry ldconfig's cache of the root has for the file `name` of /lib (by its SONAME, or its name).
-  std::optional<LdCacheEntry> ldconfig_entry(const std::string& key) {
+  std::optional<ldcache::LdCacheEntry> ldconfig_entry(const std::string& key) {
     const auto command = "/sbin/ldconfig -X -i -r " + shell_quote(m_root.string()) +
                          " -f /etc/ld.so.conf -C /etc/ld.so.cache 2>&1";
     EXPECT_TRUE(capture(command).has_value()) << "failed: " << command;
-    auto cache = read_ld_cache((m_root / "etc/ld.so.cache").string());
+    auto cache = ldcache::read_ld_cache((m_root / "etc/ld.so.cache").string());
     EXPECT_TRUE(cache) << cache.error().message;
     if (cache) {
       for (const auto& entry : cache->entries) {
@@ -82,8 +82,8 @@ TEST_F(ElfLibraryTest, AreWhatLdconfigListsTheLibraryUnder) {
     EXPECT_EQ(facts->soname, entry->key);
     EXPECT_EQ(facts->flags, entry->flags) << soname;
     EXPECT_EQ(entry->osversion, 0u);
-    EXPECT_EQ(entry->flags,
-              static_cast<uint32_t>(*native_arch()) | static_cast<uint32_t>(LibType::elf_libc6));
+    EXPECT_EQ(entry->flags, static_cast<uint32_t>(*ldcache::native_arch()) |
+                                static_cast<uint32_t>(ldcache::LibType::elf_libc6));
   }
 }
 
@@ -91,7 +91,8 @@ TEST_F(ElfLibraryTest, AreWhatLdconfigListsTheLibraryUnder) {
 // is said (an older ldconfig made it the entry's osversion; glibc 2.36's writes 0, as it does here).
 TEST_F(ElfLibraryTest, WithoutASonameAndWithAnAbiTag) {
   const auto unnamed = library("libunnamed.so.3", "int h(void) { return 3; }", "");
-  const uint32_t flags = static_cast<uint32_t>(*native_arch()) | static_cast<uint32_t>(LibType::elf_libc6);
+  const uint32_t flags =
+      static_cast<uint32_t>(*ldcache::native_arch()) | static_cast<uint32_t>(ldcache::LibType::elf_libc6);
   EXPECT_EQ(native_library_facts(unnamed), (ElfLibraryFacts{"", flags, false}));
   const auto listed = ldconfig_entry("libunnamed.so.3");
   ASSERT_TRUE(listed) << "ldconfig lists it under its file name";
@@ -108,8 +109,8 @@ TEST_F(ElfLibraryTest, WithoutASonameAndWithAnAbiTag) {
   EXPECT_EQ(entry->osversion, 0u) << "glibc 2.36's ldconfig writes no osversion";
   const auto plain = library("libplain.so.4.0", code, "-Wl,-soname,libplain.so.4");
   EXPECT_EQ(native_library_facts(plain),
-            (ElfLibraryFacts{"libplain.so.4", static_cast<uint32_t>(*native_arch()) |
-                                                  static_cast<uint32_t>(LibType::elf_libc6)}));
+            (ElfLibraryFacts{"libplain.so.4", static_cast<uint32_t>(*ldcache::native_arch()) |
+                                                  static_cast<uint32_t>(ldcache::LibType::elf_libc6)}));
   const auto notes = capture("readelf -n " + shell_quote(tagged) + " 2>&1");
   ASSERT_TRUE(notes);
   EXPECT_NE(notes->find("NT_GNU_ABI_TAG"), std::string::npos) << *notes;

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "discover/ld_cache.hpp"
 #include "fixtures/builder/test_support.hpp"
-#include "rootfs/ld_cache_update.hpp"
+#include "ldcache/cache_file.hpp"
+#include "ldcache/library_search.hpp"
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
 #include "steps/commands.hpp"
@@ -176,10 +176,10 @@ class LdCacheMergeTest : public testing::Test {
         sh(env(host, layout) + "mkdir -p $R/etc; " +
            driver_script("/h64", "/h32", layout.link_dir ? "/hm" : nullptr, "../h64/libcuda.so.1", false) +
            "printf \"/hm\\n/h64\\n/h32\\n\" > $R/etc/ld.so.conf; ldconfig -X -i -r $R"));
-    auto cache = discover::read_ld_cache(host + "/etc/ld.so.cache");
+    auto cache = read_ld_cache(host + "/etc/ld.so.cache");
     EXPECT_TRUE(cache) << cache.error().message;
     std::vector<LdCacheFact> out;
-    for (const auto& entry : cache ? cache->entries : std::vector<discover::LdCacheEntry>{}) {
+    for (const auto& entry : cache ? cache->entries : std::vector<LdCacheEntry>{}) {
       const std::string dir = entry.value.substr(0, 4);
       const char* to = dir == "/h64" ? layout.dir64 : dir == "/h32" ? layout.dir32 : layout.link_dir;
       out.push_back({entry.key, std::string(to) + entry.value.substr(3 + (dir == "/hm/" ? 0 : 1)),
@@ -210,14 +210,13 @@ class LdCacheMergeTest : public testing::Test {
   MergeOutcome merge(const std::string& path, const Layout& layout, const std::vector<LdCacheFact>& facts) {
     MergeOutcome outcome;
     const auto root = open(path);
-    const auto writer = [&](const rootfs::Root& r, const rootfs::LdScan& scan,
+    const auto writer = [&](const rootfs::Root& r, const LdScan& scan,
                             rootfs::ImageBudget& budget) -> Result<bool> {
       GPUCTK_TRY_ASSIGN(outcome, merge_ld_cache(r, scan, facts, budget));
       return outcome.merged;
     };
-    auto r =
-        rootfs::update_ld_cache_with(root, {layout.dir64, layout.dir32}, writer,
-                                     [&]() -> Result<UniqueFd> { return UniqueFd(::dup(m_ldconfig.get())); });
+    auto r = update_ld_cache_with(root, {layout.dir64, layout.dir32}, writer,
+                                  [&]() -> Result<UniqueFd> { return UniqueFd(::dup(m_ldconfig.get())); });
     EXPECT_TRUE(r) << r.error().message;
     return outcome;
   }
@@ -227,7 +226,7 @@ class LdCacheMergeTest : public testing::Test {
 };
 
 // The first entry of `key` for `flags` outside glibc-hwcaps, as the loader takes it ("" if none).
-std::string lookup(const discover::LdCache& cache, const std::string& key, uint32_t flags) {
+std::string lookup(const LdCache& cache, const std::string& key, uint32_t flags) {
   for (const auto& entry : cache.entries) {
     if (entry.key == key && entry.flags == flags && entry.hwcap == 0) {
       return entry.value;
@@ -256,7 +255,7 @@ TEST_F(LdCacheMergeTest, DifferentialAgainstTheSandboxedLdconfig) {
     ASSERT_TRUE(sh("cp -a " + a + " " + b));
     {
       const auto root = open(a);
-      auto r = rootfs::update_ld_cache(root, {layout.dir64, layout.dir32}, m_ldconfig);
+      auto r = update_ld_cache(root, {layout.dir64, layout.dir32}, m_ldconfig);
       ASSERT_TRUE(r) << r.error().message;
     }
     const auto outcome = merge(b, layout, driver);
@@ -265,8 +264,8 @@ TEST_F(LdCacheMergeTest, DifferentialAgainstTheSandboxedLdconfig) {
     const auto expected = read_file(a + "/etc/ld.so.cache");
     const auto merged = read_file(b + "/etc/ld.so.cache");
     ASSERT_TRUE(expected && merged);
-    const auto want = discover::parse_ld_cache(*expected);
-    const auto got = discover::parse_ld_cache(*merged);
+    const auto want = parse_ld_cache(*expected);
+    const auto got = parse_ld_cache(*merged);
     ASSERT_TRUE(want && got);
     for (const auto& entry : want->entries) {
       for (const uint32_t flags : {0x0303u, 0x0003u, 0x0001u}) {
@@ -337,7 +336,7 @@ TEST_F(LdCacheMergeTest, WhatCannotBeProvenIsLeftToLdconfig) {
     struct stat st {};
     ASSERT_EQ(::lstat((root + "/etc/ld.so.cache").c_str(), &st), 0);
     EXPECT_TRUE(S_ISREG(st.st_mode));
-    const auto cache = discover::read_ld_cache(root + "/etc/ld.so.cache");
+    const auto cache = read_ld_cache(root + "/etc/ld.so.cache");
     ASSERT_TRUE(cache) << cache.error().message;
     EXPECT_NE(lookup(*cache, "libcuda.so.1", 0x0303), "");
   }
@@ -381,7 +380,7 @@ TEST_F(LdCacheMergeTest, TheHookMergesUnlessTheConfigSaysLdconfig) {
                         : std::string("debug: update-ldcache: ldconfig (config ld-cache: ldconfig)\n")),
         std::string::npos)
         << text;
-    const auto cache = discover::read_ld_cache(root_path + "/etc/ld.so.cache");
+    const auto cache = read_ld_cache(root_path + "/etc/ld.so.cache");
     ASSERT_TRUE(cache) << cache.error().message;
     EXPECT_EQ(lookup(*cache, "libcuda.so.1", 0x0303), "/lib/x86_64-linux-gnu/libcuda.so.1");
   }
@@ -460,7 +459,7 @@ TEST_F(LdCacheMergeTest, ReadAsNobodyTheNoteNamesWhatLdconfigSkips) {
     limits.note = [&](rootfs::SandboxView view, const std::string& m) { notes.emplace_back(view, m); };
     {
       const auto root = open(path);
-      auto r = rootfs::update_ld_cache(root, {ubuntu.dir64, ubuntu.dir32}, m_ldconfig, limits);
+      auto r = update_ld_cache(root, {ubuntu.dir64, ubuntu.dir32}, m_ldconfig, limits);
       ASSERT_TRUE(r) << r.error().message;
     }
     ASSERT_EQ(notes.size(), 1U);

@@ -32,9 +32,9 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "discover/ld_cache.hpp"
+#include "ldcache/cache_file.hpp"
+#include "ldcache/library_search.hpp"
 #include "ldcache/merge.hpp"
-#include "rootfs/ld_cache_update.hpp"
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
 #include "rootfs/sandbox_probe.hpp"
@@ -439,7 +439,7 @@ TEST_P(HostileImageTest, UpdateLdcacheWhosePathsAreSymlinksOut) {
         } else {
           auto ldconfig = seal_host_program("/sbin/ldconfig");
           ASSERT_TRUE(ldconfig) << ldconfig.error().message;
-          outcome = lib_outcome(update_ld_cache(root(), {k_triplet_dir}, *ldconfig));
+          outcome = lib_outcome(ldcache::update_ld_cache(root(), {k_triplet_dir}, *ldconfig));
         }
         EXPECT_EQ(m_image.outside(), before_outside) << path << " -> " << target;
         report += std::string(path) + " -> " + escape.name + (cli ? " (cli)" : "") + ": " + outcome +
@@ -522,15 +522,15 @@ TEST_P(HostileImageTest, MergeOfAHostileCacheNeverLeavesTheRoot) {
   const std::string log = m_image.m_scratch.path() + "/merge.log";
   m_image.set_config("log-level: debug\nlog-file: " + log + "\n");
   // A valid cache of `entries` (the writer H20 made), dated after everything else.
-  const auto cache_of = [](std::vector<discover::LdCacheEntry> entries) {
-    discover::LdCache cache;
+  const auto cache_of = [](std::vector<ldcache::LdCacheEntry> entries) {
+    ldcache::LdCache cache;
     for (auto& entry : entries) {
-      discover::insert_ld_cache_entry(cache, std::move(entry));
+      ldcache::insert_ld_cache_entry(cache, std::move(entry));
     }
-    return discover::serialize_ld_cache(cache).value_or("");
+    return ldcache::serialize_ld_cache(cache).value_or("");
   };
   const auto entry = [](std::string key, std::string value) {
-    return discover::LdCacheEntry{.key = std::move(key), .value = std::move(value), .flags = 0x303};
+    return ldcache::LdCacheEntry{.key = std::move(key), .value = std::move(value), .flags = 0x303};
   };
   std::string hwcap = cache_of({entry("libimg.so.1", "/usr/lib/libimg.so.1")});
   hwcap[48 + 16 + 7] = 0x40;  // entry 0's hwcap: a glibc-hwcaps index (0) the file has no name for
@@ -583,7 +583,7 @@ TEST_P(HostileImageTest, MergeOfAHostileCacheNeverLeavesTheRoot) {
     const auto at = text.find("update-ldcache: ");
     const std::string said =
         at == std::string::npos ? "no log line" : text.substr(at, text.find('\n', at) - at);
-    const auto cache = discover::read_ld_cache(m_image.m_root + "/etc/ld.so.cache");
+    const auto cache = ldcache::read_ld_cache(m_image.m_root + "/etc/ld.so.cache");
     report +=
         c.name + ": " + outcome + "; " + said + "; cache lists libz.so.1: " +
         (cache && std::ranges::any_of(cache->entries, [](const auto& e) { return e.key == "libz.so.1"; })
@@ -634,7 +634,8 @@ TEST_P(HostileImageTest, AReadOnlyRootFailsWithOneLineAndLeavesNothing) {
     if (!ldconfig) {
       return ldconfig.error().message;
     }
-    out += "update_ld_cache: " + lib_outcome(update_ld_cache(*root, {k_triplet_dir}, *ldconfig)) + "\n";
+    out +=
+        "update_ld_cache: " + lib_outcome(ldcache::update_ld_cache(*root, {k_triplet_dir}, *ldconfig)) + "\n";
     out += "cli create-symlinks: " +
            hook_outcome(image.hook(
                {"create-symlinks", "--link", "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"})) +
@@ -899,7 +900,7 @@ TEST_P(HostileImageTest, MagicLinksThroughAProcfsInTheRoot) {
             return ldconfig.error().message;
           }
           return "links " + lib_outcome(steps::create_symlinks(*root, {{"libcuda.so.550", link}})) +
-                 " | ldcache " + lib_outcome(update_ld_cache(*root, {k_triplet_dir}, *ldconfig));
+                 " | ldcache " + lib_outcome(ldcache::update_ld_cache(*root, {k_triplet_dir}, *ldconfig));
         });
         EXPECT_EQ(m_image.outside(), before_outside) << dir << " -> " << target;
         report += std::string(dir) + " -> " + target + (cli ? " (cli)" : "") + ": " + outcome +
@@ -1093,7 +1094,7 @@ TEST_P(HostileImageTest, UpdateLdcacheOverAHostileLinkerConfiguration) {
       } else {
         auto ldconfig = seal_host_program("/sbin/ldconfig");
         ASSERT_TRUE(ldconfig) << ldconfig.error().message;
-        outcome = lib_outcome(update_ld_cache(this->root(), {"/opt/driver"}, *ldconfig));
+        outcome = lib_outcome(ldcache::update_ld_cache(this->root(), {"/opt/driver"}, *ldconfig));
       }
       EXPECT_EQ(m_image.outside(), before_outside) << name;
       EXPECT_EQ(host_kind(sentinel + "/usr/lib/x86_64-linux-gnu/libz.so.1"), "missing") << name;
@@ -1228,8 +1229,9 @@ TEST_P(HostileImageTest, AFifoBehindALibraryNameEndsAtTheDeadline) {
   auto ldconfig = seal_host_program("/sbin/ldconfig");
   ASSERT_TRUE(ldconfig) << ldconfig.error().message;
   const auto start = std::chrono::steady_clock::now();
-  const auto r = update_ld_cache(root(), {k_triplet_dir}, *ldconfig,
-                                 {.deadline = std::chrono::seconds(2), .cgroup = nullptr, .note = {}});
+  const auto r =
+      ldcache::update_ld_cache(root(), {k_triplet_dir}, *ldconfig,
+                               {.deadline = std::chrono::seconds(2), .cgroup = nullptr, .note = {}});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   EXPECT_EQ(lib_outcome(r),
             "error: ldconfig was killed after its deadline of 2 s (a FIFO or a device in the image can block "
@@ -1459,11 +1461,11 @@ TEST_P(HostileImageTest, UpdateLdcacheCountsTheLinksOfAWholePathAsTheKernelDoes)
     } else {
       auto ldconfig = seal_host_program("/sbin/ldconfig");
       ASSERT_TRUE(ldconfig) << ldconfig.error().message;
-      outcome = lib_outcome(update_ld_cache(this->root(), {"/opt/driver", "/opt/other"}, *ldconfig));
+      outcome = lib_outcome(ldcache::update_ld_cache(this->root(), {"/opt/driver", "/opt/other"}, *ldconfig));
     }
     EXPECT_EQ(m_image.outside(), before_outside);
     report += std::string(cli ? "cli" : "lib") + ": " + outcome +
-              "; drop-in: " + quote(read_file(root + k_ld_conf_dropin).value_or("<none>")) + "\n";
+              "; drop-in: " + quote(read_file(root + ldcache::k_ld_conf_dropin).value_or("<none>")) + "\n";
   }
   EXPECT_EQ(m_image.normalise(report), R"x(lib: ok; drop-in: "/opt/driver\n"
 cli: ok; drop-in: "/opt/driver\n"
@@ -1498,14 +1500,14 @@ TEST_P(HostileImageTest, AHostileLinkerConfigurationIsReadInLinearWork) {
   const std::string before_outside = m_image.outside();
   // The CLI, with ldconfig: it ends, with the driver's folder in the drop-in (no line leads anywhere).
   EXPECT_EQ(hook_outcome(m_image.hook({"update-ldcache", "--folder", "/opt/driver"})), "ok");
-  EXPECT_EQ(read_file(root + k_ld_conf_dropin).value_or("<none>"), "/opt/driver\n");
+  EXPECT_EQ(read_file(root + ldcache::k_ld_conf_dropin).value_or("<none>"), "/opt/driver\n");
   // The library with the merge, on the cache that run wrote: what the parse and the merge spent.
   auto facts = ldcache::parse_ld_cache_facts({"0x303:0x0:libz.so.1:/opt/driver/libz.so.1"});
   ASSERT_TRUE(facts) << facts.error().message;
   std::string merged = "not run";
   std::array<size_t, 2> resolutions{};
   std::array<size_t, 2> components{};
-  const auto writer = [&](const Root& r, const LdScan& scan, ImageBudget& budget) -> Result<bool> {
+  const auto writer = [&](const Root& r, const ldcache::LdScan& scan, ImageBudget& budget) -> Result<bool> {
     resolutions[0] = budget.spent(ImageWork::resolutions);
     components[0] = budget.spent(ImageWork::components);
     GPUCTK_TRY_ASSIGN(const auto outcome, ldcache::merge_ld_cache(r, scan, *facts, budget));
@@ -1514,8 +1516,8 @@ TEST_P(HostileImageTest, AHostileLinkerConfigurationIsReadInLinearWork) {
     merged = outcome.merged ? "merged, " + std::to_string(outcome.added) + " added" : outcome.reason;
     return outcome.merged;
   };
-  auto r = update_ld_cache_with(this->root(), {"/opt/driver"}, writer,
-                                [] { return seal_host_program("/sbin/ldconfig"); });
+  auto r = ldcache::update_ld_cache_with(this->root(), {"/opt/driver"}, writer,
+                                         [] { return seal_host_program("/sbin/ldconfig"); });
   EXPECT_TRUE(r) << r.error().message;
   EXPECT_EQ(merged, "merged, 0 added");
   EXPECT_EQ(m_image.outside(), before_outside);

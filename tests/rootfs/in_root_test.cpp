@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rootfs/rootfs_test_support.hpp"
+#include "rootfs/sandbox.hpp"
 #include "support/syscall_filter.hpp"
 #include "util/fd.hpp"
 
@@ -578,6 +579,82 @@ TEST(TemporaryName, IsHiddenBesideTheNameWithRandomHex) {
   // Long names are cut so the temporary name stays within NAME_MAX.
   const std::string long_name(255, 'n');
   EXPECT_LE(temporary_name(long_name).size(), 255U);
+}
+
+// --- remove_file ------------------------------------------------------------------------------------
+
+TEST_P(InRootTest, RemoveFileRemovesFilesAndLinksButNeverFollowsThem) {
+  const std::string host_file = m_temp.write("host/victim", "host\n");
+  write_host_file(at("/x/a.conf"), "a");
+  make_host_link(host_file, at("/x/link.conf"));
+  make_host_link("a.conf", at("/x/inner.conf"));
+  const Root& root = m_root;
+  ASSERT_TRUE(remove_file(root, "/x/link.conf"));
+  ASSERT_TRUE(remove_file(root, "/x/inner.conf"));
+  EXPECT_EQ(host_listing(at("/x")), std::vector<std::string>{"a.conf"});
+  EXPECT_EQ(read_file(host_file).value_or(""), "host\n");
+  ASSERT_TRUE(remove_file(root, "/x/a.conf"));
+  EXPECT_EQ(host_listing(at("/x")), std::vector<std::string>{});
+}
+
+TEST_P(InRootTest, RemoveFileOfSomethingMissingIsFine) {
+  const Root& root = m_root;
+  EXPECT_TRUE(remove_file(root, "/x/missing"));
+  make_host_dirs(at("/x"));
+  EXPECT_TRUE(remove_file(root, "/x/missing"));
+  EXPECT_EQ(host_listing(m_root_path), (std::vector<std::string>{"etc", "x"}));
+}
+
+TEST_P(InRootTest, RemoveFileRefusesTheRootDirectoriesAndDotDot) {
+  make_host_dirs(at("/x/d"));
+  const Root& root = m_root;
+  auto slash = remove_file(root, "/");
+  ASSERT_FALSE(slash);
+  EXPECT_EQ(slash.error().message, "remove /: is the root");
+  auto dir = remove_file(root, "/x/d");
+  ASSERT_FALSE(dir);
+  EXPECT_EQ(dir.error().message, "remove /x/d in container root " + m_root_path + ": Is a directory");
+  auto dotdot = remove_file(root, "/x/../x/d");
+  ASSERT_FALSE(dotdot);
+  EXPECT_EQ(dotdot.error().message, "\"/x/../x/d\": \".\" and \"..\" are not allowed in a container path");
+  EXPECT_EQ(host_kind(at("/x/d")), "dir");
+}
+
+TEST_P(InRootTest, RemoveFileThroughAParentLinkStaysInTheRoot) {
+  const std::string host_file = m_temp.write("host/etc/x.conf", "host\n");
+  make_host_link(m_temp.path() + "/host/etc", at("/x"));
+  make_host_link("../../../../..", at("/up"));
+  const Root& root = m_root;
+  EXPECT_TRUE(remove_file(root, "/x/x.conf"));
+  EXPECT_TRUE(remove_file(root, "/up/host/etc/x.conf"));
+  EXPECT_EQ(read_file(host_file).value_or(""), "host\n");
+}
+
+// --- read_image_file ------------------------------------------------------------------------------
+
+TEST_P(InRootTest, ReadImageFileTellsMissingDirectoryAndRegularApart) {
+  const Root& root = m_root;
+  ImageBudget budget(k_sandbox_deadline);
+  write_host_file(at("/etc/file"), "text");
+  make_host_link("file", at("/etc/link"));
+  make_host_link("/missing", at("/etc/dangling"));
+  make_host_link("loop", at("/etc/loop"));
+  auto file = read_image_file(root, "/etc/link", 100, budget);
+  ASSERT_TRUE(file) << file.error().message;
+  EXPECT_EQ(file->kind, FileKind::regular);
+  EXPECT_EQ(file->text, "text");
+  for (const char* missing : {"/etc/none", "/etc/dangling", "/etc/loop", "/etc/file/x"}) {
+    auto r = read_image_file(root, missing, 100, budget);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->kind, FileKind::missing) << missing;
+  }
+  auto dir = read_image_file(root, "/etc", 100, budget);
+  ASSERT_TRUE(dir) << dir.error().message;
+  EXPECT_EQ(dir->kind, FileKind::directory);
+  auto large = read_image_file(root, "/etc/file", 3, budget);
+  ASSERT_FALSE(large);
+  EXPECT_EQ(large.error().message,
+            "read /etc/file in container root " + m_root_path + ": larger than 3 bytes");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "discover/ld_cache.hpp"
+#include "ldcache/cache_file.hpp"
 
 #include <gtest/gtest.h>
 #include <link.h>
@@ -16,13 +16,13 @@
 #include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
-namespace gpuctk::discover {
+namespace gpuctk::ldcache {
 namespace {
 
 namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------------------------------------------
-// A small test-side writer of the three layouts (see the format comment in ld_cache.cpp), so that
+// A small test-side writer of the three layouts (see the format comment in ldcache/cache_file.cpp), so that
 // every field can be set and corrupted on purpose. The real ldconfig checks it below.
 
 struct RawEntry {
@@ -130,7 +130,7 @@ const std::vector<RawEntry> k_driver_entries{
      .value = "/usr/lib/x86_64-linux-gnu/tls/libnvidia-ml.so.1",
      .osversion = 0x030200,
      .hwcap =
-         uint64_t{1} << 63},  // a legacy hwcap subdirectory ("tls"); ld_cache_write_test has glibc-hwcaps
+         uint64_t{1} << 63},  // a legacy hwcap subdirectory ("tls"); cache_file_write_test has glibc-hwcaps
 };
 
 // Parsing every prefix of `bytes` gives an error or, once every string is complete, the whole cache;
@@ -693,4 +693,4 @@ TEST(LdCacheLimits, TheFileIsReadBoundedAndNotThroughALink) {
 }
 
 }  // namespace
-}  // namespace gpuctk::discover
+}  // namespace gpuctk::ldcache

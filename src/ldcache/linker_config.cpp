@@ -1,4 +1,4 @@
-#include "rootfs/linker_config.hpp"
+#include "ldcache/linker_config.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,13 +14,17 @@
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
-namespace gpuctk::rootfs {
+namespace gpuctk::ldcache {
+
+using rootfs::FileId;
+using rootfs::FileKind;
+using rootfs::ImageBudget;
+using rootfs::ImageWork;
+using rootfs::open_image_path;
+using rootfs::read_image_file;
+using rootfs::Root;
 
 namespace {
-
-std::string describe(const Root& root, std::string_view path) {
-  return std::string(path) + " in container root " + root.path();
-}
 
 bool is_glob_pattern(std::string_view text) {
   return text.find_first_of("*?[\\") != std::string_view::npos;
@@ -170,48 +174,6 @@ class ConfReader {
 
 }  // namespace
 
-std::optional<FileId> directory_id(const Root& root, std::string_view path, ImageBudget& budget) {
-  auto fd = open_image_path(root, path, O_PATH | O_DIRECTORY, budget);
-  struct stat st {};
-  if (!fd || ::fstat(fd->get(), &st) != 0) {
-    return std::nullopt;
-  }
-  return FileId{st.st_dev, st.st_ino};
-}
-
-Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_t max_size,
-                                  ImageBudget& budget) {
-  ImageFile file;
-  auto fd = open_image_path(root, path, O_PATH, budget);
-  if (!fd) {
-    GPUCTK_TRY(budget.check());
-    return file;  // missing, a dangling link, a loop: what ldconfig and musl skip as well
-  }
-  struct stat st {};
-  if (::fstat(fd->get(), &st) != 0) {
-    return fail_errno(describe(root, path), errno);
-  }
-  file.id = FileId{st.st_dev, st.st_ino};
-  if (S_ISDIR(st.st_mode)) {
-    file.kind = FileKind::directory;
-    return file;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return fail(describe(root, path) + ": not a regular file");
-  }
-  if (static_cast<uint64_t>(st.st_size) > max_size) {
-    return fail("read " + describe(root, path) + ": larger than " + std::to_string(max_size) + " bytes");
-  }
-  if (!budget.spend(ImageWork::bytes, static_cast<size_t>(st.st_size))) {
-    return budget.exhausted();
-  }
-  // Reopened for reading through the O_PATH fd: the file whose type was checked, nothing else.
-  GPUCTK_TRY_ASSIGN(const auto readable, reopen_regular(fd->get(), O_RDONLY, "read " + describe(root, path)));
-  GPUCTK_TRY_ASSIGN(file.text, read_fd(readable.get(), describe(root, path), max_size));
-  file.kind = FileKind::regular;
-  return file;
-}
-
 std::vector<LdSoConfEntry> parse_ld_so_conf(std::string_view text) {
   std::vector<LdSoConfEntry> out;
   const auto blank = [](char c) { return c == ' ' || c == '\t'; };
@@ -278,4 +240,4 @@ std::vector<std::string_view> parse_musl_path(std::string_view text) {
   return dirs;
 }
 
-}  // namespace gpuctk::rootfs
+}  // namespace gpuctk::ldcache

@@ -1,4 +1,4 @@
-#include "rootfs/ld_cache_update.hpp"
+#include "ldcache/library_search.hpp"
 
 #include <dirent.h>
 #include <elf.h>
@@ -15,11 +15,31 @@
 #include <set>
 #include <span>
 
-#include "rootfs/linker_config.hpp"
+#include "ldcache/cache_file.hpp"
+#include "ldcache/linker_config.hpp"
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
-namespace gpuctk::rootfs {
+namespace gpuctk::ldcache {
+
+using rootfs::directory_id;
+using rootfs::FileId;
+using rootfs::FileKind;
+using rootfs::FollowLast;
+using rootfs::ImageBudget;
+using rootfs::k_scratch_size;
+using rootfs::open_image_path;
+using rootfs::open_in_root;
+using rootfs::read_image_file;
+using rootfs::remove_file;
+using rootfs::Root;
+using rootfs::run_sandboxed;
+using rootfs::SandboxLimits;
+using rootfs::SandboxView;
+using rootfs::Scratch;
+using rootfs::split_container_path;
+using rootfs::temporary_name;
+using rootfs::write_file;
 
 namespace {
 
@@ -47,12 +67,9 @@ constexpr const char* k_glibc_system_dirs[] = {
 // What makes an image Debian-like (Debian, Ubuntu and their derivatives), as NVIDIA's hook tells too.
 constexpr const char* k_debian_marker = "/etc/debian_version";
 
-constexpr const char* k_ld_conf_dir = "/etc/ld.so.conf.d";
-constexpr const char* k_ld_cache = "/etc/ld.so.cache";
-
 // How a linker cache that ldconfig wrote starts: glibc's format ("glibc-ld.so.cache" and its version,
 // all an ldconfig of glibc 2.32 or later writes), or the old format that the "compat" one begins with.
-constexpr std::string_view k_ld_cache_magics[] = {"glibc-ld.so.cache1.1", "ld.so-1.7.0"};
+constexpr std::string_view k_ld_cache_magics[] = {k_new_format_magic, k_old_format_magic};
 // The largest cache installed (the scratch tmpfs holds no more anyway).
 constexpr size_t k_max_ld_cache_size = k_scratch_size;
 
@@ -311,21 +328,6 @@ Result<std::string> run_ldconfig(const Root& root, const UniqueFd& ldconfig, std
 
 }  // namespace
 
-Result<void> remove_file(const Root& root, std::string_view path) {
-  GPUCTK_TRY_ASSIGN(auto parts, split_parent(path));
-  if (parts.name.empty()) {
-    return fail("remove " + std::string(path) + ": is the root");
-  }
-  auto fd = open_in_root(root, parts.dir, O_PATH | O_DIRECTORY, FollowLast::yes);
-  if (!fd) {
-    return {};
-  }
-  if (::unlinkat(fd->get(), parts.name.c_str(), 0) != 0 && errno != ENOENT) {
-    return fail_errno("remove " + std::string(path) + " in container root " + root.path(), errno);
-  }
-  return {};
-}
-
 Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
                              const UniqueFd& ldconfig, const SandboxLimits& limits) {
   // The caller keeps its descriptor: the run gets a duplicate.
@@ -531,4 +533,4 @@ Result<void> update_library_search(const Root& root, const std::vector<std::stri
   return {};
 }
 
-}  // namespace gpuctk::rootfs
+}  // namespace gpuctk::ldcache

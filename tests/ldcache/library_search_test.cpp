@@ -1,4 +1,4 @@
-#include "rootfs/ld_cache_update.hpp"
+#include "ldcache/library_search.hpp"
 
 #include <dirent.h>
 #include <elf.h>
@@ -17,8 +17,17 @@
 #include "rootfs/sandbox.hpp"
 #include "util/strings.hpp"
 
-namespace gpuctk::rootfs {
+namespace gpuctk::ldcache {
 namespace {
+
+using rootfs::ImageBudget;
+using rootfs::k_sandbox_deadline;
+using rootfs::remove_file;
+using rootfs::Resolver;
+using rootfs::Root;
+using rootfs::SandboxLimits;
+using rootfs::SandboxView;
+using rootfs::seal_host_program;
 
 using test::host_kind;
 using test::host_listing;
@@ -582,55 +591,5 @@ TEST_P(LibrarySearchTest, FoldersOfOtherMachinesLibrariesAreLeftOut) {
             "/opt/mixed\n/usr/lib/x86_64-linux-gnu\n/opt/empty\n/lib\n/usr/local/lib\n/usr/lib\n");
 }
 
-// --- remove_file ------------------------------------------------------------------------------------
-
-TEST_P(LdCacheUpdateTest, RemoveFileRemovesFilesAndLinksButNeverFollowsThem) {
-  const std::string host_file = m_temp.write("host/victim", "host\n");
-  write_host_file(at("/etc/a.conf"), "a");
-  make_host_link(host_file, at("/etc/link.conf"));
-  make_host_link("a.conf", at("/etc/inner.conf"));
-  const Root root = open_root();
-  ASSERT_TRUE(remove_file(root, "/etc/link.conf"));
-  ASSERT_TRUE(remove_file(root, "/etc/inner.conf"));
-  EXPECT_EQ(host_listing(at("/etc")), std::vector<std::string>{"a.conf"});
-  EXPECT_EQ(read_file(host_file).value_or(""), "host\n");
-  ASSERT_TRUE(remove_file(root, "/etc/a.conf"));
-  EXPECT_EQ(host_listing(at("/etc")), std::vector<std::string>{});
-}
-
-TEST_P(LdCacheUpdateTest, RemoveFileOfSomethingMissingIsFine) {
-  const Root root = open_root();
-  EXPECT_TRUE(remove_file(root, "/etc/missing"));
-  make_host_dirs(at("/etc"));
-  EXPECT_TRUE(remove_file(root, "/etc/missing"));
-  EXPECT_EQ(host_listing(m_root_path), std::vector<std::string>{"etc"});
-}
-
-TEST_P(LdCacheUpdateTest, RemoveFileRefusesTheRootDirectoriesAndDotDot) {
-  make_host_dirs(at("/etc/d"));
-  const Root root = open_root();
-  auto slash = remove_file(root, "/");
-  ASSERT_FALSE(slash);
-  EXPECT_EQ(slash.error().message, "remove /: is the root");
-  auto dir = remove_file(root, "/etc/d");
-  ASSERT_FALSE(dir);
-  EXPECT_EQ(dir.error().message, "remove /etc/d in container root " + m_root_path + ": Is a directory");
-  auto dotdot = remove_file(root, "/etc/../etc/d");
-  ASSERT_FALSE(dotdot);
-  EXPECT_EQ(dotdot.error().message,
-            "\"/etc/../etc/d\": \".\" and \"..\" are not allowed in a container path");
-  EXPECT_EQ(host_kind(at("/etc/d")), "dir");
-}
-
-TEST_P(LdCacheUpdateTest, RemoveFileThroughAParentLinkStaysInTheRoot) {
-  const std::string host_file = m_temp.write("host/etc/x.conf", "host\n");
-  make_host_link(m_temp.path() + "/host/etc", at("/etc"));
-  make_host_link("../../../../..", at("/up"));
-  const Root root = open_root();
-  EXPECT_TRUE(remove_file(root, "/etc/x.conf"));
-  EXPECT_TRUE(remove_file(root, "/up/host/etc/x.conf"));
-  EXPECT_EQ(read_file(host_file).value_or(""), "host\n");
-}
-
 }  // namespace
-}  // namespace gpuctk::rootfs
+}  // namespace gpuctk::ldcache

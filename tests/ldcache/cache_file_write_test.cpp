@@ -1,5 +1,5 @@
-// The writing half of discover/ld_cache: glibc's name order, ldconfig's entry order, the extension area
-// (parsed and written) and serialize_ld_cache's bytes. ld_cache_test.cpp covers parsing the tables.
+// The writing half of ldcache/cache_file: glibc's name order, ldconfig's entry order, the extension area
+// (parsed and written) and serialize_ld_cache's bytes. cache_file_test.cpp covers parsing the tables.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "discover/ld_cache.hpp"
 #include "fixtures/builder/test_support.hpp"
+#include "ldcache/cache_file.hpp"
 #include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
-namespace gpuctk::discover {
+namespace gpuctk::ldcache {
 namespace {
 
 constexpr uint64_t k_hwcaps_bit = uint64_t{1} << 62;  // DL_CACHE_HWCAP_EXTENSION
@@ -753,4 +753,4 @@ TEST_F(LdCacheLdconfig, ManyEntriesSharingStringTails) {
 }
 
 }  // namespace
-}  // namespace gpuctk::discover
+}  // namespace gpuctk::ldcache

@@ -1,6 +1,6 @@
 #pragma once
 // glibc's dynamic linker cache (/etc/ld.so.cache): which SONAME lives at which path, per architecture.
-// The binary layout is described at the top of ld_cache.cpp.
+// The binary layout is described at the top of cache_file.cpp.
 //
 // Contract: parse_ld_cache() accepts the three layouts ldconfig writes (new, old, and old+new
 // "compat"); every count and offset is checked against the input size, so any byte string gives
@@ -22,7 +22,16 @@
 
 #include "util/error.hpp"
 
-namespace gpuctk::discover {
+namespace gpuctk::ldcache {
+
+// How a cache starts: the new format's magic and version, and the old format's (a compat cache starts
+// with the old table).
+inline constexpr std::string_view k_new_format_magic = "glibc-ld.so.cache1.1";
+inline constexpr std::string_view k_old_format_magic = "ld.so-1.7.0";
+
+// The bit of an entry's hwcap that marks a glibc-hwcaps entry (DL_CACHE_HWCAP_EXTENSION); its low 32 bits
+// index the glibc-hwcaps subdirectories (LdCacheEntry::glibc_hwcaps_index).
+inline constexpr uint64_t k_hwcap_extension = uint64_t{1} << 62;
 
 // Architecture of an entry: the bits of `flags & 0xff00`, as glibc's ldconfig sets them.
 // A value outside this list can still occur in a cache (a newer glibc); it is kept as is.
@@ -146,7 +155,7 @@ void insert_ld_cache_entry(LdCache& cache, LdCacheEntry entry);
 // header flags "little-endian" (the host's order), osversion and hwcap as given, the entries in
 // `cache.entries` order (keep them sorted with insert_ld_cache_entry), the string table holding every
 // key, value and glibc-hwcaps name once, ordered and tail-shared as ldconfig's string table does it, and
-// the extension area (see ld_cache.cpp) when there is a generator or a glibc-hwcaps name. Not
+// the extension area (see cache_file.cpp) when there is a generator or a glibc-hwcaps name. Not
 // reproduced: a glibc-hwcaps directory ldconfig found but took no library from (its name is in
 // ldconfig's string table, unused, and nowhere else in the file); a caller that must match ldconfig
 // byte for byte checks that serialize_ld_cache(parse_ld_cache(file)) is `file` first. Errors start with
@@ -159,4 +168,4 @@ Result<std::string> serialize_ld_cache(const LdCache& cache);
 // followed (resolve it inside its root first); errors start with the path instead of "ld.so.cache".
 Result<LdCache> read_ld_cache(const std::string& path);
 
-}  // namespace gpuctk::discover
+}  // namespace gpuctk::ldcache

@@ -5,44 +5,19 @@
 //     does not name already, then a host ldconfig run in the sandbox (rootfs/sandbox.hpp) over the
 //     read-only root, and the cache it made installed;
 //   - musl (which reads no ld.so.cache): the folders in its path file.
-// Knows nothing of GPUs.
+// The files it reads and writes are named in ldcache/paths.hpp. Knows nothing of GPUs.
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "ldcache/paths.hpp"
 #include "rootfs/in_root.hpp"
 #include "rootfs/sandbox.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
-namespace gpuctk::rootfs {
-
-// The drop-in file naming the folders the image does not configure. Named "00-gpuctk-…" so that it
-// comes before the image's own files: a driver library wins over an image's copy of the same SONAME in
-// another folder. Anything that must win over it (a CUDA forward-compat directory) sorts before it.
-inline constexpr const char* k_ld_conf_dropin = "/etc/ld.so.conf.d/00-gpuctk-driver.conf";
-// The drop-in older gpuctk releases wrote with the image's system folders; removed when found (its
-// folders came before lines and files the image's configuration has after the drop-ins).
-inline constexpr const char* k_ld_conf_system_dropin = "/etc/ld.so.conf.d/zz-gpuctk-system.conf";
-
-// What update_ld_cache writes besides the drop-in when missing.
-inline constexpr const char* k_ld_so_conf = "/etc/ld.so.conf";
-inline constexpr const char* k_ld_so_conf_text = "include /etc/ld.so.conf.d/*.conf\n";
-
-// The loaders that tell which C library an image's programs use, and musl's path file (musl's loader
-// reads <its directory>/../etc/ld-musl-<arch>.path, so /etc's for the standard /lib/ld-musl-<arch>.so.1).
-#if defined(__aarch64__)
-inline constexpr const char* k_glibc_loader = "/lib/ld-linux-aarch64.so.1";
-inline constexpr const char* k_musl_loader = "/lib/ld-musl-aarch64.so.1";
-inline constexpr const char* k_musl_path_file = "/etc/ld-musl-aarch64.path";
-#else
-inline constexpr const char* k_glibc_loader = "/lib64/ld-linux-x86-64.so.2";
-inline constexpr const char* k_musl_loader = "/lib/ld-musl-x86_64.so.1";
-inline constexpr const char* k_musl_path_file = "/etc/ld-musl-x86_64.path";
-#endif
-// What musl searches when it has no path file.
-inline constexpr const char* k_musl_default_path = "/lib:/usr/local/lib:/usr/lib";
+namespace gpuctk::ldcache {
 
 // glibc: writes the drop-in (only when some of `folders` is not configured by the image already; a
 // stale one is removed otherwise) and /etc/ld.so.conf when missing, then runs `ldconfig` (a sealed
@@ -55,15 +30,15 @@ inline constexpr const char* k_musl_default_path = "/lib:/usr/local/lib:/usr/lib
 // know. So the image's folders keep their order: glibc resolves every library of the image as the
 // image's own ldconfig would have it resolved. ldconfig makes no SONAME link (-X: the create-symlinks
 // hook makes the driver's) and neither reads nor writes an auxiliary cache (-i). The cache it wrote
-// (at most k_scratch_size bytes, and starting as glibc's caches do) is then installed as
+// (at most rootfs::k_scratch_size bytes, and starting as glibc's caches do) is then installed as
 // /etc/ld.so.cache by gpuctk (write_file: atomic, a symlink there replaced, never followed).
 // `folders` are container paths (absolute, no "." or ".."). The image's configuration is read (see
 // configured_library_dirs) before anything but a missing /etc/ld.so.conf is written; its errors, a root
 // without an /etc directory, or one that cannot be written (read-only), a failed or killed ldconfig, no
 // cache or not a cache are errors of one line; on any error the files this call created are removed:
 //   ldconfig wrote no linker cache: /etc/.ldconfig.gpuctk-x/ld.so.cache: No such file or directory
-Result<void> update_ld_cache(const Root& root, const std::vector<std::string>& folders,
-                             const UniqueFd& ldconfig, const SandboxLimits& limits = {});
+Result<void> update_ld_cache(const rootfs::Root& root, const std::vector<std::string>& folders,
+                             const UniqueFd& ldconfig, const rootfs::SandboxLimits& limits = {});
 
 // The directories the ldconfig run of update_ld_cache would scan, for a writer that makes its cache
 // without it (ldcache/merge.hpp). Container paths, as written in the configuration.
@@ -80,16 +55,17 @@ struct LdScan {
 // why) and ldconfig runs; an error stops update-ldcache as ldconfig's would. Called after the drop-in
 // and a missing /etc/ld.so.conf are written; its error removes them as ldconfig's does. What it reads of
 // the image it spends from `budget`, the start's (rootfs/image_budget.hpp), what is left of it.
-using LdCacheWriter = std::function<Result<bool>(const Root& root, const LdScan& scan, ImageBudget& budget)>;
+using LdCacheWriter =
+    std::function<Result<bool>(const rootfs::Root& root, const LdScan& scan, rootfs::ImageBudget& budget)>;
 
 // update_ld_cache with `writer` tried first; `open_ldconfig` is called only when ldconfig runs. What is
 // read of the image in-process (its configuration, the folders compared, the writer's reads) spends one
 // ImageBudget with `limits.deadline`: spent, it is the error (before anything but a missing
 // /etc/ld.so.conf is written) or, in the writer, its reason to leave the cache to ldconfig.
 using LdconfigOpener = std::function<Result<UniqueFd>()>;
-Result<void> update_ld_cache_with(const Root& root, const std::vector<std::string>& folders,
+Result<void> update_ld_cache_with(const rootfs::Root& root, const std::vector<std::string>& folders,
                                   const LdCacheWriter& writer, const LdconfigOpener& open_ldconfig,
-                                  const SandboxLimits& limits = {});
+                                  const rootfs::SandboxLimits& limits = {});
 
 // musl: adds the folders its path file (k_musl_path_file) does not list yet, ahead of what it lists (as
 // the drop-in comes first for glibc); starting from k_musl_default_path when there is no file, so the
@@ -97,14 +73,15 @@ Result<void> update_ld_cache_with(const Root& root, const std::vector<std::strin
 // driver's 32-bit ones) is left out: musl stops at the first file of a wanted name and cannot load it.
 // Replaced atomically (a symlink there is replaced, never followed out of the root). Returns whether the file
 // changed (nothing to add: untouched). Errors: a root without /etc, bad folders (as above), a path file that
-// is a directory, not a regular file or larger than k_max_conf_size, a spent ImageBudget of `deadline`.
-Result<bool> update_musl_path(const Root& root, const std::vector<std::string>& folders,
-                              std::chrono::milliseconds deadline = k_sandbox_deadline);
+// is a directory, not a regular file or larger than k_max_conf_size (linker_config.hpp), a spent ImageBudget
+// of `deadline`.
+Result<bool> update_musl_path(const rootfs::Root& root, const std::vector<std::string>& folders,
+                              std::chrono::milliseconds deadline = rootfs::k_sandbox_deadline);
 
 // The C libraries an image's programs load with, from the loaders it holds (k_glibc_loader,
 // k_musl_loader; links followed inside the root).
 enum class ImageLibc { glibc, musl, glibc_and_musl, neither };
-ImageLibc image_libc(const Root& root);
+ImageLibc image_libc(const rootfs::Root& root);
 
 // update-ldcache for any image: update_ld_cache when the image has glibc's loader or neither (a static
 // image: as before musl was known), update_musl_path when it has musl's, both for an image with both
@@ -112,11 +89,9 @@ ImageLibc image_libc(const Root& root);
 // ld.so.cache, and `open_ldconfig` is not called.
 // `writer`, when given, is tried before ldconfig (update_ld_cache_with); `open_ldconfig` is called
 // first for a glibc image all the same (its error is the error, merged or not).
-Result<void> update_library_search(const Root& root, const std::vector<std::string>& folders,
-                                   const LdconfigOpener& open_ldconfig, const SandboxLimits& limits = {},
+Result<void> update_library_search(const rootfs::Root& root, const std::vector<std::string>& folders,
+                                   const LdconfigOpener& open_ldconfig,
+                                   const rootfs::SandboxLimits& limits = {},
                                    const LdCacheWriter& writer = {});
 
-// Removes the file `path` inside `root` (never following a symlink as its last component). Missing is fine.
-Result<void> remove_file(const Root& root, std::string_view path);
-
-}  // namespace gpuctk::rootfs
+}  // namespace gpuctk::ldcache

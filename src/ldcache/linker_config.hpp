@@ -5,11 +5,7 @@
 // configuration file that is neither a regular file nor a directory (a FIFO that would block ldconfig
 // forever, a device) is an error. Knows nothing of GPUs.
 
-#include <sys/types.h>
-
-#include <compare>
 #include <cstddef>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,9 +13,8 @@
 
 #include "rootfs/in_root.hpp"
 #include "util/error.hpp"
-#include "util/fd.hpp"
 
-namespace gpuctk::rootfs {
+namespace gpuctk::ldcache {
 
 // Bounds on an image's linker configuration (a Debian or Ubuntu image has three files of under 200
 // bytes). Beyond them update-ldcache fails with one line instead of reading on.
@@ -27,31 +22,6 @@ inline constexpr size_t k_max_conf_files = 256;      // files ldconfig opens for
 inline constexpr size_t k_max_conf_size = 64 << 10;  // bytes of one configuration or path file
 inline constexpr size_t k_max_conf_dirs = 4096;      // directory lines of all of them together
 inline constexpr size_t k_max_glob_entries = 65536;  // directory entries the include patterns scan
-
-// What identifies a file or directory: ldconfig and the loaders treat two paths to one directory as one.
-struct FileId {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  auto operator<=>(const FileId&) const = default;
-};
-
-// The identity of the directory `path` (open_image_path, following links), or nullopt when there is no
-// directory there or `budget` is spent (the caller asks budget.error() before it decides on nullopt).
-std::optional<FileId> directory_id(const Root& root, std::string_view path, ImageBudget& budget);
-
-// One file of the image read for its configuration, with open_image_path (rootfs/in_root.hpp).
-enum class FileKind { missing, directory, regular };
-struct ImageFile {
-  FileKind kind = FileKind::missing;  // missing: nothing there, a dangling link, a link loop
-  std::string text;                   // a regular file's bytes
-  FileId id;                          // a regular file's or directory's identity
-};
-// Reads the regular file `path` (at most `max_size` bytes) without opening anything else: the type is
-// checked on an O_PATH fd first; its size is spent from `budget`. Errors: "/etc/x.conf in container root
-// /r: not a regular file" (a FIFO, a device, a socket), "read /etc/x.conf in container root /r: larger
-// than 65536 bytes", a spent budget.
-Result<ImageFile> read_image_file(const Root& root, std::string_view path, size_t max_size,
-                                  ImageBudget& budget);
 
 // The lines of one ld.so.conf file that mean something, in order, as glibc's ldconfig reads them: from
 // '#' on a line is a comment; leading blanks go; "include" and a blank start a list of glob patterns
@@ -78,12 +48,13 @@ std::vector<LdSoConfEntry> parse_ld_so_conf(std::string_view text);
 // on which glibc's ldconfig recurses until it runs out of file descriptors or for ever, and a spent
 // `budget` (every file and folder it opens, every byte and directory entry it reads is spent from it).
 // `files`, when given, gets the path of every regular file read, once each, in the order read.
-Result<std::vector<std::string>> configured_library_dirs(const Root& root, std::string_view conf,
-                                                         std::span<const FileId> skip, ImageBudget& budget,
+Result<std::vector<std::string>> configured_library_dirs(const rootfs::Root& root, std::string_view conf,
+                                                         std::span<const rootfs::FileId> skip,
+                                                         rootfs::ImageBudget& budget,
                                                          std::vector<std::string>* files = nullptr);
 
 // The directories of musl's path file text: separated by ':' or newlines, empty ones skipped, nothing
 // after a NUL byte (musl reads the file as one C string). Blanks are part of a directory, as for musl.
 std::vector<std::string_view> parse_musl_path(std::string_view text);
 
-}  // namespace gpuctk::rootfs
+}  // namespace gpuctk::ldcache

@@ -1,4 +1,4 @@
-#include "rootfs/linker_config.hpp"
+#include "ldcache/linker_config.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,8 +12,19 @@
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
 
-namespace gpuctk::rootfs {
+namespace gpuctk::ldcache {
 namespace {
+
+using rootfs::directory_id;
+using rootfs::FileId;
+using rootfs::FileKind;
+using rootfs::ImageBudget;
+using rootfs::ImageWork;
+using rootfs::k_sandbox_deadline;
+using rootfs::open_image_path;
+using rootfs::read_image_file;
+using rootfs::Resolver;
+using rootfs::Root;
 
 using test::make_host_dirs;
 using test::make_host_link;
@@ -337,30 +348,5 @@ TEST_P(LinkerConfigTest, TooManyDirectoryLinesAreAnError) {
             "the image's linker configuration: more than 4096 directories (at \"/etc/ld.so.conf\")");
 }
 
-TEST_P(LinkerConfigTest, ReadImageFileTellsMissingDirectoryAndRegularApart) {
-  const Root root = open_root();
-  ImageBudget budget(k_sandbox_deadline);
-  write_host_file(at("/etc/file"), "text");
-  make_host_link("file", at("/etc/link"));
-  make_host_link("/missing", at("/etc/dangling"));
-  make_host_link("loop", at("/etc/loop"));
-  auto file = read_image_file(root, "/etc/link", 100, budget);
-  ASSERT_TRUE(file) << file.error().message;
-  EXPECT_EQ(file->kind, FileKind::regular);
-  EXPECT_EQ(file->text, "text");
-  for (const char* missing : {"/etc/none", "/etc/dangling", "/etc/loop", "/etc/file/x"}) {
-    auto r = read_image_file(root, missing, 100, budget);
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(r->kind, FileKind::missing) << missing;
-  }
-  auto dir = read_image_file(root, "/etc", 100, budget);
-  ASSERT_TRUE(dir) << dir.error().message;
-  EXPECT_EQ(dir->kind, FileKind::directory);
-  auto large = read_image_file(root, "/etc/file", 3, budget);
-  ASSERT_FALSE(large);
-  EXPECT_EQ(large.error().message,
-            "read /etc/file in container root " + m_root_path + ": larger than 3 bytes");
-}
-
 }  // namespace
-}  // namespace gpuctk::rootfs
+}  // namespace gpuctk::ldcache

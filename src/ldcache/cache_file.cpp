@@ -49,7 +49,7 @@
 // orders of magnitude above real caches (a full desktop: ~5000 entries, ~500 KB) and each has its own
 // error.
 
-#include "discover/ld_cache.hpp"
+#include "ldcache/cache_file.hpp"
 
 #include <algorithm>
 #include <array>
@@ -59,11 +59,11 @@
 #include "util/file.hpp"
 #include "util/strings.hpp"
 
-namespace gpuctk::discover {
+namespace gpuctk::ldcache {
 namespace {
 
-constexpr std::string_view k_old_magic = "ld.so-1.7.0";
-constexpr std::string_view k_new_magic = "glibc-ld.so.cache1.1";  // magic and version
+constexpr std::string_view k_old_magic = k_old_format_magic;
+constexpr std::string_view k_new_magic = k_new_format_magic;
 constexpr uint64_t k_old_header_size = 16;
 constexpr uint64_t k_old_entry_size = 12;
 constexpr uint64_t k_new_header_size = 48;
@@ -83,8 +83,7 @@ constexpr uint64_t k_extension_section_size = 16;   // tag, flags, offset, size
 constexpr uint64_t k_extension_alignment = 4;
 constexpr uint32_t k_tag_generator = 0;
 constexpr uint32_t k_tag_glibc_hwcaps = 1;
-constexpr uint64_t k_hwcap_extension = uint64_t{1} << 62;  // DL_CACHE_HWCAP_EXTENSION
-constexpr uint64_t k_hwcap_isa_level_mask = 0x3ff;         // the 10 ISA-level bits above bit 31
+constexpr uint64_t k_hwcap_isa_level_mask = 0x3ff;  // the 10 ISA-level bits above bit 31
 
 constexpr size_t k_max_file_size = size_t{64} << 20;          // bytes read from disk
 constexpr uint64_t k_max_string_length = 4096;                // PATH_MAX: no SONAME or path is longer
@@ -716,4 +715,4 @@ Result<LdCache> read_ld_cache(const std::string& path) {
   return cache;
 }
 
-}  // namespace gpuctk::discover
+}  // namespace gpuctk::ldcache
