@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ldcache/entry_arg.hpp"
 #include "util/path.hpp"
 #include "util/strings.hpp"
 
@@ -145,28 +146,12 @@ Result<HookLink> split_link(std::string_view value) {
 }
 
 std::string ld_cache_entry_arg(const discover::LibraryCacheEntry& entry) {
-  const auto hex = [](uint32_t value) {
-    static constexpr char k_digits[] = "0123456789abcdef";
-    std::string text;
-    do {
-      text.insert(text.begin(), k_digits[value & 0xfu]);
-      value >>= 4;
-    } while (value != 0);
-    return "0x" + text;
-  };
-  return hex(entry.flags) + ":" + hex(entry.osversion) + ":" + entry.soname + ":" + entry.path;
+  return ldcache::entry_arg(entry.flags, entry.osversion, entry.soname, entry.path);
 }
 
 std::string ld_cache_entry_path(std::string_view value) {
-  size_t at = 0;
-  for (int field = 0; field < 3; ++field) {
-    at = value.find(':', at);
-    if (at == std::string_view::npos) {
-      return {};
-    }
-    ++at;
-  }
-  return std::string(value.substr(at));
+  auto fact = ldcache::parse_entry_arg(value);
+  return fact ? std::move(fact->path) : std::string();
 }
 
 bool ContainerStartArgs::empty() const {

@@ -76,11 +76,11 @@ std::string link_arg(const HookLink& link);
 // LINK inside the root, rootfs::split_container_path). Error: `--link "x": expected TARGET::LINK`.
 Result<HookLink> split_link(std::string_view value);
 
-// An `--ld-cache-entry` value, FLAGS:OSVERSION:SONAME:PATH, the numbers in hex as ldconfig's headers write
-// them ("0x303:0x0:libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1"); ldcache/merge.hpp parses it
-// in full.
+// An `--ld-cache-entry` value, FLAGS:OSVERSION:SONAME:PATH, written by ldcache::entry_arg (and parsed by
+// the hook with that header's parse_entry_arg), e.g.
+// "0x303:0x0:libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1".
 std::string ld_cache_entry_arg(const discover::LibraryCacheEntry& entry);
-// Its PATH: what follows the third ':', or "" when there are fewer (a value the merge refuses).
+// Its PATH as ldcache::parse_entry_arg reads it, or "" for a value it refuses (the merge refuses it too).
 std::string ld_cache_entry_path(std::string_view value);
 
 // `gpuctk hook container-start`: each step runs when one of its options is given (steps/commands.cpp).

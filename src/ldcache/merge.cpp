@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -20,43 +19,6 @@
 namespace gpuctk::ldcache {
 
 namespace {
-
-// The longest SONAME or path accepted (PATH_MAX, as the cache reader bounds its strings).
-constexpr size_t k_max_fact_field = 4096;
-
-Result<uint32_t> parse_u32_hex(std::string_view text, std::string_view what) {
-  const auto value = parse_hex(text);
-  if (!value || *value > std::numeric_limits<uint32_t>::max()) {
-    return fail(std::string(what) + " " + quote(text) + " is not a 32-bit hex number");
-  }
-  return static_cast<uint32_t>(*value);
-}
-
-Result<LdCacheFact> parse_fact(std::string_view value) {
-  const auto first = value.find(':');
-  const auto second = first == std::string_view::npos ? first : value.find(':', first + 1);
-  const auto third = second == std::string_view::npos ? second : value.find(':', second + 1);
-  if (third == std::string_view::npos) {
-    return fail("expected FLAGS:OSVERSION:SONAME:PATH");
-  }
-  LdCacheFact fact;
-  GPUCTK_TRY_ASSIGN(fact.flags, parse_u32_hex(value.substr(0, first), "FLAGS"));
-  GPUCTK_TRY_ASSIGN(fact.osversion, parse_u32_hex(value.substr(first + 1, second - first - 1), "OSVERSION"));
-  fact.soname = std::string(value.substr(second + 1, third - second - 1));
-  fact.path = std::string(value.substr(third + 1));
-  if (fact.soname.empty() || fact.soname == "." || fact.soname == ".." ||
-      fact.soname.find('/') != std::string::npos || fact.soname.size() > k_max_fact_field) {
-    return fail("SONAME " + quote(fact.soname) + " is not a file name");
-  }
-  if (fact.path.size() > k_max_fact_field) {
-    return fail("PATH is longer than " + std::to_string(k_max_fact_field) + " bytes");
-  }
-  GPUCTK_TRY(rootfs::split_container_path(fact.path));
-  if (value.find_first_of(std::string_view("\n\0", 2)) != std::string_view::npos) {
-    return fail("contains a newline or a NUL byte");
-  }
-  return fact;
-}
 
 // The include lines of the images we merge for (Debian's absolute one, RHEL's relative one); anything
 // else may read files whose dates are not checked here.
@@ -493,23 +455,6 @@ class Merge {
 Result<MergeOutcome> merge_ld_cache(const rootfs::Root& root, const LdScan& scan,
                                     const std::vector<LdCacheFact>& facts, rootfs::ImageBudget& budget) {
   return Merge(root, scan, facts, budget).run();
-}
-
-Result<std::vector<LdCacheFact>> parse_ld_cache_facts(const std::vector<std::string>& values) {
-  if (values.size() > k_max_facts) {
-    return fail("--ld-cache-entry: more than " + std::to_string(k_max_facts) + " values");
-  }
-  std::vector<LdCacheFact> facts;
-  for (const auto& value : values) {
-    auto fact = parse_fact(value);
-    if (!fact) {
-      return fail_with("--ld-cache-entry " + quote(value), fact.error());
-    }
-    if (std::ranges::find(facts, *fact) == facts.end()) {
-      facts.push_back(std::move(*fact));
-    }
-  }
-  return facts;
 }
 
 }  // namespace gpuctk::ldcache

@@ -9,32 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include "ldcache/entry_arg.hpp"
 #include "ldcache/library_search.hpp"
 #include "ldcache/paths.hpp"
 #include "rootfs/in_root.hpp"
 #include "util/error.hpp"
 
 namespace gpuctk::ldcache {
-
-// At most this many `--ld-cache-entry` values: a host's cache has a few thousand entries, a spec carries
-// the driver's few dozen.
-inline constexpr size_t k_max_facts = 8192;
-
-// One `--ld-cache-entry FLAGS:OSVERSION:SONAME:PATH`: an entry of the host's cache for a library the spec
-// mounts, e.g. "0x303:0x0:libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1" (libc6, x86-64).
-struct LdCacheFact {
-  std::string soname;      // a file name: no '/', no ':', not "." or ".."
-  std::string path;        // a container path: absolute, no "." or ".." component
-  uint32_t flags = 0;      // LibType | Arch, as LdCacheEntry::flags
-  uint32_t osversion = 0;  // as LdCacheEntry::osversion
-  bool operator==(const LdCacheFact&) const = default;
-};
-
-// Parses `--ld-cache-entry` values (at most k_max_facts of them; each field bounded: numbers of 32
-// bits in hex with or without "0x", a SONAME and a path of at most 4096 bytes, no newline or NUL).
-// Duplicates are dropped. Errors name the value:
-//   --ld-cache-entry "0x303:libcuda.so.1": expected FLAGS:OSVERSION:SONAME:PATH
-Result<std::vector<LdCacheFact>> parse_ld_cache_facts(const std::vector<std::string>& values);
 
 // What merge_ld_cache did: installed the merged cache, or left it to ldconfig for `reason` (one line for
 // the debug log, e.g. "/etc/ld.so.cache is older than /usr/lib/x86_64-linux-gnu/libfoo.so.1").
