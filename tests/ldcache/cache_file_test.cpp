@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "support/spawn_capture.hpp"
 #include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
@@ -490,17 +491,8 @@ TEST(LdCacheErrors, RandomByteFlipsNeverCrash) {
 
 // Exit status and standard output of a shell command.
 std::pair<int, std::string> run(const std::string& command) {
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    return {-1, ""};
-  }
-  std::string out;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    out.append(buffer.data(), n);
-  }
-  return {::pclose(pipe), out};
+  auto done = test::run_shell(command);
+  return {done.exit_code, std::move(done.out)};
 }
 
 std::string find_ldconfig() {

@@ -15,6 +15,7 @@
 
 #include "rootfs/rootfs_test_support.hpp"
 #include "rootfs/sandbox.hpp"
+#include "support/spawn_capture.hpp"
 #include "util/strings.hpp"
 
 namespace gpuctk::ldcache {
@@ -50,19 +51,7 @@ std::string host_libz() {
 
 // What the host ldconfig prints for the cache `cache` (ldconfig -p -C), or "" when it cannot.
 std::string print_cache(const std::string& cache) {
-  std::string out;
-  const std::string command = "/sbin/ldconfig -p -C " + cache + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    return "";
-  }
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-    out.append(buffer, n);
-  }
-  ::pclose(pipe);
-  return out;
+  return test::run_shell("/sbin/ldconfig -p -C " + cache + " 2>&1").out;
 }
 
 class LdCacheUpdateTest : public testing::TestWithParam<Resolver> {

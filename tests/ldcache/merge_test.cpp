@@ -25,6 +25,7 @@
 #include "rootfs/sandbox.hpp"
 #include "steps/commands.hpp"
 #include "steps/root_edits.hpp"
+#include "support/spawn_capture.hpp"
 #include "support/temp_dir.hpp"
 #include "util/file.hpp"
 
@@ -33,20 +34,10 @@ namespace {
 
 // Runs a shell script; its output when it fails.
 testing::AssertionResult sh(const std::string& script) {
-  const std::string command = "bash -euo pipefail -c '" + script + "' 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    return testing::AssertionFailure() << "popen failed";
-  }
-  std::string out;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-    out.append(buffer, n);
-  }
-  const int status = ::pclose(pipe);
-  if (status != 0) {
-    return testing::AssertionFailure() << "script failed (" << status << "): " << script << "\n" << out;
+  const auto run = test::run_shell("bash -euo pipefail -c '" + script + "' 2>&1");
+  if (run.exit_code != 0) {
+    return testing::AssertionFailure() << "script failed (" << run.exit_code << "): " << script << "\n"
+                                       << run.out;
   }
   return testing::AssertionSuccess();
 }
