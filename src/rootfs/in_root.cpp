@@ -159,6 +159,12 @@ FdOrErrno resolve(const Root& root, std::string_view path, int flags, FollowLast
   const int all_flags = flags | (follow == FollowLast::no ? O_NOFOLLOW : 0);
   if (root.resolver() == Resolver::automatic && !g_no_openat2) {
     auto fd = openat2_in_root(root.fd(), path, all_flags);
+    // EAGAIN after every retry: mounts or renames elsewhere on a busy node kept racing with its ".."
+    // lookups (the kernel checks the global mount and rename sequence counts). The walk gives the same
+    // answer without that condition: this lookup walks, the next tries openat2 again.
+    if (!fd && fd.error() == EAGAIN) {
+      return walk_in_root(root.fd(), path, flags, follow, budget);
+    }
     if (fd || !openat2_unusable(fd.error(), root.fd())) {
       return fd;
     }

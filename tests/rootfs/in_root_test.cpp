@@ -246,6 +246,38 @@ TEST(InRootOpenat2, AFilterRefusingOpenat2MakesTheResolverWalk) {
   }
 }
 
+// On a busy node every mount and rename anywhere makes openat2 retry a lookup through ".." (EAGAIN); a
+// long walk (an image's link chain full of "..") can lose every retry to a node starting containers. The
+// automatic resolver then walks that lookup, with the same answers and links still inside the root.
+// Here openat2 answers EAGAIN every time (a seccomp filter), as it would under endless mount churn.
+TEST(InRootOpenat2, ALookupOpenat2KeepsRetryingIsWalked) {
+  test::TempDir temp;
+  const std::string root_path = temp.path() + "/rootfs";
+  write_host_file(root_path + "/etc/passwd", "container passwd\n");
+  write_host_file(temp.path() + "/etc/passwd", "host passwd\n");
+  make_host_link("../../../etc/passwd", root_path + "/up-file");
+  make_host_link(temp.path() + "/etc/passwd", root_path + "/host-file");
+  const auto outcome = test::run_under_filter(
+      {.killed = {}, .kill_sync_opens = false, .failing = {{SYS_openat2, EAGAIN}}}, [&] {
+        auto root = Root::open(root_path, Resolver::automatic);
+        if (!root) {
+          return 1;
+        }
+        for (const char* path : {"/etc/passwd", "/up-file"}) {
+          auto fd = open_in_root(*root, path, O_RDONLY, FollowLast::yes);
+          if (!fd || read_all(*fd) != "container passwd\n") {
+            return 2;
+          }
+        }
+        auto escape = open_in_root(*root, "/host-file", O_RDONLY, FollowLast::yes);
+        return escape ? 3 : 0;
+      });
+  if (outcome == test::FilterOutcome::unavailable) {
+    GTEST_SKIP() << "seccomp is not available here";
+  }
+  EXPECT_EQ(outcome, test::FilterOutcome::clean);
+}
+
 TEST_P(InRootTest, RelativeSymlinksResolveInsideTheRoot) {
   write_host_file(at("/usr/lib/x86_64-linux-gnu/libfoo.so.1"), "foo");
   make_host_link("usr/lib", at("/lib"));
