@@ -135,23 +135,10 @@ Result<std::string> containerd_config_dump(const std::string& executable, const 
   }
   out_write.reset();
   report_write.reset();
-  const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (!pidfd) {
-    const int err = errno;
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return fail_errno(what + ": pidfd_open", err);
-  }
   std::string text;
   GPUCTK_TRY_ASSIGN(const ChildExit end,
-                    wait_child(pidfd.get(), pid, std::chrono::steady_clock::now() + timeout, out_read.get(),
-                               &text, k_max_config_file + 1));
-  int exec_errno = 0;
-  if (::read(report_read.get(), &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
-    return fail_errno(what + ": exec", exec_errno);
-  }
+                    finish_child(what, pid, report_read.get(), std::chrono::steady_clock::now() + timeout,
+                                 out_read.get(), &text, k_max_config_file + 1));
   if (end.killed_at_deadline) {
     return fail(what + ": still running after " + std::to_string(timeout.count() / 1000) + " s: killed");
   }

@@ -235,22 +235,9 @@ Result<std::string> run_program(const std::string& program, const std::vector<st
                     spawn(what, argv, environment, in.read.get(), out.write.get(), report.write.get()));
   out.write.reset();
   report.write.reset();
-  const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (!pidfd) {
-    const int err = errno;
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return fail_errno(what + ": pidfd_open", err);
-  }
   std::string text;
   GPUCTK_TRY_ASSIGN(const ChildExit end,
-                    wait_child(pidfd.get(), pid, deadline, out.read.get(), &text, max_output));
-  int exec_errno = 0;
-  if (::read(report.read.get(), &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
-    return fail_errno(what + ": exec", exec_errno);
-  }
+                    finish_child(what, pid, report.read.get(), deadline, out.read.get(), &text, max_output));
   if (end.killed_at_deadline) {
     return fail(what + ": still running at its deadline: killed");
   }

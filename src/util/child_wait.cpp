@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <climits>
 
+#include "util/fd.hpp"
+
 namespace gpuctk {
 
 namespace {
@@ -84,6 +86,28 @@ Result<ChildExit> wait_child(int pidfd, pid_t pid, Deadline deadline, int output
   }
   if (open) {
     GPUCTK_TRY(read_output(output, text, max_output));
+  }
+  return end;
+}
+
+Result<ChildExit> finish_child(const std::string& what, pid_t pid, int report, Deadline deadline, int output,
+                               std::string* text, size_t max_output) {
+  const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) {
+    const int err = errno;
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return fail_errno(what + ": pidfd_open", err);
+  }
+  auto end = wait_child(pidfd.get(), pid, deadline, output, text, max_output);
+  if (!end) {
+    return fail_with(what, end.error());
+  }
+  int exec_errno = 0;
+  if (::read(report, &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
+    return fail_errno(what + ": exec", exec_errno);
   }
   return end;
 }

@@ -38,4 +38,12 @@ struct ChildExit {
 Result<ChildExit> wait_child(int pidfd, pid_t pid, Deadline deadline, int output = -1,
                              std::string* text = nullptr, size_t max_output = 0);
 
+// The end of a child this process just forked to exec a program, which writes exec's errno on `report`
+// (the read end of its close-on-exec report pipe) when the exec fails: held by a pidfd (where that cannot
+// be opened it is killed and reaped), waited for with wait_child (its `output` into `*text`), and its
+// report read. Errors, prefixed with `what`: "<what>: pidfd_open: <errno>", wait_child's, "<what>: exec:
+// <errno>". Whether it was killed at the deadline or how it exited is the caller's to say.
+Result<ChildExit> finish_child(const std::string& what, pid_t pid, int report, Deadline deadline, int output,
+                               std::string* text, size_t max_output);
+
 }  // namespace gpuctk
