@@ -18,11 +18,15 @@ e2e_prestart_probe=$e2e_real_probe
 e2e_mounts_snapshot "$LAB/mountinfo.before"
 
 run() {  # run NAME ENV: `runc run` of a prestart bundle on the image; prints runc's output, returns its status
-  local bundle id=gpuctk-e2e-real-prestart-$1-$$
+  local bundle
   bundle=$(e2e_prestart_bundle "$1" "$LAB/rootfs" "$2" "$hook" prestart "$LAB/gpuctk.yaml")
-  e2e_cleanup_add "runc delete -f $id"
-  runc run --bundle "$bundle" "$id" 2>&1
+  runc run --bundle "$bundle" "gpuctk-e2e-real-prestart-$1-$$" 2>&1
 }
+# run's containers are deleted at the end: registered here, since run's own shell is a $(...) subshell
+# whose cleanup list is lost ($$ is this shell's pid there too).
+for name in gpu0 none; do
+  e2e_cleanup_add "runc delete -f gpuctk-e2e-real-prestart-$name-$$"
+done
 
 out=$(run gpu0 NVIDIA_VISIBLE_DEVICES=0) || e2e_fail "runc run with the prestart hook failed: $out"
 e2e_check_real_gpu "$out" "runc hooks.prestart" 0
