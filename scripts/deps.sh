@@ -62,35 +62,50 @@ case "${1:-build}" in
     ;;
 esac
 
-# The kubelet's device plugin API v1beta1 (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto) and its
-# pod-resources API v1 (k8s.io/kubelet/pkg/apis/podresources/v1/api.proto, for gpuctk-exporter) are in no
-# Debian 12 package: Debian unstable's golang-github-kubernetes-kubelet-dev has both. They are fetched with
-# the private apt configuration of tests/realhost/debian_cache.sh (the host's sources are never touched)
-# into one test cache entry, keyed by the package's version and the recipe, and the stable links
-# $GPUCTK_TEST_CACHE/kubelet-deviceplugin-v1beta1.proto and kubelet-podresources-v1.proto (CMake's
-# default GPUCTK_KUBELET_PROTO and GPUCTK_PODRESOURCES_PROTO) point into it. The build never downloads;
-# it compiles copies of these files. Runs after the packages (apt-get and dpkg-deb are needed).
+# The kubelet's device plugin API v1beta1 (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto), its
+# pod-resources API v1 (k8s.io/kubelet/pkg/apis/podresources/v1/api.proto, for gpuctk-exporter), its DRA
+# plugin API v1beta1 (dra/v1beta1/api.proto) and plugin registration API v1 (pluginregistration/v1/api.proto,
+# both for gpuctk-dra-plugin) are in no Debian 12 package: Debian unstable's
+# golang-github-kubernetes-kubelet-dev has them. The Kubernetes API's resource.k8s.io/v1 types
+# (k8s.io/api/resource/v1/types.go, golang-k8s-api-dev) give the stand-in API server the ResourceSlice and
+# ResourceClaim field names and limits it validates with. They are fetched with the private apt
+# configuration of tests/realhost/debian_cache.sh (the host's sources are never touched) into one test cache
+# entry, keyed by the packages' versions and the recipe, and stable links in $GPUCTK_TEST_CACHE
+# (kubelet-deviceplugin-v1beta1.proto, kubelet-podresources-v1.proto, kubelet-dra-v1beta1.proto,
+# kubelet-pluginregistration-v1.proto, k8s-api-resource-v1-types.go; CMake's GPUCTK_*_PROTO defaults) point
+# into it. The build never downloads; it compiles copies of these files. Runs after the packages (apt-get
+# and dpkg-deb are needed).
 kubelet_proto() {
   # shellcheck source=tests/realhost/debian_cache.sh
   source "$(dirname "$0")/../tests/realhost/debian_cache.sh"
-  local package=golang-github-kubernetes-kubelet-dev spec key entry
+  local spec key entry
   local apis=usr/share/gocode/src/k8s.io/kubelet/pkg/apis
+  local types=usr/share/gocode/src/k8s.io/api/resource/v1/types.go
   debcache_sources sid "deb http://deb.debian.org/debian sid main"
   debcache_lists sid
-  spec=$(debcache_candidates sid "$package") || exit 1
-  # recipe=2: the entry holds the pod-resources API beside the device plugin's (recipe 1 had only that).
-  key=$(debcache_key "recipe=2 suite=sid $spec $apis")
+  spec=$(debcache_candidates sid golang-github-kubernetes-kubelet-dev golang-k8s-api-dev) || exit 1
+  # recipe=3: the DRA and registration APIs and the resource.k8s.io/v1 types beside the others (recipe 2
+  # had the device plugin's and the pod-resources API).
+  key=$(debcache_key "recipe=3 suite=sid $spec $apis $types")
   # shellcheck disable=SC2317  # called by debcache_entry
   build_kubelet_proto() {
-    local tmp=$1 spec=$2 deb
-    debcache_download sid "$tmp/debs" "$spec"
-    for deb in "$tmp/debs"/*.deb; do
+    local tmp=$1 deb
+    shift
+    debcache_download sid "$tmp/debs" "$@"
+    for deb in "$tmp/debs"/golang-github-kubernetes-kubelet-dev_*.deb; do
       # The device plugin's file keeps the name recipe 1 gave it (api.proto).
       kubelet_proto_extract "$deb" "$apis/deviceplugin/v1beta1/api.proto" "$tmp/api.proto"
       kubelet_proto_extract "$deb" "$apis/podresources/v1/api.proto" "$tmp/podresources-v1.proto"
+      kubelet_proto_extract "$deb" "$apis/dra/v1beta1/api.proto" "$tmp/dra-v1beta1.proto"
+      kubelet_proto_extract "$deb" "$apis/pluginregistration/v1/api.proto" "$tmp/pluginregistration-v1.proto"
     done
+    for deb in "$tmp/debs"/golang-k8s-api-dev_*.deb; do
+      kubelet_proto_extract "$deb" "$types" "$tmp/resource-v1-types.go"
+    done
+    [ -s "$tmp/dra-v1beta1.proto" ] && [ -s "$tmp/resource-v1-types.go" ] ||
+      debcache_fail "the packages $* lack the DRA API or the resource.k8s.io/v1 types"
     rm -rf "$tmp/debs"
-    echo "$spec" >"$tmp/version"
+    echo "$*" >"$tmp/version"
   }
   # shellcheck disable=SC2317  # called by build_kubelet_proto
   kubelet_proto_extract() {
@@ -98,9 +113,13 @@ kubelet_proto() {
     dpkg-deb --fsys-tarfile "$deb" | tar -xO "./$inside" >"$out" ||
       debcache_fail "$deb: no ./$inside in the package"
   }
-  entry=$(debcache_entry kubelet-deviceplugin-api "$key" build_kubelet_proto "$spec") || exit 1
+  # shellcheck disable=SC2086  # one spec per package
+  entry=$(debcache_entry kubelet-deviceplugin-api "$key" build_kubelet_proto $spec) || exit 1
   ln -sfn "$entry/api.proto" "$(debcache_dir)/kubelet-deviceplugin-v1beta1.proto"
   ln -sfn "$entry/podresources-v1.proto" "$(debcache_dir)/kubelet-podresources-v1.proto"
+  ln -sfn "$entry/dra-v1beta1.proto" "$(debcache_dir)/kubelet-dra-v1beta1.proto"
+  ln -sfn "$entry/pluginregistration-v1.proto" "$(debcache_dir)/kubelet-pluginregistration-v1.proto"
+  ln -sfn "$entry/resource-v1-types.go" "$(debcache_dir)/k8s-api-resource-v1-types.go"
 }
 
 missing=()
