@@ -11,39 +11,55 @@ if(NOT EXISTS ${GPUCTK_GOGO_PROTO_ROOT}/${GPUCTK_GOGO_PROTO})
     "(golang-github-gogo-protobuf-dev: scripts/deps.sh plugin)")
 endif()
 
-# gpuctk_grpc_api(TARGET PROTO NAME CACHE_VARIABLE WHAT): the static library TARGET of the stubs of the
-# kubelet's PROTO, generated at build time into the current binary directory's generated/ from a copy
-# named NAME there ("api.proto": #include "api.grpc.pb.h"; a name without a folder, as scripts/lint.sh's
-# layer rule takes the folder of an include for a module). gpuctk_proto_copy.cmake leaves out of the copy
-# what Debian 12's protoc refuses; the repository holds no copy of the kubelet's files. gogo.proto, whose
-# options the copy keeps importing, is compiled beside it (so two of these libraries never go into one
-# executable).
+# gpuctk_grpc_api(TARGET PROTO NAME CACHE_VARIABLE WHAT [PROTO NAME CACHE_VARIABLE WHAT]...): the static
+# library TARGET of the stubs of one or more of the kubelet's PROTOs, generated at build time into the
+# current binary directory's generated/ from a copy named NAME there ("api.proto": #include
+# "api.grpc.pb.h"; a name without a folder, as scripts/lint.sh's layer rule takes the folder of an include
+# for a module). gpuctk_proto_copy.cmake leaves out of the copy what Debian 12's protoc refuses; the
+# repository holds no copy of the kubelet's files. A NAME of the form "copy.proto=PACKAGE" also renames the
+# copy's package to PACKAGE (an API version no Debian package has yet whose messages are another version's).
+# gogo.proto, whose options the copies keep importing, is compiled once beside them (so two of these
+# libraries never go into one executable: one library holds every API an executable speaks).
 # CACHE_VARIABLE names PROTO's cache variable and WHAT the API, for the error when PROTO is missing.
-function(gpuctk_grpc_api target proto name cache_variable what)
-  if(NOT EXISTS ${proto})
-    message(FATAL_ERROR "${cache_variable}: ${proto} does not exist: run scripts/deps.sh plugin (it fetches "
-      "Debian's golang-github-kubernetes-kubelet-dev into the test cache) or point it at ${what}")
-  endif()
+function(gpuctk_grpc_api target)
   set(gen ${CMAKE_CURRENT_BINARY_DIR}/generated)
-  string(REGEX REPLACE "\\.proto$" "" base ${name})
   set(gogo_base ${gen}/github.com/gogo/protobuf/gogoproto/gogo)
-  set(stubs ${gen}/${base}.pb.cc ${gen}/${base}.pb.h ${gen}/${base}.grpc.pb.cc ${gen}/${base}.grpc.pb.h
-    ${gogo_base}.pb.cc ${gogo_base}.pb.h)
   add_custom_command(
-    OUTPUT ${gen}/${name}
-    COMMAND ${CMAKE_COMMAND} -DINPUT=${proto} -DOUTPUT=${gen}/${name}
-      -P ${PROJECT_SOURCE_DIR}/cmake/gpuctk_proto_copy.cmake
-    DEPENDS ${proto} ${PROJECT_SOURCE_DIR}/cmake/gpuctk_proto_copy.cmake
-    COMMENT "${name} (${what}, from ${proto})" VERBATIM)
-  add_custom_command(
-    OUTPUT ${stubs}
-    COMMAND ${GPUCTK_PROTOC} -I${gen} -I${GPUCTK_GOGO_PROTO_ROOT} --cpp_out=${gen} ${name} ${GPUCTK_GOGO_PROTO}
-    COMMAND ${GPUCTK_PROTOC} -I${gen} -I${GPUCTK_GOGO_PROTO_ROOT} --grpc_out=${gen}
-      --plugin=protoc-gen-grpc=${GPUCTK_GRPC_CPP_PLUGIN} ${name}
-    DEPENDS ${gen}/${name} ${GPUCTK_GOGO_PROTO_ROOT}/${GPUCTK_GOGO_PROTO}
-    COMMENT "${what}: C++ and gRPC stubs (protoc, grpc_cpp_plugin)" VERBATIM)
+    OUTPUT ${gogo_base}.pb.cc ${gogo_base}.pb.h
+    COMMAND ${GPUCTK_PROTOC} -I${GPUCTK_GOGO_PROTO_ROOT} --cpp_out=${gen} ${GPUCTK_GOGO_PROTO}
+    DEPENDS ${GPUCTK_GOGO_PROTO_ROOT}/${GPUCTK_GOGO_PROTO}
+    COMMENT "gogo.proto: C++ stubs (protoc)" VERBATIM)
+  set(sources ${gogo_base}.pb.cc)
+  set(args ${ARGN})
+  while(args)
+    list(POP_FRONT args proto name cache_variable what)
+    if(NOT EXISTS ${proto})
+      message(FATAL_ERROR "${cache_variable}: ${proto} does not exist: run scripts/deps.sh plugin (it fetches "
+        "Debian's golang-github-kubernetes-kubelet-dev into the test cache) or point it at ${what}")
+    endif()
+    set(package "")
+    if(name MATCHES "^([^=]+)=(.+)$")
+      set(name ${CMAKE_MATCH_1})
+      set(package ${CMAKE_MATCH_2})
+    endif()
+    string(REGEX REPLACE "\\.proto$" "" base ${name})
+    add_custom_command(
+      OUTPUT ${gen}/${name}
+      COMMAND ${CMAKE_COMMAND} -DINPUT=${proto} -DOUTPUT=${gen}/${name} -DPACKAGE=${package}
+        -P ${PROJECT_SOURCE_DIR}/cmake/gpuctk_proto_copy.cmake
+      DEPENDS ${proto} ${PROJECT_SOURCE_DIR}/cmake/gpuctk_proto_copy.cmake
+      COMMENT "${name} (${what}, from ${proto})" VERBATIM)
+    add_custom_command(
+      OUTPUT ${gen}/${base}.pb.cc ${gen}/${base}.pb.h ${gen}/${base}.grpc.pb.cc ${gen}/${base}.grpc.pb.h
+      COMMAND ${GPUCTK_PROTOC} -I${gen} -I${GPUCTK_GOGO_PROTO_ROOT} --cpp_out=${gen} ${name}
+      COMMAND ${GPUCTK_PROTOC} -I${gen} -I${GPUCTK_GOGO_PROTO_ROOT} --grpc_out=${gen}
+        --plugin=protoc-gen-grpc=${GPUCTK_GRPC_CPP_PLUGIN} ${name}
+      DEPENDS ${gen}/${name} ${GPUCTK_GOGO_PROTO_ROOT}/${GPUCTK_GOGO_PROTO}
+      COMMENT "${what}: C++ and gRPC stubs (protoc, grpc_cpp_plugin)" VERBATIM)
+    list(APPEND sources ${gen}/${base}.pb.cc ${gen}/${base}.grpc.pb.cc)
+  endwhile()
   # Generated code is compiled without the project's warnings (it is not ours to fix).
-  add_library(${target} STATIC ${gen}/${base}.pb.cc ${gen}/${base}.grpc.pb.cc ${gogo_base}.pb.cc)
+  add_library(${target} STATIC ${sources})
   target_include_directories(${target} SYSTEM PUBLIC ${gen})
   target_link_libraries(${target} PRIVATE gpuctk_settings)
   gpuctk_link_grpc(${target})
