@@ -300,7 +300,7 @@ void read_specs(Extras& extras) {
 // Every vendor's GPUs (as `gpuctk labels` finds them: NVIDIA's only where its driver is loaded), the
 // specs, and an error only when there is no GPU at all.
 Result<std::string> info(const InfoArgs& args, discover::Mode mode) {
-  const discover::DiscoverOptions options{args.driver_root, args.dev_root, mode, {}};
+  const discover::DiscoverOptions options{args.driver_root, args.dev_root, mode, {}, {}};
   GPUCTK_TRY(discover::check_roots(options));
   GPUCTK_TRY_ASSIGN(auto node, discover::discover_node(options));
   Extras extras;

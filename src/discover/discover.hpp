@@ -24,6 +24,9 @@ struct DiscoverOptions {
   std::string dev_root = "/";     // /dev, /proc, /sys
   Mode mode = Mode::automatic;
   std::vector<std::string> library_search_paths;  // extra library directories inside the driver root
+  // The libnvidia-ml.so.1 to read the GPUs through (a host path); "" : the driver root's, found as
+  // find_nvml_library finds it. For a daemon whose NVML is not the driver root's (a test's mock).
+  std::string nvml_library;
 };
 
 // Whether the two roots are directories: "driver root /x does not exist", "dev root /y is not a

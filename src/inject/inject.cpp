@@ -180,7 +180,7 @@ Result<void> check_host_requirements(const Request& request, const config::Confi
   // Compute capabilities come only from NVML, loaded only for an arch constraint; without NVML (or
   // with one that cannot say) the facts stay unknown and the constraint fails as unknown.
   if (wants(request, "arch")) {
-    if (auto inventory = discover::discover({cfg.driver_root, cfg.dev_root, discover::Mode::nvml, {}})) {
+    if (auto inventory = discover::discover({cfg.driver_root, cfg.dev_root, discover::Mode::nvml, {}, {}})) {
       for (const auto& gpu : inventory->gpus) {
         if (gpu.compute_capability) {
           facts.archs.push_back(std::to_string(gpu.compute_capability->major) + "." +

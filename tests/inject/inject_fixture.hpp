@@ -46,7 +46,7 @@ class InjectTest : public ::testing::Test {
 
   // Writes the host's spec (proc mode, fixed hook path) into the spec directory.
   void install_spec(std::string_view driver_version_override = "") {
-    discover::DiscoverOptions o{m_cfg.driver_root, m_cfg.dev_root, discover::Mode::proc, {}};
+    discover::DiscoverOptions o{m_cfg.driver_root, m_cfg.dev_root, discover::Mode::proc, {}, {}};
     auto inv = discover::discover(o);
     ASSERT_TRUE(inv) << inv.error().message;
     if (!driver_version_override.empty()) {

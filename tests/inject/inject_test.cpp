@@ -575,7 +575,7 @@ devices:
 // A file of the default kind's spec that the driver tables do not know (a library of a newer driver, a
 // hand edit) goes only with "all": no listed capability says the container needs it.
 TEST_F(InjectTest, AFileNoCapabilityClaimsGoesOnlyWithAll) {
-  discover::DiscoverOptions o{m_cfg.driver_root, m_cfg.dev_root, discover::Mode::proc, {}};
+  discover::DiscoverOptions o{m_cfg.driver_root, m_cfg.dev_root, discover::Mode::proc, {}, {}};
   auto inv = discover::discover(o);
   ASSERT_TRUE(inv) << inv.error().message;
   auto spec = cdi::build_spec(*inv, cdi::BuildOptions{});
