@@ -3,7 +3,7 @@
 openssl command line only. No real API server is run by any test; this one answers with the real one's
 JSON shapes (Status, NodeList, watch events) and refuses what the real one refuses, and more (strict):
 
-  apiserver.py --dir DIR [--token TOKEN] [--node NAME[:KEY=VALUE,...]]...
+  apiserver.py --dir DIR [--token TOKEN] [--node NAME[:KEY=VALUE,...]]... [--resource-types TYPES.GO]
 
 At its start it makes, in DIR:
   ca.crt                  the CA of the server's certificate (127.0.0.1, localhost) and of client.crt
@@ -29,6 +29,53 @@ The API (HTTPS, Authorization: Bearer TOKEN or the client certificate; 401 Statu
                              patch); 409 for a stale metadata.resourceVersion in the patch
   DELETE /api/v1/nodes/X     the deleted Node
   Unknown query parameters, unknown fields in bodies and unsupported selectors: 400 BadRequest Status.
+  POST creates with metadata.generateName (and no name) get the name plus 5 random characters.
+
+With --resource-types TYPES.GO (k8s.io/api/resource/v1/types.go of Debian's golang-k8s-api-dev, linked by
+scripts/deps.sh as /var/cache/gpuctk-tests/k8s-api-resource-v1-types.go), resource.k8s.io/v1 is served too
+(without it those paths are 404, as on a cluster without DRA):
+  /apis/resource.k8s.io/v1/resourceslices[/X]               ResourceSlice, cluster-scoped
+  /apis/resource.k8s.io/v1/namespaces/NS/resourceclaims[/X]  ResourceClaim, namespaced
+  /apis/resource.k8s.io/v1/namespaces/NS/resourceclaims/X/status   the status subresource (GET, PUT, PATCH)
+  /apis/resource.k8s.io/v1/deviceclasses[/X]                DeviceClass, cluster-scoped
+  with the verbs above (list, watch, get, create, replace, patch, delete) and deletecollection: DELETE on the
+  collection with fieldSelector/labelSelector deletes the matches and answers them as a list (the kubelet
+  wipes its node's slices so). Bodies are decoded strictly against the schemas read from TYPES.GO's structs
+  (tests/kube/dra_kinds.py): an unknown field or a JSON type the Go field cannot take is 400 (the decoder's
+  words, e.g. "json: cannot unmarshal string into Go struct field spec.pool.generation of type int64").
+  Field selectors: metadata.name, metadata.namespace and, for resourceslices, spec.nodeName, spec.driver and
+  spec.pool.name ("," between requirements, = or ==; an unset nodeName is ""). A claim's PUT/PATCH keep its
+  stored status and its create starts unallocated (status {}); PUT/PATCH of .../status change only the status.
+  metadata.generation is 1 at create and grows when the spec changes.
+  Validation, as k8s.io/kubernetes' pkg/apis/resource/validation by the rules TYPES.GO's comments state,
+  with the limits its constants give by name (a constant missing there: exit 1 at start, one line):
+    ResourceSlice: metadata.name a DNS subdomain; spec.driver a DNS subdomain <= DriverNameMaxLength;
+      spec.pool.name required, <= PoolNameMaxLength, DNS subdomains separated by "/"; pool.generation >= 0;
+      pool.resourceSliceCount > 0; exactly one of nodeName (a DNS subdomain), nodeSelector (exactly one
+      term; operators of core v1, matchFields on metadata.name), allNodes: true, perDeviceNodeSelection: true;
+      devices and sharedCounters not both; devices <= ResourceSliceMaxDevices, or
+      ResourceSliceMaxDevicesWithAdvancedFeatures when a device has taints or consumesCounters; device names
+      unique DNS labels; per device attributes + capacity <= ResourceSliceMaxAttributesAndCapacitiesPerDevice;
+      their names a C identifier <= DeviceMaxIDLength with an optional "<DNS subdomain <= DeviceMaxDomainLength>/"
+      prefix; an attribute exactly one of int, bool, string, version (the list forms need the alpha
+      DRAListTypeAttributes gate: Forbidden), string and version <= DeviceAttributeMaxValueLength, version a
+      semver 2.0.0 string; capacity[].value a Kubernetes quantity; device nodeName/nodeSelector/allNodes
+      only with perDeviceNodeSelection (then exactly one); taints <= DeviceTaintsMaxLength, key a label key,
+      value a label value, effect None, NoSchedule or NoExecute. On update driver, pool.name, nodeName are
+      immutable.
+    ResourceClaim: requests <= DeviceRequestsMaxSize, names unique DNS labels, exactly one of exactly and
+      firstAvailable, deviceClassName a DNS subdomain, allocationMode ExactCount (count > 0) or All,
+      selectors <= DeviceSelectorsMaxSize with a cel.expression <= CELSelectorExpressionMaxLength,
+      tolerations <= DeviceTolerationsMaxLength; constraints' and config's requests name requests; the spec
+      is immutable. Status: allocation.devices.results <= AllocationResultsMaxSize, each with request (a
+      request of the spec, or request/subrequest), driver, pool (a pool name), device (a DNS label);
+      allocation.nodeSelector as above; allocation immutable once set (clearing it is allowed);
+      reservedFor <= ResourceClaimReservedForMaxSize, unique uids, only with an allocation.
+    DeviceClass: selectors as a request's; config[].opaque.driver a DNS subdomain.
+  A failure is 422 Invalid Status as the real server's: message '<Kind>.resource.k8s.io "<name>" is
+  invalid: <path>: <error>' ("[e1, e2]" for several) and details {name, group, kind, causes: [{reason,
+  message, field}]}, e.g. 'ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[0].name: Invalid
+  value: "GPU-0": a lowercase RFC 1123 label must consist of ...'.
 
 The control port (plain HTTP on 127.0.0.1, no authentication; JSON in, JSON out), for tests only:
   POST /nodes          {"name": "n1", "labels": {"k": "v"}}    create a node     -> the node
@@ -45,13 +92,14 @@ The control port (plain HTTP on 127.0.0.1, no authentication; JSON in, JSON out)
                        request so far (user "" when unauthenticated), in order
   GET  /watches        {"open": n}: watch streams open now
   GET  /state          {"resourceVersion": rv, "compacted": rv}
-More kinds are added as rows of COLLECTIONS (the DRA plugin's, later).
+More kinds are added as rows of COLLECTIONS (add_dra_kinds adds resource.k8s.io's).
 """
 
 import argparse
 import copy
 import json
 import os
+import random
 import select
 import signal
 import ssl
@@ -66,6 +114,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MAX_BODY = 4 * 1024 * 1024
 DEFAULT_WATCH_SECONDS = 1800
 USER_CERT_NAME = "gpuctk-test-user"
+NAME_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # generateName's alphabet (k8s.io/apiserver's)
 
 # Field names of ObjectMeta the server accepts in bodies (k8s.io/apimachinery's ObjectMeta).
 METADATA_FIELDS = {
@@ -86,20 +135,59 @@ NODE_SCHEMA = {
 
 
 class Kind:
-    """One collection's kind: its names, scope and the fields its bodies may hold."""
+    """One collection's kind: its names, scope and the fields its bodies may hold. The resource.k8s.io kinds
+    (add_dra_kinds) add: `decode` (the body's first unknown or mistyped field, or None), `validate` (obj,
+    old or None -> [FieldError]: 422), `status_subresource` (PUT/PATCH .../NAME/status change only the
+    status; the main resource's PUT/PATCH keep the stored status) and `fields` (field selector labels
+    beyond metadata.name and metadata.namespace)."""
 
-    def __init__(self, kind, list_kind, api_version, namespaced, schema):
+    def __init__(self, kind, list_kind, api_version, namespaced, schema, decode=None, validate=None,
+                 status_subresource=False, fields=(), reset_status_on_create=False):
         self.kind = kind
         self.list_kind = list_kind
         self.api_version = api_version
         self.namespaced = namespaced
         self.schema = schema
+        self.decode = decode or (lambda obj: unknown_fields(obj, schema))
+        self.validate = validate
+        self.status_subresource = status_subresource
+        self.fields = ("metadata.name", "metadata.namespace", *fields)
+        self.reset_status_on_create = reset_status_on_create
 
 
 # (group, version, plural) -> Kind. group "" is the core API (/api/v1).
 COLLECTIONS = {
     ("", "v1", "nodes"): Kind("Node", "NodeList", "v1", False, NODE_SCHEMA),
 }
+
+
+RESOURCE = ("resource.k8s.io", "v1")
+
+
+def add_dra_kinds(types_path):
+    """The rows of resource.k8s.io/v1's resourceslices, resourceclaims and deviceclasses, their schemas and
+    limits read from `types_path` (k8s.io/api/resource/v1/types.go; tests/kube/dra_kinds.py). ValueError:
+    the file lacks what they need."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import dra_kinds
+    schemas, limits = dra_kinds.load_types(types_path)
+
+    def row(kind, namespaced, check, **more):
+        schema = schemas[kind]
+        return Kind(kind, kind + "List", "resource.k8s.io/v1", namespaced, schema,
+                    decode=lambda obj: dra_kinds.decode_error(obj, schema),
+                    validate=lambda obj, old: check(obj, limits, old), **more)
+
+    rows = {
+        (*RESOURCE, "resourceslices"): row("ResourceSlice", False, dra_kinds.validate_slice,
+                                           fields=("spec.nodeName", "spec.driver", "spec.pool.name")),
+        (*RESOURCE, "resourceclaims"): row("ResourceClaim", True, dra_kinds.validate_claim,
+                                           status_subresource=True, reset_status_on_create=True),
+        (*RESOURCE, "deviceclasses"): row("DeviceClass", False, dra_kinds.validate_class),
+    }
+    COLLECTIONS.update(rows)
+    for key in rows:
+        STORE.objects[key] = {}
 
 
 def status(code, reason, message, details=None):
@@ -148,8 +236,9 @@ def merge_patch(target, patch):
     return result
 
 
-def parse_field_selector(text):
-    """{"metadata.name": "x"} from "metadata.name=x" (== too); other fields are refused as the real one does."""
+def parse_field_selector(text, kind):
+    """{"metadata.name": "x"} from "metadata.name=x" (== too); fields other than the kind's selectable ones
+    are refused as the real server does."""
     selector = {}
     for term in filter(None, text.split(",")):
         if "!=" in term:
@@ -157,7 +246,7 @@ def parse_field_selector(text):
         field, sep, value = term.replace("==", "=").partition("=")
         if not sep:
             raise bad_request(f"invalid field selector: \"{term}\"")
-        if field not in ("metadata.name", "metadata.namespace"):
+        if field not in kind.fields:
             raise bad_request(f"field label not supported: {field}")
         selector[field] = value
     return selector
@@ -182,13 +271,17 @@ def parse_label_selector(text):
     return terms
 
 
+def field_value(obj, field):
+    """The value a field selector compares: the dotted path's string, "" when unset (a nil nodeName)."""
+    for part in field.split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return "" if obj is None else str(obj)
+
+
 def matches(obj, fields, labels):
-    meta = obj.get("metadata", {})
-    if "metadata.name" in fields and meta.get("name") != fields["metadata.name"]:
+    if any(field_value(obj, field) != value for field, value in fields.items()):
         return False
-    if "metadata.namespace" in fields and meta.get("namespace", "") != fields["metadata.namespace"]:
-        return False
-    have = meta.get("labels") or {}
+    have = obj.get("metadata", {}).get("labels") or {}
     for key, op, value in labels:
         if op == "=" and have.get(key) != value:
             return False
@@ -228,6 +321,8 @@ class Store:
     def create(self, collection, obj):
         kind = COLLECTIONS[collection]
         meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(random.choice(NAME_SUFFIX) for _ in range(5))
         key = (meta.get("namespace", ""), meta.get("name", ""))
         with self.cond:
             if key in self.objects[collection]:
@@ -238,7 +333,13 @@ class Store:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             obj.setdefault("spec", {})
-            obj.setdefault("status", {})
+            if "status" in kind.schema:
+                obj.setdefault("status", {})
+            if kind.validate:  # the generated name is validated too; metadata.generation as the real one
+                invalid(collection, meta["name"], kind.validate(obj, None))
+                meta["generation"] = 1
+            if kind.reset_status_on_create:  # a claim is created unallocated, whatever the body says
+                obj["status"] = {}
             self.objects[collection][key] = obj
             self._record(collection, "ADDED", obj)
             return copy.deepcopy(obj)
@@ -263,14 +364,26 @@ class Store:
                                  "modified; please apply your changes to the latest version and try again",
                                  {"name": key[1], "kind": plural})
             updated = change(copy.deepcopy(current))
-            for immutable in ("uid", "creationTimestamp", "name", "namespace"):
+            for immutable in ("uid", "creationTimestamp", "name", "namespace", "generation"):
                 if immutable in current["metadata"]:
                     updated["metadata"][immutable] = current["metadata"][immutable]
             updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            kind = COLLECTIONS[collection]
+            if kind.validate:
+                invalid(collection, key[1], kind.validate(updated, current))
+                if updated.get("spec") != current.get("spec"):
+                    updated["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
             if updated != current:
                 self.objects[collection][key] = updated
                 self._record(collection, "MODIFIED", updated)
             return copy.deepcopy(updated)
+
+    def delete_matching(self, collection, namespace, fields, labels):
+        """deletecollection: every object that the selectors match, deleted at once, as a list."""
+        with self.cond:
+            keys = [key for key, obj in sorted(self.objects[collection].items())
+                    if (not namespace or key[0] == namespace) and matches(obj, fields, labels)]
+            return [self.delete(collection, key) for key in keys]
 
     def delete(self, collection, key):
         with self.cond:
@@ -292,6 +405,18 @@ def api_version(collection):
     return f"{group}/{version}" if group else version
 
 
+def invalid(collection, name, errors):
+    """The 422 Invalid Status of the real server for field errors (none: nothing)."""
+    if not errors:
+        return
+    kind = COLLECTIONS[collection]
+    group = collection[0]
+    text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
+    causes = [{"reason": e.reason, "message": e.text, "field": e.path} for e in errors]
+    raise ApiFailure(422, "Invalid", f"{kind.kind}.{group} \"{name}\" is invalid: {text}",
+                     {"name": name, "group": group, "kind": kind.kind, "causes": causes})
+
+
 def not_found(collection, key):
     plural = collection[2]
     return ApiFailure(404, "NotFound", f"{plural} \"{key[1]}\" not found", {"name": key[1], "kind": plural})
@@ -301,7 +426,8 @@ STORE = Store()
 
 
 def parse_route(path):
-    """(collection, namespace, name) of an API path, or None when the server has no such resource."""
+    """(collection, namespace, name, subresource) of an API path, or None when the server has no such
+    resource (name and subresource None for the collection)."""
     parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
     if parts[:2] == ["api", "v1"]:
         group, version, rest = "", "v1", parts[2:]
@@ -312,13 +438,16 @@ def parse_route(path):
     namespace = ""
     if len(rest) >= 3 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
-    if len(rest) not in (1, 2):
+    if len(rest) not in (1, 2, 3):
         return None
     collection = (group, version, rest[0])
     kind = COLLECTIONS.get(collection)
     if kind is None or kind.namespaced != bool(namespace):
         return None
-    return collection, namespace, rest[1] if len(rest) == 2 else None
+    subresource = rest[2] if len(rest) == 3 else None
+    if subresource is not None and (subresource != "status" or not kind.status_subresource):
+        return None
+    return collection, namespace, rest[1] if len(rest) >= 2 else None, subresource
 
 
 def single_query(raw):
@@ -327,6 +456,20 @@ def single_query(raw):
         if len(values) != 1:
             raise bad_request(f"query parameter \"{name}\" given {len(values)} times")
     return {name: values[0] for name, values in query.items()}
+
+
+def writer(kind, subresource, change):
+    """The update of a PUT or PATCH: through the status subresource only the status changes; through the
+    main resource of a kind that has one, everything but the status (the real server's strategies)."""
+    if subresource == "status":
+        def status_only(current):
+            return {**current, "status": change(copy.deepcopy(current)).get("status") or {}}
+        return status_only
+    if kind.status_subresource:
+        def keep_status(current):
+            return {**change(copy.deepcopy(current)), "status": current.get("status") or {}}
+        return keep_status
+    return change
 
 
 def check_query(query, allowed):
@@ -401,8 +544,9 @@ class ApiHandler(BaseHTTPRequestHandler):
         raise ApiFailure(401, "Unauthorized", "Unauthorized")
 
     def dispatch(self, method, route, query, body, entry):
-        collection, namespace, name = route
+        collection, namespace, name, subresource = route
         key = (namespace, name)
+        kind = COLLECTIONS[collection]
         if name is None and method == "GET":
             if query.get("watch") in ("1", "true"):
                 check_query(query, {"watch", "resourceVersion", "allowWatchBookmarks", "fieldSelector",
@@ -411,6 +555,12 @@ class ApiHandler(BaseHTTPRequestHandler):
                 return self.watch(collection, namespace, query)
             check_query(query, {"resourceVersion", "fieldSelector", "labelSelector"})
             return self.reply(entry, 200, self.list(collection, namespace, query))
+        if name is None and method == "DELETE":  # deletecollection
+            check_query(query, {"fieldSelector", "labelSelector", "gracePeriodSeconds", "propagationPolicy"})
+            deleted = STORE.delete_matching(collection, namespace, parse_field_selector(
+                query.get("fieldSelector", ""), kind), parse_label_selector(query.get("labelSelector", "")))
+            return self.reply(entry, 200, {"kind": kind.list_kind, "apiVersion": api_version(collection),
+                                           "metadata": {"resourceVersion": str(STORE.rv)}, "items": deleted})
         if name is None and method == "POST":
             check_query(query, {"fieldManager", "fieldValidation"})
             obj = self.decode_object(collection, body)
@@ -432,11 +582,12 @@ class ApiHandler(BaseHTTPRequestHandler):
                 raise bad_request(f"the name of the object ({obj.get('metadata', {}).get('name')}) does not "
                                   f"match the name on the URL ({name})")
             expected = obj["metadata"].get("resourceVersion")
-            return self.reply(entry, 200, STORE.update(collection, key, lambda _: obj, expected))
+            return self.reply(entry, 200, STORE.update(collection, key, writer(kind, subresource, lambda _: obj),
+                                                       expected))
         if method == "PATCH":
             check_query(query, {"fieldManager", "fieldValidation"})
-            return self.reply(entry, 200, self.patch(collection, key, body))
-        if method == "DELETE":
+            return self.reply(entry, 200, self.patch(collection, key, body, subresource))
+        if method == "DELETE" and subresource is None:
             check_query(query, {"gracePeriodSeconds", "propagationPolicy"})
             return self.reply(entry, 200, STORE.delete(collection, key))
         raise ApiFailure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
@@ -449,14 +600,19 @@ class ApiHandler(BaseHTTPRequestHandler):
             raise bad_request(f"json: cannot unmarshal the body: {e}")
         if not isinstance(obj, dict):
             raise bad_request("the body is not a JSON object")
-        field = unknown_fields(obj, kind.schema)
-        if field:
-            raise bad_request(f"strict decoding error: unknown field \"{field}\"")
+        if kind.validate:  # a resource.k8s.io kind: unknown and mistyped fields, the real decoder's words
+            problem = kind.decode(obj)
+            if problem:
+                raise bad_request(problem)
+        else:
+            field = kind.decode(obj)
+            if field:
+                raise bad_request(f"strict decoding error: unknown field \"{field}\"")
         if obj.get("kind", kind.kind) != kind.kind or obj.get("apiVersion", api_version(collection)) != api_version(collection):
             raise bad_request(f"the body is a {obj.get('apiVersion')}/{obj.get('kind')}, not a {kind.kind}")
         return obj
 
-    def patch(self, collection, key, body):
+    def patch(self, collection, key, body, subresource=None):
         content_type = self.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
             raise ApiFailure(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
@@ -464,11 +620,13 @@ class ApiHandler(BaseHTTPRequestHandler):
                              "application/strategic-merge-patch+json")
         patch = self.decode_object(collection, body)
         expected = (patch.get("metadata") or {}).get("resourceVersion")
-        return STORE.update(collection, key, lambda current: merge_patch(current, patch), expected)
+        kind = COLLECTIONS[collection]
+        return STORE.update(collection, key, writer(kind, subresource, lambda current: merge_patch(current, patch)),
+                            expected)
 
     def list(self, collection, namespace, query):
         kind = COLLECTIONS[collection]
-        fields = parse_field_selector(query.get("fieldSelector", ""))
+        fields = parse_field_selector(query.get("fieldSelector", ""), kind)
         labels = parse_label_selector(query.get("labelSelector", ""))
         with STORE.cond:
             items = [copy.deepcopy(obj) for (ns, _), obj in sorted(STORE.objects[collection].items())
@@ -492,7 +650,7 @@ class ApiHandler(BaseHTTPRequestHandler):
     # The watch: events after `resourceVersion` from the history (all objects as ADDED when it is unset
     # or "0"), then each new one, until timeoutSeconds, a close command or the client leaving.
     def watch(self, collection, namespace, query):
-        fields = parse_field_selector(query.get("fieldSelector", ""))
+        fields = parse_field_selector(query.get("fieldSelector", ""), COLLECTIONS[collection])
         labels = parse_label_selector(query.get("labelSelector", ""))
         bookmarks = query.get("allowWatchBookmarks") == "true"
         try:
@@ -749,7 +907,14 @@ def main():
     parser.add_argument("--dir", required=True)
     parser.add_argument("--token", default="gpuctk-test-token-1")
     parser.add_argument("--node", action="append", default=[], help="NAME[:KEY=VALUE,...]")
+    parser.add_argument("--resource-types", help="k8s.io/api/resource/v1/types.go: serve resource.k8s.io/v1")
     args = parser.parse_args()
+    if args.resource_types:
+        try:
+            add_dra_kinds(args.resource_types)
+        except ValueError as e:
+            print(f"apiserver.py: error: --resource-types {e}", file=sys.stderr)
+            return 1
     folder = os.path.abspath(args.dir)
     os.makedirs(folder, exist_ok=True)
     make_certificates(folder)
