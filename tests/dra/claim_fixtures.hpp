@@ -23,6 +23,12 @@ inline constexpr std::string_view k_node = "node-1";
 inline constexpr std::string_view k_uid = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5";
 inline constexpr std::string_view k_other_uid = "f0e1d2c3-b4a5-4697-8879-6a5b4c3d2e1f";
 
+// The error of `result`, or "ok": a test expecting an error must not read error() of a success.
+template <class T>
+std::string error_text(const Result<T>& result) {
+  return result ? "ok" : result.error().message;
+}
+
 // gpuctk's node spec of the dgx-a100 fixture host (GPUs "0" to "7", MIG devices "4:0", ...), its fixture
 // root replaced by /host.
 inline cdi::Spec node_spec() {

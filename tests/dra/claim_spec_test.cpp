@@ -136,7 +136,7 @@ TEST(DraClaimSpec, RemovedAndRemovingNothingIsFine) {
   EXPECT_FALSE(claim_spec_exists(tmp.path(), k_uid));
   EXPECT_TRUE(claim_spec_exists(tmp.path(), k_other_uid));  // another claim's stays
   EXPECT_TRUE(remove_claim_spec(tmp.path(), k_uid));
-  EXPECT_EQ(remove_claim_spec(tmp.path(), "x").error().message,
+  EXPECT_EQ(error_text(remove_claim_spec(tmp.path(), "x")),
             "claim uid \"x\" is not a UID (want 8-4-4-4-12 hexadecimal digits)");
 }
 

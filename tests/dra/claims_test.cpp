@@ -184,11 +184,11 @@ TEST(DraClaims, ClaimUids) {
 TEST(DraClaims, ClaimRefs) {
   EXPECT_TRUE(check_claim_ref(claim_ref()));
   EXPECT_EQ(claim_text(claim_ref()), "default/train");
-  EXPECT_EQ(check_claim_ref(ClaimRef{"Default", std::string(k_uid), "train"}).error().message,
+  EXPECT_EQ(error_text(check_claim_ref(ClaimRef{"Default", std::string(k_uid), "train"})),
             "claim namespace \"Default\" is not a DNS label");
-  EXPECT_EQ(check_claim_ref(ClaimRef{"default", std::string(k_uid), "a/b"}).error().message,
+  EXPECT_EQ(error_text(check_claim_ref(ClaimRef{"default", std::string(k_uid), "a/b"})),
             "claim name \"a/b\" is not a DNS subdomain");
-  EXPECT_EQ(check_claim_ref(ClaimRef{"default", "x", "train"}).error().message,
+  EXPECT_EQ(error_text(check_claim_ref(ClaimRef{"default", "x", "train"})),
             "claim uid \"x\" is not a UID (want 8-4-4-4-12 hexadecimal digits)");
 }
 

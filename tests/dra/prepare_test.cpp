@@ -266,11 +266,10 @@ TEST_F(DraPrepare, ACorruptCheckpointIsRefused) {
 TEST_F(DraPrepare, BadConfigAndBadReferencesAreRefused) {
   PreparerConfig config = m_config;
   config.node_name = "";
-  EXPECT_EQ(Preparer::open(config, node_spec(), {}).error().message, "node name \"\" is not a DNS subdomain");
+  EXPECT_EQ(error_text(Preparer::open(config, node_spec(), {})), "node name \"\" is not a DNS subdomain");
   config = m_config;
   config.cdi_dir = "cdi";
-  EXPECT_EQ(Preparer::open(config, node_spec(), {}).error().message,
-            "cdi dir \"cdi\" is not an absolute path");
+  EXPECT_EQ(error_text(Preparer::open(config, node_spec(), {})), "cdi dir \"cdi\" is not an absolute path");
   auto preparer = open();
   ASSERT_TRUE(preparer);
   const ClaimRef bad{"default", "../../x", "train"};
