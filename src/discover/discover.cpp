@@ -361,6 +361,8 @@ Gpu from_nvml(const NvmlGpu& n) {
   gpu.mig_enabled = n.mig_enabled;
   gpu.mig_capable = n.mig_capable;
   gpu.compute_capability = n.compute_capability;
+  gpu.brand = n.brand;
+  gpu.architecture = n.architecture;
   for (const auto& m : n.migs) {
     MigDevice mig;
     mig.index = m.index;

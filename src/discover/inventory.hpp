@@ -82,6 +82,10 @@ struct Gpu {
   // Whether the GPU can do MIG at all (NVML's MIG mode query is supported); unknown in proc mode.
   std::optional<bool> mig_capable;
   std::optional<ComputeCapability> compute_capability;  // NVML only
+  // NVML only, as NVIDIA's DRA driver publishes them (go-nvlib's names): "Tesla", "NvidiaRTX";
+  // "Ampere", "Ada Lovelace". Unknown without NVML or for a value NVML added after gpuctk.
+  std::optional<std::string> brand;
+  std::optional<std::string> architecture;
   std::vector<MigDevice> mig_devices;
   DeviceNode node;                     // /dev/nvidia<minor>
   std::vector<DeviceNode> drm_nodes;   // /dev/dri/cardN, /dev/dri/renderDN (sorted)

@@ -3,6 +3,9 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
+#include <string>
 #include <type_traits>
 
 #include "discover/nvml_abi.h"
@@ -92,6 +95,8 @@ constexpr EntryPoint k_entry_points[] = {
     entry<&Api::cuda_version>("nvmlSystemGetCudaDriverVersion", Need::report, "the CUDA version"),
     entry<&Api::memory>("nvmlDeviceGetMemoryInfo", Need::report, "GPU memory"),
     entry<&Api::compute_capability>("nvmlDeviceGetCudaComputeCapability", Need::report, "compute capability"),
+    entry<&Api::brand>("nvmlDeviceGetBrand", Need::report, "the GPU brand"),
+    entry<&Api::architecture>("nvmlDeviceGetArchitecture", Need::report, "the GPU architecture"),
     entry<&Api::attributes>("nvmlDeviceGetAttributes_v2", Need::report, "MIG profiles and MIG memory"),
     entry<&Api::gi_profile_info>("nvmlDeviceGetGpuInstanceProfileInfo", Need::report, k_graphics_unknown),
     entry<&Api::gi_by_id>("nvmlDeviceGetGpuInstanceById", Need::report, k_graphics_unknown),
@@ -127,6 +132,47 @@ constexpr EntryPoint k_entry_points[] = {
     entry<&Api::retired_pages>("nvmlDeviceGetRetiredPages", Need::sample),
     entry<&Api::retired_pending>("nvmlDeviceGetRetiredPagesPendingStatus", Need::sample),
 };
+
+// NVML's brands and architectures as go-nvlib names them (pkg/nvlib/device: GetBrandAsString,
+// GetArchitectureAsString), the text NVIDIA's DRA driver publishes. A value not listed (newer than this
+// table) has no name: the field stays unknown, as NVIDIA's driver fails on it rather than guessing.
+struct NvmlName {
+  unsigned value;
+  const char* name;
+};
+constexpr NvmlName k_brands[] = {
+    {NVML_BRAND_UNKNOWN, "Unknown"},
+    {NVML_BRAND_QUADRO, "Quadro"},
+    {NVML_BRAND_TESLA, "Tesla"},
+    {NVML_BRAND_NVS, "NVS"},
+    {NVML_BRAND_GRID, "Grid"},
+    {NVML_BRAND_GEFORCE, "GeForce"},
+    {NVML_BRAND_TITAN, "Titan"},
+    {NVML_BRAND_NVIDIA_VAPPS, "NvidiaVApps"},
+    {NVML_BRAND_NVIDIA_VPC, "NvidiaVPC"},
+    {NVML_BRAND_NVIDIA_VCS, "NvidiaVCS"},
+    {NVML_BRAND_NVIDIA_VWS, "NvidiaVWS"},
+    {NVML_BRAND_NVIDIA_CLOUD_GAMING, "NvidiaCloudGaming"},
+    {NVML_BRAND_QUADRO_RTX, "QuadroRTX"},
+    {NVML_BRAND_NVIDIA_RTX, "NvidiaRTX"},
+    {NVML_BRAND_NVIDIA, "Nvidia"},
+    {NVML_BRAND_GEFORCE_RTX, "GeForceRTX"},
+    {NVML_BRAND_TITAN_RTX, "TitanRTX"},
+};
+constexpr NvmlName k_architectures[] = {
+    {NVML_DEVICE_ARCH_KEPLER, "Kepler"},       {NVML_DEVICE_ARCH_MAXWELL, "Maxwell"},
+    {NVML_DEVICE_ARCH_PASCAL, "Pascal"},       {NVML_DEVICE_ARCH_VOLTA, "Volta"},
+    {NVML_DEVICE_ARCH_TURING, "Turing"},       {NVML_DEVICE_ARCH_AMPERE, "Ampere"},
+    {NVML_DEVICE_ARCH_ADA, "Ada Lovelace"},    {NVML_DEVICE_ARCH_HOPPER, "Hopper"},
+    {NVML_DEVICE_ARCH_BLACKWELL, "Blackwell"}, {NVML_DEVICE_ARCH_RUBIN, "Rubin"},
+    {NVML_DEVICE_ARCH_UNKNOWN, "Unknown"},
+};
+
+template <size_t N>
+std::optional<std::string> nvml_name(const NvmlName (&table)[N], unsigned value) {
+  const auto* found = std::ranges::find(table, value, &NvmlName::value);
+  return found == std::end(table) ? std::nullopt : std::optional<std::string>(found->name);
+}
 
 class Query {
  public:
@@ -198,6 +244,8 @@ class Query {
       }
     }
 
+    read_brand_and_architecture(device, gpu);
+
     unsigned current = 0;
     unsigned pending = 0;
     const nvmlReturn_t mig_rc = m_api.mig_mode(device, &current, &pending);
@@ -248,6 +296,18 @@ class Query {
     }
     mark_graphics(device, gpu, warnings);
     return gpu;
+  }
+
+  // Descriptive only: a failing call leaves the field unknown rather than losing the GPU.
+  void read_brand_and_architecture(nvmlDevice_t device, NvmlGpu& gpu) const {
+    nvmlBrandType_t brand = NVML_BRAND_UNKNOWN;
+    if (m_api.brand != nullptr && m_api.brand(device, &brand) == NVML_SUCCESS) {
+      gpu.brand = nvml_name(k_brands, static_cast<unsigned>(brand));
+    }
+    nvmlDeviceArchitecture_t architecture = NVML_DEVICE_ARCH_UNKNOWN;
+    if (m_api.architecture != nullptr && m_api.architecture(device, &architecture) == NVML_SUCCESS) {
+      gpu.architecture = nvml_name(k_architectures, architecture);
+    }
   }
 
   // Marks the MIG devices whose GPU instance has a graphics-capable profile: the instance's profile id

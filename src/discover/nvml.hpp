@@ -40,6 +40,10 @@ struct NvmlGpu {
   bool mig_enabled = false;
   bool mig_capable = false;                             // nvmlDeviceGetMigMode is supported
   std::optional<ComputeCapability> compute_capability;  // unknown without nvmlDeviceGetCudaComputeCapability
+  // NVML's brand and architecture as go-nvlib names them ("Tesla", "Ada Lovelace"); unknown without
+  // nvmlDeviceGetBrand / nvmlDeviceGetArchitecture, when the call fails or for a value it has no name for.
+  std::optional<std::string> brand;
+  std::optional<std::string> architecture;
   std::vector<NvmlMig> migs;
 };
 

@@ -167,6 +167,7 @@ typedef unsigned int nvmlDeviceArchitecture_t;
 #define NVML_DEVICE_ARCH_ADA 8              /* Ada Lovelace (sm_89). */
 #define NVML_DEVICE_ARCH_HOPPER 9           /* Hopper (sm_90). */
 #define NVML_DEVICE_ARCH_BLACKWELL 10       /* Blackwell (sm_100 and later). */
+#define NVML_DEVICE_ARCH_RUBIN 13           /* Rubin (11 and 12 are not assigned). */
 #define NVML_DEVICE_ARCH_UNKNOWN 0xffffffff /* Anything else, presumably newer. */
 
 /* How close two GPUs are in the PCIe tree (nvmlDeviceGetTopologyCommonAncestor): their nearest common

@@ -27,6 +27,8 @@ struct Api {
   nvmlDeviceGetPciInfo_v3_fn pci = nullptr;
   nvmlDeviceGetMemoryInfo_fn memory = nullptr;
   nvmlDeviceGetCudaComputeCapability_fn compute_capability = nullptr;
+  nvmlDeviceGetBrand_fn brand = nullptr;
+  nvmlDeviceGetArchitecture_fn architecture = nullptr;
   nvmlDeviceGetMigMode_fn mig_mode = nullptr;
   nvmlDeviceGetMaxMigDeviceCount_fn max_mig = nullptr;
   nvmlDeviceGetMigDeviceHandleByIndex_fn mig_handle = nullptr;

@@ -86,6 +86,8 @@ TEST(Discover, T4InNvmlModeReadsTheManifestThroughTheMockNvml) {
   const auto& gpu = inv->gpus[0];
   EXPECT_EQ(gpu.uuid, f.manifest.gpus[0].uuid);
   EXPECT_EQ(gpu.bus_id, "0000:00:1e.0");
+  EXPECT_EQ(gpu.brand, "Tesla");  // the manifest's brand and arch, as go-nvlib names them
+  EXPECT_EQ(gpu.architecture, "Turing");
   EXPECT_EQ(gpu.node.path, "/dev/nvidia0");
   EXPECT_EQ(gpu.node.host_path, f.host.dev_root + "/dev/nvidia0");
   EXPECT_EQ(gpu.node.major, 195u);
@@ -169,6 +171,10 @@ TEST(Discover, NvmlAndProcAgreeOnFullGpus) {
     EXPECT_EQ(a.drm_nodes, b.drm_nodes);
     EXPECT_EQ(a.mig_enabled, b.mig_enabled) << "GPU " << i;
     EXPECT_EQ(a.mig_enabled, i >= 4);
+    EXPECT_EQ(a.brand, "Tesla");
+    EXPECT_EQ(a.architecture, "Ampere");
+    EXPECT_EQ(b.brand, std::nullopt) << "proc mode has no NVML";
+    EXPECT_EQ(b.architecture, std::nullopt);
   }
   EXPECT_EQ(nvml->files, proc->files);
   EXPECT_EQ(nvml->control_nodes, proc->control_nodes);

@@ -149,6 +149,35 @@ TEST_F(NvmlTest, ReportWhenNvmlRefusesGpuInstancesHasNoGraphicsCapableMigDeviceA
                                      "graphics-capable MIG devices are taken as not graphics capable"});
 }
 
+// Brand and architecture by go-nvlib's names, which differ from the mock file's ("ada", "NvidiaRTX").
+TEST_F(NvmlTest, ReportNamesBrandAndArchitectureAsGoNvlib) {
+  write_conf(graphics_host_conf() + "gpu\tindex=1\tuuid=" + k_gpu1 +
+             "\tname=NVIDIA L4\tminor=1\tbus_id=00000000:18:00.0\tpci_device_id=0x27B810DE"
+             "\tpci_subsystem_id=0x16CA10DE\tmemory_total=24152899584\tcc_major=8\tcc_minor=9"
+             "\tbrand=Nvidia\tarch=ada\tmig_mode=0\tmax_mig=0\n");
+  const auto report = report_of_library();
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->gpus.size(), 2u);
+  EXPECT_EQ(report->gpus[0].brand, "NvidiaRTX");
+  EXPECT_EQ(report->gpus[0].architecture, "Blackwell");
+  EXPECT_EQ(report->gpus[1].brand, "Nvidia");
+  EXPECT_EQ(report->gpus[1].architecture, "Ada Lovelace");
+}
+
+TEST_F(NvmlTest, ReportOfALibraryWithoutBrandAndArchitectureLeavesThemUnknown) {
+  write_conf(host_conf());
+  ASSERT_NO_FATAL_FAILURE(install_library_without({"nvmlDeviceGetBrand", "nvmlDeviceGetArchitecture"}));
+  const auto report = report_of_library();
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->gpus.size(), 3u);
+  EXPECT_EQ(report->gpus[0].brand, std::nullopt);
+  EXPECT_EQ(report->gpus[0].architecture, std::nullopt);
+  EXPECT_EQ(report->warnings,
+            std::vector<std::string>{"nvml: " + library() +
+                                     " lacks nvmlDeviceGetBrand, nvmlDeviceGetArchitecture (an older "
+                                     "driver?); unknown: the GPU brand, the GPU architecture"});
+}
+
 TEST_F(NvmlTest, TopologyReadsEveryPairsPcieLevelAndCountsNvLinksByRemoteBusId) {
   write_conf(host_conf() + "link\tgpu=0\tpeer=1\tlevel=single\nlink\tgpu=0\tpeer=2\tlevel=node\n" +
              "link\tgpu=1\tpeer=2\tlevel=internal\nnvlink\tgpu=0\tpeer=1\tlinks=4\nnvlink\tgpu=2\tpeer="
