@@ -12,9 +12,10 @@ lines that start with a program's name):
   commands  text that starts with `gpuctk ` names a command that exists (`gpuctk cdi generate`; the words
             up to the first option or argument: a group's next word must be one of its commands) and only
             options gpuctk has, of any of its commands (a renamed or removed option fails; an option given to
-            the wrong command does not). Text starting with `gpuctk-device-plugin`, `gpuctk-exporter` or
-            `gpuctk-mps-control-daemon` names only that program's options. Nothing else is read as an
-            option: `--device` alone, or after `podman run`, `nvidia-ctk` or `kubelet`, is not gpuctk's.
+            the wrong command does not). Text starting with `gpuctk-device-plugin`, `gpuctk-exporter`,
+            `gpuctk-mps-control-daemon` or `gpuctk-dra-plugin` names only that program's options. Nothing
+            else is read as an option: `--device` alone, or after `podman run`, `nvidia-ctk` or `kubelet`,
+            is not gpuctk's.
   cmake     `-DGPUCTK_<NAME>` is an option() or cache variable of a CMakeLists.txt or cmake/*.cmake;
             `--target X`, `target_sources(X`, `target_link_libraries(X` and a bare `gpuctk_<name>` name
             a target (add_executable, add_library, add_custom_target), a CMake function, or (bare only) a
@@ -30,7 +31,7 @@ optional part (the device plugin, the exporter) whatever a build enabled.
   options   string literals made only of option names ("--output,-o", "--compat32,!--no-compat32",
             k_opt_link = "--link") in src/cli, src/steps and src/cdi/hook_args.hpp; the device plugin's
             flag table (src/plugin/config.cpp, {{"name", "alias"}, {"VARIABLE"}, ...}) and such
-            literals in src/plugin; the exporter's in src/metrics;
+            literals in src/plugin; the exporter's in src/metrics; the DRA plugin's in src/dra/daemon.cpp;
   tests     add_test(NAME ...) in tests/**/CMakeLists.txt and fuzz/, with ${var} expanded from the
             enclosing foreach() lists and from the calls of the function that holds it (gpuctk_e2e_test
             (prestart_runc ...) is e2e.prestart_runc); a foreach(... RANGE) or an unknown variable is a
@@ -60,7 +61,8 @@ OPTION_LIST = re.compile(r'"(!?--?[A-Za-z0-9][A-Za-z0-9._-]*(?:,!?--?[A-Za-z0-9]
 OPTION = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9._-]*")
 WORD = re.compile(r"^[a-z][a-z0-9-]*$")
 # The programs whose options are checked, and where their options are declared.
-PROGRAMS = ("gpuctk", "gpuctk-device-plugin", "gpuctk-exporter", "gpuctk-mps-control-daemon")
+PROGRAMS = ("gpuctk", "gpuctk-device-plugin", "gpuctk-exporter", "gpuctk-mps-control-daemon",
+            "gpuctk-dra-plugin")
 WILD = "\0"  # a wildcard inside a test name template
 FILE_SUFFIXES = ("json", "yaml", "yml", "toml", "conf", "sh", "py", "cpp", "hpp", "md", "txt", "deb", "so",
                  "service", "path", "rules", "proto", "xml", "csv", "tar", "gz", "cmake", "d")
@@ -117,6 +119,8 @@ class Truth:
                                                                                      "--version"},
             "gpuctk-mps-control-daemon": option_literals(sources(root, "src/plugin/mps*.cpp")) |
             {"--help", "-h", "--version"},
+            "gpuctk-dra-plugin": option_literals(sources(root, "src/dra/daemon.cpp")) | {"--help", "-h",
+                                                                                     "--version"},
         }
         self.read_cmake()
 

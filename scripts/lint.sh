@@ -54,7 +54,7 @@ declare -A allowed=(
   [kube]="util"
   [metrics]="util discover"
   [plugin]="util discover cdi kube labels"
-  [dra]="util discover cdi plugin"
+  [dra]="util discover cdi plugin kube install"
   [cli]="util discover oci cdi rootfs cgroup engine config ldcache steps inject install labels"
 )
 for module in "${!allowed[@]}"; do

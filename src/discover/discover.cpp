@@ -456,8 +456,8 @@ Result<Inventory> discover(const DiscoverOptions& options) {
   std::string nvml_library;
   bool nvml_tried = false;
   if (options.mode == Mode::nvml || options.mode == Mode::automatic) {
-    const auto library =
-        options.nvml_library.empty() ? find_nvml(options.driver_root, cache) : std::optional(options.nvml_library);
+    const auto library = options.nvml_library.empty() ? find_nvml(options.driver_root, cache)
+                                                      : std::optional(options.nvml_library);
     nvml_tried = library.has_value();
     if (!library && options.mode == Mode::nvml) {
       return fail(std::string(k_nvml_soname) + ": not found under " + options.driver_root +
