@@ -2,7 +2,8 @@
 # Builds the gpuctk installer image offline with buildah (Debian's package), no daemon, nothing left in
 # /var/lib/containers: vfs storage in a temporary directory, the result an OCI archive.
 #   deploy/kubernetes/build-image.sh [--device-plugin PLUGIN_BINARY] [--mps-control-daemon MPS_BINARY]
-#                                    [--exporter EXPORTER_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]
+#                                    [--exporter EXPORTER_BINARY] [--dra-plugin DRA_BINARY]
+#                                    GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]
 # Prints the image's reference by digest (IMAGE_NAME without its tag, @sha256:...) for the DaemonSet.
 # The image is FROM scratch: gpuctk (stripped), the shared libraries it links (ldd: glibc; libstdc++ is
 # static), the dynamic loader, and the glibc libraries the node's libnvidia-ml.so.1 links, which gpuctk
@@ -12,11 +13,14 @@
 # libcurl.so.4 with its own, which it loads for per-node configs, for gpuctk-device-plugin.yaml; --mps-control-daemon adds gpuctk-mps-control-daemon (the same
 # build) as /gpuctk-mps-control-daemon, for that file's MPS DaemonSet. --exporter adds gpuctk-exporter (a
 # build with -DGPUCTK_EXPORTER=ON) as /gpuctk-exporter, stripped, with the libraries it links (glibc, libcrypt, GnuTLS's), for
-# gpuctk-exporter.yaml.
+# gpuctk-exporter.yaml. --dra-plugin adds gpuctk-dra-plugin (a build with -DGPUCTK_DEVICE_PLUGIN=ON) as
+# /gpuctk-dra-plugin, with libcurl.so.4 as for the device plugin (its API client), for
+# gpuctk-dra-plugin.yaml.
 set -euo pipefail
 
-usage="usage: build-image.sh [--device-plugin PLUGIN_BINARY] [--mps-control-daemon MPS_BINARY] [--exporter EXPORTER_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]"
+usage="usage: build-image.sh [--device-plugin PLUGIN_BINARY] [--mps-control-daemon MPS_BINARY] [--exporter EXPORTER_BINARY] [--dra-plugin DRA_BINARY] GPUCTK_BINARY OUTPUT.tar [IMAGE_NAME]"
 plugin=
+dra=
 mps=
 exporter=
 while true; do
@@ -24,6 +28,7 @@ while true; do
     --device-plugin) plugin=${2:?$usage} ;;
     --mps-control-daemon) mps=${2:?$usage} ;;
     --exporter) exporter=${2:?$usage} ;;
+    --dra-plugin) dra=${2:?$usage} ;;
     *) break ;;
   esac
   shift 2
@@ -77,6 +82,7 @@ add_daemon() {
 [ -z "$plugin" ] || add_daemon "$plugin" gpuctk-device-plugin
 [ -z "$mps" ] || add_daemon "$mps" gpuctk-mps-control-daemon
 [ -z "$exporter" ] || add_daemon "$exporter" gpuctk-exporter
+[ -z "$dra" ] || add_daemon "$dra" gpuctk-dra-plugin
 libraries() {
   # "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)" and "/lib64/ld-linux-x86-64.so.2 (0x…)"
   ldd "$1" | sed -nE 's/.*=> (\/[^ ]+) .*/\1/p; s/^[[:space:]]*(\/[^ ]+) \(0x.*/\1/p'
@@ -86,15 +92,16 @@ mapfile -t needed < <({
   [ -z "$plugin" ] || libraries "$plugin"
   [ -z "$mps" ] || libraries "$mps"
   [ -z "$exporter" ] || libraries "$exporter"
+  [ -z "$dra" ] || libraries "$dra"
 } | sort -u)
 # libnvidia-ml.so.1 links these (glibc 2.34+ keeps them as small stubs); without them NVML cannot load.
 libdir=$(dirname "$(ldd "$binary" | sed -nE 's/.*libc\.so\.6 => (\/[^ ]+) .*/\1/p')")
 for extra in libpthread.so.0 libdl.so.2 librt.so.1; do
   [ -e "$libdir/$extra" ] && needed+=("$libdir/$extra")
 done
-# gpuctk-device-plugin loads libcurl.so.4 itself, for per-node configs (src/kube/curl_library.hpp): it
-# and the libraries it links, which ldd of the daemon does not list.
-if [ -n "$plugin" ]; then
+# gpuctk-device-plugin and gpuctk-dra-plugin load libcurl.so.4 themselves, for the Kubernetes API
+# (src/kube/curl_library.hpp): it and the libraries it links, which ldd of the daemon does not list.
+if [ -n "$plugin$dra" ]; then
   [ -e "$libdir/libcurl.so.4" ] ||
     { echo "build-image.sh: no $libdir/libcurl.so.4 (package libcurl4: scripts/deps.sh plugin)" >&2; exit 1; }
   needed+=("$libdir/libcurl.so.4")
