@@ -28,7 +28,7 @@ const fixture::Fixture& dgx() {
 }
 
 discover::DiscoverOptions options(discover::Mode mode) {
-  return {dgx().host.driver_root, dgx().host.dev_root, mode, {}};
+  return {dgx().host.driver_root, dgx().host.dev_root, mode, {}, {}};
 }
 
 void BM_ParseLdCache(benchmark::State& state) {
