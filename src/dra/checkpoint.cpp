@@ -238,7 +238,9 @@ Result<void> write_checkpoint(const std::string& path, const Checkpoint& checkpo
     return fail("write " + path + ": checkpoint of " + std::to_string(text.size()) + " bytes, more than " +
                 std::to_string(k_max_checkpoint_bytes));
   }
-  return write_file_atomic(path, text, 0600);
+  // The file's content is synced, not the rename: after a power cut the older checkpoint is as good (the
+  // claims it names are prepared again as their pods restart), but an empty one would stop the start.
+  return write_file_atomic(path, text, 0600, Durability::content);
 }
 
 }  // namespace gpuctk::dra

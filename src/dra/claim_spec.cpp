@@ -84,8 +84,10 @@ Result<void> write_claim_spec(const std::string& cdi_dir, std::string_view claim
                               const cdi::Spec& node_spec, std::span<const Device> devices) {
   GPUCTK_TRY_ASSIGN(const auto spec, build_claim_spec(node_spec, claim_uid, devices));
   GPUCTK_TRY(make_dir(cdi_dir));
+  // Never synced: a claim spec lives as long as its containers, which a reboot ends (the kubelet prepares
+  // the claims again for the pods it restarts); /var/run/cdi is a tmpfs on most nodes anyway.
   return write_file_atomic(claim_spec_path(cdi_dir, claim_uid), cdi::write_spec(spec, cdi::Format::yaml),
-                           0644);
+                           0644, Durability::atomic_only);
 }
 
 bool claim_spec_exists(const std::string& cdi_dir, std::string_view claim_uid) {

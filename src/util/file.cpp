@@ -217,7 +217,7 @@ Result<void> write_file_atomic_at(int dir_fd, const std::string& name, const std
   if (::fchmod(temp.fd(), mode) != 0) {
     return write_error("chmod");
   }
-  if (durability == Durability::durable && ::fsync(temp.fd()) != 0) {
+  if (durability != Durability::atomic_only && ::fsync(temp.fd()) != 0) {
     return write_error("fsync");
   }
   if (::renameat(dir_fd, temp.name().c_str(), dir_fd, name.c_str()) != 0) {

@@ -104,6 +104,11 @@ enum class Durability {
   // power cut may lose the new content. For files that do not outlive the boot: a bundle's config.json
   // (the two fsyncs cost up to 12 ms per container start on ext4, measured on a busy disk).
   atomic_only,
+  // fsync the temporary file, not the directory: after a power cut the name holds the old or the new
+  // content, whole, never an empty or partial file; the rename itself may be lost. For state whose older
+  // version is as valid as the newer after a reboot: gpuctk-dra-plugin's checkpoint (its claim specs are
+  // in /var/run and its containers gone by then), at half of durable's cost.
+  content,
 };
 
 // The owner and group write_file_atomic gives the new file (only root can give a file away).
@@ -117,8 +122,8 @@ struct FileOwner {
 //   1. a temporary file "<name>.<random>.tmp" is created with O_EXCL | O_NOFOLLOW, mode 0600;
 //   2. `content` is written, then fchown(`owner`) when given, then fchmod(`mode`) (chown clears set-id
 //      bits, so the mode comes last) - on the fd, never by path;
-//   3. Durability::durable: fsync; then renameat over `path` (a symlink at `path` is replaced, never
-//      followed); Durability::durable: fsync of the directory.
+//   3. Durability::durable or content: fsync; then renameat over `path` (a symlink at `path` is replaced,
+//      never followed); Durability::durable: fsync of the directory.
 // On any failure before the rename the temporary file is removed and `path` is left as it was.
 // Errors name the path: "write /b/x: create temporary file in /b: No such file or directory",
 // "write /b/x: rename: Is a directory".

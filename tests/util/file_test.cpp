@@ -107,6 +107,18 @@ TEST_F(FileTest, DurableWriteFlushesToDisk) {
   EXPECT_EQ(outcome, test::FilterOutcome::killed) << test::to_string(outcome);
 }
 
+TEST_F(FileTest, ContentWriteFlushesTheFile) {
+  // Durability::content syncs the new content before the rename (the DRA plugin's checkpoint must never
+  // be empty after a power cut), unlike atomic_only above.
+  const auto path = (fs::path(m_dir) / "checkpoint.json").string();
+  const auto outcome = test::run_under_filter(
+      test::forbid_sync(), [&] { return write_file_atomic(path, "x", 0600, Durability::content) ? 0 : 1; });
+  if (outcome == test::FilterOutcome::unavailable) {
+    GTEST_SKIP() << "seccomp is not available here";
+  }
+  EXPECT_EQ(outcome, test::FilterOutcome::killed) << test::to_string(outcome);
+}
+
 TEST_F(FileTest, AtomicWriteReplacesASymlinkAndNeverWritesItsTarget) {
   const auto outside = (fs::path(m_dir) / "host-file").string();
   ASSERT_TRUE(write_file_atomic(outside, "host", 0600));
