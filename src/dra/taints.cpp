@@ -82,7 +82,6 @@ void TaintBoard::clear(std::optional<std::vector<Device>> devices) {
     m_taints.clear();
     ++m_version;
   }
-  m_changed.notify_all();
 }
 
 Taints TaintBoard::snapshot() const {
@@ -90,7 +89,7 @@ Taints TaintBoard::snapshot() const {
   return m_taints;
 }
 
-// Under the lock; wakes the waiters once when any device's taints changed.
+// Under the lock; counts one change when any device's taints changed.
 bool TaintBoard::taint(const std::vector<std::string>& names, const Taint& wanted) {
   bool any = false;
   for (const auto& name : names) {
@@ -101,7 +100,6 @@ bool TaintBoard::taint(const std::vector<std::string>& names, const Taint& wante
   }
   if (any) {
     ++m_version;
-    m_changed.notify_all();
   }
   return any;
 }
@@ -129,40 +127,6 @@ bool TaintBoard::taint_one(std::vector<Taint>& taints, const Taint& wanted) cons
 uint64_t TaintBoard::version() const {
   const std::lock_guard lock(m_mutex);
   return m_version;
-}
-
-uint64_t TaintBoard::wait_change(uint64_t seen, const std::function<bool()>& done,
-                                 std::optional<std::chrono::milliseconds> timeout) const {
-  std::unique_lock lock(m_mutex);
-  const uint64_t wakes = m_wakes;
-  const auto over = [&] { return m_version != seen || m_stopped || m_wakes != wakes || (done && done()); };
-  if (timeout) {
-    m_changed.wait_for(lock, *timeout, over);
-  } else {
-    m_changed.wait(lock, over);
-  }
-  return m_version;
-}
-
-void TaintBoard::wake() {
-  {
-    const std::lock_guard lock(m_mutex);
-    ++m_wakes;
-  }
-  m_changed.notify_all();
-}
-
-void TaintBoard::stop() {
-  {
-    const std::lock_guard lock(m_mutex);
-    m_stopped = true;
-  }
-  m_changed.notify_all();
-}
-
-bool TaintBoard::stopped() const {
-  const std::lock_guard lock(m_mutex);
-  return m_stopped;
 }
 
 }  // namespace gpuctk::dra

@@ -13,7 +13,6 @@
 // changes (NVIDIA leaves it to the API server), so that republishing an unchanged taint changes nothing.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -54,8 +53,8 @@ std::vector<std::string> devices_of_event(const std::vector<Device>& devices,
 // `time` as RFC 3339 in UTC, to the second: "2025-06-01T12:00:00Z".
 std::string rfc3339(std::chrono::system_clock::time_point time);
 
-// The taints of the published devices, shared by the health watch (which taints) and the publisher (which
-// waits for a change, then publishes a snapshot). Thread-safe.
+// The taints of the published devices, shared by the health watch (which taints, then pokes the publisher)
+// and the publisher (which publishes a snapshot). Thread-safe.
 class TaintBoard {
  public:
   using Clock = std::function<std::chrono::system_clock::time_point()>;
@@ -73,26 +72,16 @@ class TaintBoard {
 
   // A counter that grows with every change.
   [[nodiscard]] uint64_t version() const;
-  // As plugin::HealthBoard::wait_change: until version() differs from `seen`, stop(), a wake() during the
-  // wait, `done` (read under the lock) or `timeout`; returns the version then.
-  uint64_t wait_change(uint64_t seen, const std::function<bool()>& done = {},
-                       std::optional<std::chrono::milliseconds> timeout = std::nullopt) const;
-  void wake();
-  void stop();
-  [[nodiscard]] bool stopped() const;
 
  private:
   bool taint(const std::vector<std::string>& names, const Taint& wanted);
   bool taint_one(std::vector<Taint>& taints, const Taint& wanted) const;
 
   mutable std::mutex m_mutex;
-  mutable std::condition_variable m_changed;
   std::vector<Device> m_devices;
   Clock m_now;
   Taints m_taints;
   uint64_t m_version = 0;
-  uint64_t m_wakes = 0;
-  bool m_stopped = false;
 };
 
 }  // namespace gpuctk::dra

@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "discover/nvml_abi.h"
@@ -156,37 +155,6 @@ TEST(DraTaints, ClearIsARediscovery) {
   ASSERT_EQ(taints.size(), 1u);
   EXPECT_EQ(taints.begin()->first, "gpu-5");
   EXPECT_FALSE(board.apply(xid("GPU-0", 79), policy())) << "GPU 0 is gone";
-}
-
-TEST(DraTaints, WaitChangeWakesOnATaintAndEndsOnStop) {
-  TaintBoard board(devices());
-  const uint64_t seen = board.version();
-  std::thread tainter([&] {
-    std::this_thread::sleep_for(20ms);
-    board.apply(xid("GPU-0", 79), policy());
-  });
-  EXPECT_EQ(board.wait_change(seen), seen + 1);
-  tainter.join();
-  EXPECT_EQ(board.wait_change(seen + 1, {}, 10ms), seen + 1) << "a timeout without a change";
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(20ms);
-    board.stop();
-  });
-  EXPECT_EQ(board.wait_change(seen + 1), seen + 1);
-  stopper.join();
-  EXPECT_TRUE(board.stopped());
-}
-
-TEST(DraTaints, AWakeEndsAWaitWithoutAChange) {
-  TaintBoard board(devices());
-  std::atomic<bool> closing = false;
-  std::thread closer([&] {
-    std::this_thread::sleep_for(20ms);
-    closing = true;
-    board.wake();
-  });
-  EXPECT_EQ(board.wait_change(0, [&] { return closing.load(); }), 0u);
-  closer.join();
 }
 
 }  // namespace
