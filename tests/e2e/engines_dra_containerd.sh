@@ -74,19 +74,10 @@ engines_containerd_start "$c"
 engines_import "$LAB/images/pause.tar" "$LAB/images/probe.tar"
 v="containerd $containerd_version"
 
-# The daemon's view of the host: the manifest materialised once more with the mock NVML as its only library
-# (devices.yaml has no libraries: the driver's files are the real packages'), read through --nvml-library.
+# The daemon's view of the host, read through --nvml-library: the mock NVML's root.
 manifest=$LAB/devices/manifest/host.yaml
-mkdir -p "$LAB/dra-host/manifest"
-{
-  cat "$manifest"
-  printf '%s\n' "" "libraries:" "  - dir: /usr/lib/x86_64-linux-gnu" "    libs:" \
-    "      - {name: libnvidia-ml.so, soname: libnvidia-ml.so.1, links: [libnvidia-ml.so], source: mock-nvml}"
-} >"$LAB/dra-host/manifest/host.yaml"
-"$fixture" materialize "$LAB/dra-host/manifest/host.yaml" "$LAB/dra-host/host" >"$LAB/dra-host/roots" \
-  2>"$LAB/dra-host/materialize.err" || e2e_fail "materialising the mock NVML failed: $(cat "$LAB/dra-host/materialize.err")"
-grep -qx "nvml=mock" "$LAB/dra-host/roots" || e2e_fail "the fixture made no mock NVML: $(cat "$LAB/dra-host/roots")"
-nvml=$(sed -n 's/^driver_root=//p' "$LAB/dra-host/roots")/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1
+mock_driver_root=$(engines_mock_nvml_root "$fixture" dra-host)
+nvml=$mock_driver_root/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1
 [ -f "$nvml" ] || e2e_fail "no mock libnvidia-ml.so.1 at $nvml"
 uuid0=$(sed -n '/^  - minor: 0$/,/uuid:/s/^    uuid: //p' "$manifest")
 mig0=$(sed -n 's/^ *- {gi: 1, ci: 0, profile: 2g.12gb, uuid: \(MIG-[0-9a-f-]*\),.*/\1/p' "$manifest")

@@ -50,20 +50,10 @@ engines_containerd_start "$c"
 engines_import "$LAB/images/pause.tar" "$LAB/images/probe.tar"
 v="containerd $containerd_version"
 
-# The plugin's view of the host: the spec's dev root (its nodes and /proc) and, as driver root, the same
-# manifest materialised once more with the mock NVML as its only library (devices.yaml has no libraries:
-# the driver's files are the real packages').
+# The plugin's view of the host: the spec's dev root (its nodes and /proc) and, as driver root, the mock
+# NVML's (engines_mock_nvml_root).
 manifest=$LAB/devices/manifest/host.yaml
-mkdir -p "$LAB/plugin-host/manifest"
-{
-  cat "$manifest"
-  printf '%s\n' "" "libraries:" "  - dir: /usr/lib/x86_64-linux-gnu" "    libs:" \
-    "      - {name: libnvidia-ml.so, soname: libnvidia-ml.so.1, links: [libnvidia-ml.so], source: mock-nvml}"
-} >"$LAB/plugin-host/manifest/host.yaml"
-"$fixture" materialize "$LAB/plugin-host/manifest/host.yaml" "$LAB/plugin-host/host" >"$LAB/plugin-host/roots" \
-  2>"$LAB/plugin-host/materialize.err" || e2e_fail "materialising the mock NVML failed: $(cat "$LAB/plugin-host/materialize.err")"
-grep -qx "nvml=mock" "$LAB/plugin-host/roots" || e2e_fail "the fixture made no mock NVML: $(cat "$LAB/plugin-host/roots")"
-mock_driver_root=$(sed -n 's/^driver_root=//p' "$LAB/plugin-host/roots")
+mock_driver_root=$(engines_mock_nvml_root "$fixture" plugin-host)
 uuid0=$(sed -n '/^  - minor: 0$/,/uuid:/s/^    uuid: //p' "$manifest")
 mig0=$(sed -n 's/^ *- {gi: 1, ci: 0, profile: 2g.12gb, uuid: \(MIG-[0-9a-f-]*\),.*/\1/p' "$manifest")
 if [ -z "$uuid0" ] || [ -z "$mig0" ]; then e2e_fail "no GPU 0 UUID or MIG 1:0 UUID in $manifest"; fi

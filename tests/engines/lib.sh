@@ -83,6 +83,24 @@ print(" ".join(sorted(p for p in nodes if re.fullmatch(r"/dev/nvidia[0-9]+|/dev/
 PY
 }
 
+# engines_mock_nvml_root FIXTURE NAME: the driver root (printed) of the real-package host's manifest
+# materialised once more in $LAB/NAME with the mock NVML as its only library (devices.yaml has no
+# libraries: the driver's files are the real packages'), for a daemon that reads the GPUs through NVML:
+# the real libnvidia-ml cannot initialise without a kernel module, and /proc has no MIG profiles or UUIDs.
+engines_mock_nvml_root() {
+  local fixture=$1 dir=$LAB/$2
+  mkdir -p "$dir/manifest"
+  {
+    cat "$LAB/devices/manifest/host.yaml"
+    printf '%s\n' "" "libraries:" "  - dir: /usr/lib/x86_64-linux-gnu" "    libs:" \
+      "      - {name: libnvidia-ml.so, soname: libnvidia-ml.so.1, links: [libnvidia-ml.so], source: mock-nvml}"
+  } >"$dir/manifest/host.yaml"
+  "$fixture" materialize "$dir/manifest/host.yaml" "$dir/host" >"$dir/roots" 2>"$dir/materialize.err" ||
+    e2e_fail "materialising the mock NVML failed: $(cat "$dir/materialize.err")"
+  grep -qx "nvml=mock" "$dir/roots" || e2e_fail "the fixture made no mock NVML: $(cat "$dir/roots")"
+  sed -n 's/^driver_root=//p' "$dir/roots"
+}
+
 # What a pod's container sees (e2e_real_probe: the real CUDA runtime's answer, where libcuda.so.1 comes
 # from, nvidia-smi, the linker cache), then every GPU node it has ("gpu nodes: ..." sorted, "-" for none:
 # /dev/nvidia<N> and /dev/nvidia-caps/*), the request it got by env, and "probe done", the line the
