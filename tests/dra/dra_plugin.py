@@ -9,6 +9,9 @@ scheduler's allocation).
 
 Checks, each printed "ok <name>":
   usage          no --node-name: exit 2 and one line; --help exits 0
+  manifests      deploy/kubernetes/gpuctk-dra-plugin.yaml's DeviceClasses and examples/dra-claims.yaml's
+                 claims (the template's as a claim) are accepted by the stand-in's resource.k8s.io/v1
+                 validation; every variable the DaemonSet sets is one the daemon reads (its --help)
   register       the plugin watcher's GetInfo (DRAPlugin, gpu.nvidia.com, the DRA socket, v1 and v1beta1);
                  the kubelet chooses v1
   slices         the 8-GPU host's devices (4 GPUs whole, 16 MIG devices) in one ResourceSlice of the node's pool, owned by the Node, with
@@ -135,6 +138,35 @@ def check_usage(lab):
     out = subprocess.run(lab.command[:1] + ["--help"], capture_output=True, text=True, timeout=TIMEOUT, check=False)
     check(out.returncode == 0 and "--kubelet-plugins-directory-path" in out.stdout, f"--help: {out.returncode}")
     print("ok usage")
+
+
+def check_manifests(args, lab):
+    yaml = import_yaml()
+    deploy = os.path.join(os.path.dirname(os.path.dirname(HERE)), "deploy", "kubernetes")
+    docs = [d for name in ("gpuctk-dra-plugin.yaml", os.path.join("examples", "dra-claims.yaml"))
+            for d in yaml.safe_load_all(open(os.path.join(deploy, name), encoding="utf-8")) if d]
+    api = args.api.api
+    classes = [d for d in docs if d["kind"] == "DeviceClass"]
+    check(sorted(d["metadata"]["name"] for d in classes) == ["gpu.nvidia.com", "mig.nvidia.com"],
+          f"manifests: DeviceClasses {[d['metadata']['name'] for d in classes]}")
+    for d in classes:
+        api.expect(201, "POST", RESOURCE + "/deviceclasses", body=d)
+    claims = [d for d in docs if d["kind"] == "ResourceClaim"]
+    claims += [{"apiVersion": d["apiVersion"], "kind": "ResourceClaim",
+                "metadata": {"name": "from-" + d["metadata"]["name"]}, "spec": d["spec"]["spec"]}
+               for d in docs if d["kind"] == "ResourceClaimTemplate"]
+    check(len(claims) == 2, f"manifests: {len(claims)} claims")
+    for d in claims:
+        api.expect(201, "POST", RESOURCE + "/namespaces/manifests/resourceclaims",
+                   body=dict(d, metadata={"name": d["metadata"]["name"]}))
+    daemonset = next(d for d in docs if d["kind"] == "DaemonSet")
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    out = subprocess.run(lab.command[:1] + ["--help"], capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    read = set(re.findall(r"\(Env:([A-Z_]+)\)", out.stdout))
+    unknown = [e["name"] for e in container.get("env", []) if e["name"] not in read]
+    check(container["command"] == ["/gpuctk-dra-plugin"] and not unknown,
+          f"manifests: the DaemonSet sets variables the daemon does not read: {unknown}")
+    print("ok manifests")
 
 
 def check_register(args, lab):
@@ -299,6 +331,7 @@ def run(argv):
             gpus = host_gpus("dgx-a100")
             args.devices = expected_devices(gpus)
             check_usage(lab)
+            check_manifests(args, lab)
             daemon = lab.start("first")
             try:
                 check_register(args, lab)
