@@ -12,7 +12,8 @@ Prints:
   api floor   one GET of a ResourceClaim from python, which every prepare below also pays inside the
               daemon (the stand-in is python over TLS: a real API server answers faster)
   prepare     NodePrepareResources of one claim of one GPU (fetch, check, claim spec and checkpoint
-              written): median, p90, max over --claims claims, as the client times the RPC
+              written): median, p90, max over --claims claims, as the client times the RPC; and the
+              daemon's own part of each, the claim's GET left out (from the times its log gives)
   prepared    the same claims asked again (answered from the checkpoint: no fetch, spec present)
   unprepare   NodeUnprepareResources of each (spec and checkpoint entry removed)
   rss         the daemon's VmRSS after the start, after N prepare+unprepare rounds, and its VmHWM; with
@@ -53,6 +54,14 @@ def status_kib(pid, key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def daemon_share(log, count):
+    """The daemon's own time of its first `count` prepare calls: "(X us for the call, Y us of them getting
+    claims)" of its log, X - Y, in seconds."""
+    import re
+    found = re.findall(r"\((\d+) us for the call, (\d+) us of them getting claims\)", log)
+    return [(int(total) - int(api)) / 1e6 for total, api in found[:count]]
 
 
 def print_smaps(pid):
@@ -151,6 +160,8 @@ def main():
                 unprepare = [timed(stub.NodeUnprepareResources, pb.NodeUnprepareResourcesRequest(claims=[c]))
                              for c in claims]
                 print(f"prepare     one claim of one GPU: {summary(prepare)}")
+                own = daemon_share(daemon.log(), len(claims))
+                print(f"  daemon    its own part, the claim's GET left out (its log): {summary(own)}")
                 print(f"prepared    asked again: {summary(prepared)}")
                 print(f"unprepare   {summary(unprepare)}")
                 rounds = 1000
