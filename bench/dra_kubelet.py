@@ -4,7 +4,7 @@ host (8 GPUs, 4 of them in MIG mode: 20 devices, the mock NVML), against tests/k
 stand-in API server, python) with tests/dra's kubelet side in-process (Debian's gRPC for python).
 
     dra_kubelet.py DAEMON FIXTURE_TOOL TYPES_GO REGISTRATION_PROTO DRA_PROTO STUBS GPUCTK [--claims N]
-                   [--starts N] [--smaps]
+                   [--starts N] [--rounds N] [--smaps]
 
 Prints:
   slices      start of the process to its ResourceSlice holding every device, seen by polling the API
@@ -84,6 +84,7 @@ def main():
         parser.add_argument(name)
     parser.add_argument("--claims", type=int, default=200)
     parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=1000, help="prepare+unprepare rounds before the last RSS")
     parser.add_argument("--smaps", action="store_true", help="the resident set per mapping at the end")
     args = parser.parse_args()
     import grpc
@@ -164,7 +165,7 @@ def main():
                 print(f"  daemon    its own part, the claim's GET left out (its log): {summary(own)}")
                 print(f"prepared    asked again: {summary(prepared)}")
                 print(f"unprepare   {summary(unprepare)}")
-                rounds = 1000
+                rounds = args.rounds
                 for n in range(rounds):
                     c = claims[n % len(claims)]
                     timed(stub.NodePrepareResources, pb.NodePrepareResourcesRequest(claims=[c]))
