@@ -26,31 +26,11 @@ constexpr int k_max_depth = 16;
 constexpr size_t k_max_list = 32;
 constexpr size_t k_max_string = 512;
 
-// FNV-1a, 64 bits: a checksum against cut or edited files (the kubelet's checkpoints use FNV-1a 32), not
-// against someone who can write the file and recompute it.
-uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t hash = 14695981039346656037ULL;
-  for (const char c : bytes) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
-std::string hex16(uint64_t value) {
-  static constexpr char k_digits[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (size_t i = 16; i-- > 0; value >>= 4U) {
-    out[i] = k_digits[value & 0xfU];
-  }
-  return out;
-}
-
 // The compact text the checksum covers: the document without its "checksum" key, keys sorted (nlohmann's
 // object is a std::map), invalid UTF-8 replaced rather than thrown on.
 std::string checksum_of(json document) {
   document.erase("checksum");
-  return hex16(fnv1a64(document.dump(-1, ' ', false, json::error_handler_t::replace)));
+  return fnv1a64_hex(document.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 json device_json(const PreparedDevice& device) {

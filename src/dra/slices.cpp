@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <string_view>
 
 #include "util/strings.hpp"
@@ -21,15 +20,6 @@ bool dns_subdomain(std::string_view name) {
   return !name.empty() && name.size() <= k_max_subdomain &&
          std::ranges::all_of(split(name, '.'),
                              [](std::string_view label) { return valid_device_name(label); });
-}
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
 }
 
 std::string short_label(std::string_view node) {
@@ -160,9 +150,7 @@ std::string slice_name(const std::string& node, size_t index) {
   if (std::string plain = node + suffix; dns_subdomain(plain)) {
     return plain;
   }
-  char hash[17] = {};
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a(node)));
-  return short_label(node) + "-" + hash + suffix;
+  return short_label(node) + "-" + fnv1a64_hex(node) + suffix;
 }
 
 std::vector<json> build_slices(const std::vector<Device>& devices, const Taints& taints, const Pool& pool) {

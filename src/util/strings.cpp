@@ -171,4 +171,18 @@ std::string escape_for_log(std::string_view text, size_t max_bytes) {
   return out;
 }
 
+std::string fnv1a64_hex(std::string_view bytes) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (const char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  static constexpr char k_digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (size_t i = 16; i-- > 0; hash >>= 4U) {
+    out[i] = k_digits[hash & 0xfU];
+  }
+  return out;
+}
+
 }  // namespace gpuctk

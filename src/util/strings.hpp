@@ -73,4 +73,8 @@ inline constexpr size_t k_max_log_message = 4096;
 // sequence), then "…(N bytes cut)" with N the number of input bytes left out.
 std::string escape_for_log(std::string_view text, size_t max_bytes = k_max_log_message);
 
+// FNV-1a, 64 bits, as 16 lower-case hex digits: a short fingerprint of a name, or a checksum against cut
+// or edited files; not against someone who can write the file and compute it again.
+std::string fnv1a64_hex(std::string_view bytes);
+
 }  // namespace gpuctk

@@ -119,5 +119,12 @@ TEST(Strings, EscapeForLogCutsLongMessages) {
   EXPECT_EQ(escape_for_log("a\xc3\xa9", 3), "a\xc3\xa9");
 }
 
+TEST(Strings, Fnv1a64HexIsTheStandardHashInSixteenDigits) {
+  // FNV-1a 64's published values: the offset basis for "", and "a", "foobar".
+  EXPECT_EQ(fnv1a64_hex(""), "cbf29ce484222325");
+  EXPECT_EQ(fnv1a64_hex("a"), "af63dc4c8601ec8c");
+  EXPECT_EQ(fnv1a64_hex("foobar"), "85944171f73967e8");
+}
+
 }  // namespace
 }  // namespace gpuctk
